@@ -1,0 +1,361 @@
+//! Board geometries: how the playable squares of each board are numbered, named and laid out as bits.
+//!
+//! Every board keeps one bit per playable square in a `u64`. The diagonal boards use the "ghost square"
+//! layout of the strongest open engines: after every two rows one unused bit is inserted, so that each of
+//! the four diagonal steps is one constant shift of the whole board (`±H` and `±(H+1)` with `H` = squares
+//! per row) and a step off the left or right edge lands on a ghost bit, which the board mask removes.
+//! The mirrored 8x8 board (Italian, Spanish; a1 light) is the left-right mirror of the ordinary one: it
+//! shares its bit layout and only names its squares differently. Turkish uses all 64 squares, one bit each.
+
+use std::fmt;
+
+/// The four kinds of board the variants are played on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BoardKind {
+    /// 10x10, 50 dark squares, a1 dark (international).
+    Ten,
+    /// 8x8, 32 dark squares, a1 dark (english, russian, brazilian, czech).
+    Eight,
+    /// 8x8, 32 dark squares on the mirrored board, a1 light (italian, spanish).
+    EightMirrored,
+    /// 8x8, all 64 squares, orthogonal moves (turkish).
+    Turkish,
+}
+
+/// A playable square, identified by its bit in the board's layout. Use [`Board`] to convert to and from
+/// PDN numbers and algebraic names; a `Square` is only meaningful together with its board.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Square(pub(crate) u8);
+
+impl Square {
+    /// The bit index of this square in the board's layout.
+    pub fn bit(self) -> u32 {
+        u32::from(self.0)
+    }
+    pub(crate) fn mask(self) -> u64 {
+        1u64 << self.0
+    }
+    pub(crate) fn from_mask(mask: u64) -> Square {
+        Square(mask.trailing_zeros() as u8)
+    }
+}
+
+/// A set of squares of one board.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Bitboard(pub u64);
+
+impl Bitboard {
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    pub fn count(self) -> u32 {
+        self.0.count_ones()
+    }
+    pub fn contains(self, sq: Square) -> bool {
+        self.0 & sq.mask() != 0
+    }
+}
+
+impl Iterator for Bitboard {
+    type Item = Square;
+    fn next(&mut self) -> Option<Square> {
+        if self.0 == 0 {
+            None
+        } else {
+            let sq = Square(self.0.trailing_zeros() as u8);
+            self.0 &= self.0 - 1;
+            Some(sq)
+        }
+    }
+}
+
+/// Static description of one board: numbering, names and bit layout.
+#[derive(Debug)]
+pub struct Board {
+    pub kind: BoardKind,
+    /// Files (and ranks): 10 or 8.
+    pub size: u8,
+    /// Number of playable squares: 50, 32 or 64.
+    pub n_squares: u8,
+    /// All playable bits.
+    pub mask: u64,
+    /// Top row as White sees it (White's promotion row).
+    pub top_row: u64,
+    /// Bottom row (Black's promotion row).
+    pub bottom_row: u64,
+    bit_of_index: [u8; 64],
+    index_of_bit: [u8; 64],
+    file_of_index: [u8; 64],
+    rank_of_index: [u8; 64],
+}
+
+const NONE: u8 = 0xFF;
+
+const fn build(kind: BoardKind) -> Board {
+    let (size, n): (u8, u8) = match kind {
+        BoardKind::Ten => (10, 50),
+        BoardKind::Eight | BoardKind::EightMirrored => (8, 32),
+        BoardKind::Turkish => (8, 64),
+    };
+    let mut bit_of_index = [NONE; 64];
+    let mut index_of_bit = [NONE; 64];
+    let mut file_of_index = [NONE; 64];
+    let mut rank_of_index = [NONE; 64];
+    let mut mask = 0u64;
+    let mut top_row = 0u64;
+    let mut bottom_row = 0u64;
+    let mut k = 0u8;
+    while k < n {
+        let (bit, file, row) = match kind {
+            BoardKind::Turkish => (k, k % 8, k / 8),
+            _ => {
+                let h = size / 2;
+                let row = k / h;
+                let i = k % h;
+                let (file, bit_i) = match kind {
+                    BoardKind::EightMirrored => {
+                        let file = if row % 2 == 0 { 2 * i } else { 2 * i + 1 };
+                        (file, h - 1 - i)
+                    }
+                    _ => {
+                        let file = if row % 2 == 0 { 2 * i + 1 } else { 2 * i };
+                        (file, i)
+                    }
+                };
+                (row * h + bit_i + row / 2, file, row)
+            }
+        };
+        bit_of_index[k as usize] = bit;
+        index_of_bit[bit as usize] = k;
+        file_of_index[k as usize] = file;
+        rank_of_index[k as usize] = size - 1 - row;
+        mask |= 1u64 << bit;
+        if row == 0 {
+            top_row |= 1u64 << bit;
+        }
+        if row == size - 1 {
+            bottom_row |= 1u64 << bit;
+        }
+        k += 1;
+    }
+    Board {
+        kind,
+        size,
+        n_squares: n,
+        mask,
+        top_row,
+        bottom_row,
+        bit_of_index,
+        index_of_bit,
+        file_of_index,
+        rank_of_index,
+    }
+}
+
+pub(crate) static TEN: Board = build(BoardKind::Ten);
+pub(crate) static EIGHT: Board = build(BoardKind::Eight);
+pub(crate) static EIGHT_MIRRORED: Board = build(BoardKind::EightMirrored);
+pub(crate) static TURKISH: Board = build(BoardKind::Turkish);
+
+impl BoardKind {
+    /// The static description of this board.
+    pub fn board(self) -> &'static Board {
+        match self {
+            BoardKind::Ten => &TEN,
+            BoardKind::Eight => &EIGHT,
+            BoardKind::EightMirrored => &EIGHT_MIRRORED,
+            BoardKind::Turkish => &TURKISH,
+        }
+    }
+}
+
+impl Board {
+    /// The square with this PDN number (1-based: 1..=50, 1..=32; Turkish 1..=64 from a8 to h1).
+    pub fn square(&self, number: u32) -> Option<Square> {
+        if number == 0 || number > u32::from(self.n_squares) {
+            return None;
+        }
+        Some(Square(self.bit_of_index[number as usize - 1]))
+    }
+
+    /// The PDN number (1-based) of a square.
+    pub fn number(&self, sq: Square) -> u32 {
+        u32::from(self.index_of_bit[sq.0 as usize & 63]) + 1
+    }
+
+    /// Whether this bit is a playable square of the board.
+    pub fn is_square(&self, sq: Square) -> bool {
+        sq.0 < 64 && self.index_of_bit[sq.0 as usize] != NONE
+    }
+
+    /// File (0 = a) and rank (0 = rank 1) of a square, as White sees the board.
+    pub fn coords(&self, sq: Square) -> (u8, u8) {
+        let k = self.index_of_bit[sq.0 as usize & 63] as usize;
+        (self.file_of_index[k], self.rank_of_index[k])
+    }
+
+    /// The playable square at a file (0 = a) and rank (0 = rank 1), if that square is playable.
+    pub fn square_at(&self, file: u8, rank: u8) -> Option<Square> {
+        if file >= self.size || rank >= self.size {
+            return None;
+        }
+        let row = self.size - 1 - rank;
+        if self.kind == BoardKind::Turkish {
+            return self.square(u32::from(row) * 8 + u32::from(file) + 1);
+        }
+        let dark = match self.kind {
+            BoardKind::EightMirrored => (file + row) % 2 == 0,
+            _ => (file + row) % 2 == 1,
+        };
+        if !dark {
+            return None;
+        }
+        let h = self.size / 2;
+        self.square(u32::from(row * h + file / 2) + 1)
+    }
+
+    /// Algebraic name of a square (`a1` is White's bottom-left corner).
+    pub fn algebraic(&self, sq: Square) -> Algebraic {
+        let (file, rank) = self.coords(sq);
+        Algebraic { file, rank }
+    }
+
+    /// Every playable square in PDN number order.
+    pub fn squares(&self) -> impl Iterator<Item = Square> + '_ {
+        (0..self.n_squares).map(|k| Square(self.bit_of_index[k as usize]))
+    }
+}
+
+/// A square's algebraic name (`c3`), displayable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Algebraic {
+    pub file: u8,
+    pub rank: u8,
+}
+
+impl fmt::Display for Algebraic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", (b'a' + self.file) as char, self.rank + 1)
+    }
+}
+
+/// Movement geometry used by the generator: four directions, each a constant shift plus a mask that
+/// removes squares which wrapped around an edge. Directions `d` and `d ^ 2` are opposite.
+pub(crate) trait Geometry {
+    const SHIFT: [i32; 4];
+    const STEP_MASK: [u64; 4];
+    /// Diagonal boards have ghosts and at most 55 bits; the orthogonal board uses all 64.
+    const BOARD: &'static Board;
+}
+
+#[inline(always)]
+pub(crate) fn step<G: Geometry>(b: u64, d: usize) -> u64 {
+    let s = G::SHIFT[d];
+    (if s > 0 { b << s } else { b >> -s }) & G::STEP_MASK[d]
+}
+
+/// 10x10: up-left, up-right, down-right, down-left.
+pub(crate) struct Diag10;
+impl Geometry for Diag10 {
+    const SHIFT: [i32; 4] = [-6, -5, 6, 5];
+    const STEP_MASK: [u64; 4] = [TEN.mask; 4];
+    const BOARD: &'static Board = &TEN;
+}
+
+/// 8x8 diagonal (also the mirrored board, which shares the layout).
+pub(crate) struct Diag8;
+impl Geometry for Diag8 {
+    const SHIFT: [i32; 4] = [-5, -4, 5, 4];
+    const STEP_MASK: [u64; 4] = [EIGHT.mask; 4];
+    const BOARD: &'static Board = &EIGHT;
+}
+
+const FILE_A: u64 = 0x0101_0101_0101_0101;
+const FILE_H: u64 = FILE_A << 7;
+
+/// Turkish: up, right, down, left.
+pub(crate) struct Ortho;
+impl Geometry for Ortho {
+    const SHIFT: [i32; 4] = [-8, 1, 8, -1];
+    const STEP_MASK: [u64; 4] = [!0, !FILE_A, !0, !FILE_H];
+    const BOARD: &'static Board = &TURKISH;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(b: &Board, n: u32) -> String {
+        b.algebraic(b.square(n).unwrap()).to_string()
+    }
+
+    #[test]
+    fn numbering_matches_the_rule_book() {
+        assert_eq!(name(&TEN, 1), "b10");
+        assert_eq!(name(&TEN, 5), "j10");
+        assert_eq!(name(&TEN, 46), "a1");
+        assert_eq!(name(&TEN, 50), "i1");
+        assert_eq!(name(&EIGHT, 1), "b8");
+        assert_eq!(name(&EIGHT, 29), "a1");
+        assert_eq!(name(&EIGHT, 32), "g1");
+        assert_eq!(name(&EIGHT_MIRRORED, 1), "a8");
+        assert_eq!(name(&EIGHT_MIRRORED, 32), "h1");
+        assert_eq!(name(&TURKISH, 1), "a8");
+        assert_eq!(name(&TURKISH, 64), "h1");
+    }
+
+    #[test]
+    fn coordinates_round_trip() {
+        for b in [&TEN, &EIGHT, &EIGHT_MIRRORED, &TURKISH] {
+            assert_eq!(b.squares().count(), b.n_squares as usize);
+            assert_eq!(b.mask.count_ones(), u32::from(b.n_squares));
+            for sq in b.squares() {
+                let (f, r) = b.coords(sq);
+                assert_eq!(b.square_at(f, r), Some(sq));
+                assert_eq!(b.square(b.number(sq)), Some(sq));
+            }
+        }
+    }
+
+    fn neighbours<G: Geometry>(n: u32) -> Vec<String> {
+        let b = G::BOARD;
+        let m = b.square(n).unwrap().mask();
+        (0..4)
+            .filter_map(|d| {
+                let t = step::<G>(m, d);
+                (t != 0).then(|| b.algebraic(Square::from_mask(t)).to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn steps_never_wrap() {
+        // 10x10: square 6 is a9 (left edge), square 5 is j10 (right edge, top).
+        assert_eq!(neighbours::<Diag10>(6), vec!["b10", "b8"]);
+        assert_eq!(neighbours::<Diag10>(5), vec!["i9"]);
+        assert_eq!(neighbours::<Diag10>(28), vec!["d6", "f6", "f4", "d4"]);
+        assert_eq!(neighbours::<Diag8>(12), vec!["g7", "g5"]);
+        assert_eq!(neighbours::<Ortho>(8), vec!["h7", "g8"]);
+        assert_eq!(neighbours::<Ortho>(9), vec!["a8", "b7", "a6"]);
+        // every step from every square lands on a real neighbour
+        fn check<G: Geometry>() {
+            let b = G::BOARD;
+            for sq in b.squares() {
+                let (f, r) = b.coords(sq);
+                for d in 0..4 {
+                    let t = step::<G>(sq.mask(), d);
+                    if t != 0 {
+                        assert_eq!(t.count_ones(), 1);
+                        let (tf, tr) = b.coords(Square::from_mask(t));
+                        assert!((i32::from(tf) - i32::from(f)).abs() <= 1);
+                        assert!((i32::from(tr) - i32::from(r)).abs() <= 1);
+                        assert_eq!(step::<G>(t, d ^ 2), sq.mask());
+                    }
+                }
+            }
+        }
+        check::<Diag10>();
+        check::<Diag8>();
+        check::<Ortho>();
+    }
+}

@@ -1,0 +1,634 @@
+//! Legal move generation, one generic generator for every geometry and rule set.
+//!
+//! The generator is monomorphised over the board geometry ([`Geometry`]: four directions as constant
+//! shifts) and over a [`Sink`] that receives the moves; rule differences (flying or short kings, backward
+//! captures, promotion timing, removal timing, precedence) are parameters read where captures are built.
+//!
+//! Captures are found by a depth-first search per piece. Each finished chain is handed to the sink with a
+//! precedence key (the Italian list, Spanish kings, the maximum rule, Czech king-first are all "keep the
+//! chains with the largest key"), so the sink keeps only the best chains as it goes.
+
+use crate::board::{Geometry, step};
+use crate::position::{Move, Position};
+use crate::variant::{Color, Precedence, Promotion, Removal};
+
+/// Receives generated moves.
+pub(crate) trait Sink {
+    /// A capture chain went one jump deeper (landing square, captured piece), for sinks that record paths.
+    #[inline(always)]
+    fn jump(&mut self, _land: u64, _over: u64) {}
+    /// The last jump is taken back.
+    #[inline(always)]
+    fn unjump(&mut self) {}
+    /// A complete capture chain with its precedence key (larger is preferred).
+    fn capture(&mut self, mv: Move, key: u32);
+    /// Whether any capture was kept.
+    fn has_captures(&self) -> bool;
+    /// A quiet move.
+    fn quiet(&mut self, mv: Move);
+}
+
+/// Per-position constants of the search.
+pub(crate) struct Gen<'s, G: Geometry, S: Sink> {
+    sink: &'s mut S,
+    /// Empty squares (the moving piece's origin is made empty when a chain starts).
+    empty: u64,
+    opp: u64,
+    opp_kings: u64,
+    /// Opponent pieces a man may jump.
+    men_jumpable: u64,
+    /// The mover's promotion row.
+    promo_row: u64,
+    man_capture_dirs: u8,
+    flying: bool,
+    strike: bool,
+    promotion: Promotion,
+    precedence: Precedence,
+    /// Count each landing square of a straight continuation as its own path (the `AllPaths` perft
+    /// convention of some tables) instead of merging them.
+    split_landings: bool,
+    _g: std::marker::PhantomData<G>,
+}
+
+/// Direction bit sets (bit d = direction d; geometry order: 0 up-left/up, 1 up-right/right, 2 down-right/down,
+/// 3 down-left/left).
+pub(crate) fn man_move_dirs(turkish: bool, side: Color) -> u8 {
+    match (turkish, side) {
+        (false, Color::White) => 0b0011,
+        (false, Color::Black) => 0b1100,
+        (true, Color::White) => 0b1011,
+        (true, Color::Black) => 0b1110,
+    }
+}
+
+pub(crate) fn man_capture_dirs(pos: &Position) -> u8 {
+    let rules = pos.rule_set().rules();
+    if rules.men_capture_backward {
+        0b1111
+    } else {
+        man_move_dirs(rules.board == crate::BoardKind::Turkish, pos.side_to_move())
+    }
+}
+
+impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
+    pub(crate) fn new(pos: &Position, sink: &'s mut S) -> Self {
+        let rs = pos.rule_set();
+        let rules = rs.rules();
+        let (_own, opp) = pos.own_opp();
+        let opp_kings = opp & pos.kings_bb();
+        let board = G::BOARD;
+        Gen {
+            sink,
+            empty: board.mask & !(pos.white_bb() | pos.black_bb()),
+            opp,
+            opp_kings,
+            men_jumpable: if rules.men_capture_kings {
+                opp
+            } else {
+                opp & !opp_kings
+            },
+            promo_row: match pos.side_to_move() {
+                Color::White => board.top_row,
+                Color::Black => board.bottom_row,
+            },
+            man_capture_dirs: man_capture_dirs(pos),
+            flying: rules.flying_kings,
+            strike: rules.removal == Removal::Strike,
+            promotion: rs.promotion(),
+            precedence: rules.precedence,
+            split_landings: false,
+            _g: std::marker::PhantomData,
+        }
+    }
+
+    /// Counts straight-on continuations once per landing square (see [`crate::Count::AllPaths`]).
+    pub(crate) fn split_landings(mut self, split: bool) -> Self {
+        self.split_landings = split;
+        self
+    }
+
+    /// Generates every legal move of `pos` into the sink.
+    pub(crate) fn run(mut self, pos: &Position) {
+        let (own, _) = pos.own_opp();
+        let own_kings = own & pos.kings_bb();
+        let own_men = own & !own_kings;
+        // Men that have a first jump.
+        let mut starters = 0u64;
+        for d in 0..4 {
+            if self.man_capture_dirs & (1 << d) != 0 {
+                let r = d ^ 2;
+                starters |= own_men & step::<G>(step::<G>(self.empty, r) & self.men_jumpable, r);
+            }
+        }
+        let empty0 = self.empty;
+        let mut m = starters;
+        while m != 0 {
+            let from = m & m.wrapping_neg();
+            m &= m - 1;
+            self.empty = empty0 | from;
+            self.man_jump(from, from, 0, 0, 0, 0);
+        }
+        let mut k = own_kings;
+        while k != 0 {
+            let from = k & k.wrapping_neg();
+            k &= k - 1;
+            self.empty = empty0 | from;
+            self.king_jump(from, from, 0, 0, 0, 0, 0b1111, false, true);
+        }
+        self.empty = empty0;
+        if self.sink.has_captures() && pos.rule_set().mandatory_capture() {
+            return;
+        }
+        self.quiet_moves(pos, own_men, own_kings);
+    }
+
+    fn quiet_moves(&mut self, pos: &Position, own_men: u64, own_kings: u64) {
+        let dirs = man_move_dirs(
+            G::BOARD.kind == crate::BoardKind::Turkish,
+            pos.side_to_move(),
+        );
+        for d in 0..4 {
+            if dirs & (1 << d) == 0 {
+                continue;
+            }
+            let mut t = step::<G>(own_men, d) & self.empty;
+            while t != 0 {
+                let to = t & t.wrapping_neg();
+                t &= t - 1;
+                let from = step::<G>(to, d ^ 2);
+                let promotes = to & self.promo_row != 0;
+                self.sink.quiet(Move::new(from, to, 0, 0, false, promotes));
+            }
+        }
+        let mut k = own_kings;
+        while k != 0 {
+            let from = k & k.wrapping_neg();
+            k &= k - 1;
+            for d in 0..4 {
+                let mut to = step::<G>(from, d) & self.empty;
+                while to != 0 {
+                    self.sink.quiet(Move::new(from, to, 0, 0, true, false));
+                    if !self.flying {
+                        break;
+                    }
+                    to = step::<G>(to, d) & self.empty;
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn empty_now(&self, captured: u64) -> u64 {
+        if self.strike {
+            self.empty
+        } else {
+            self.empty | captured
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &mut self,
+        from: u64,
+        to: u64,
+        captured: u64,
+        n: u32,
+        n_kings: u32,
+        king_order: u32,
+        promoted: bool,
+        mover_king: bool,
+    ) {
+        let key = match self.precedence {
+            Precedence::Free => 0,
+            Precedence::MostPieces => n,
+            Precedence::MostPiecesThenKings => (n << 8) | n_kings,
+            Precedence::Italian => {
+                (n << 24) | (u32::from(mover_king) << 23) | (n_kings << 16) | king_order
+            }
+            Precedence::KingFirst => u32::from(mover_king),
+        };
+        self.sink.capture(
+            Move::new(from, to, captured, n as u8, mover_king, promoted),
+            key,
+        );
+    }
+
+    /// Bit for the Italian "king met earliest" rule: capture number `n` (0-based) sets bit 15 - n.
+    #[inline(always)]
+    fn order_bit(n: u32) -> u32 {
+        if n < 16 { 1 << (15 - n) } else { 0 }
+    }
+
+    fn man_jump(&mut self, from: u64, cur: u64, captured: u64, n: u32, n_kings: u32, order: u32) {
+        let empty = self.empty_now(captured);
+        let jumpable = self.men_jumpable & !captured;
+        let mut any = false;
+        for d in 0..4 {
+            if self.man_capture_dirs & (1 << d) == 0 {
+                continue;
+            }
+            let over = step::<G>(cur, d) & jumpable;
+            if over == 0 {
+                continue;
+            }
+            let land = step::<G>(over, d) & empty;
+            if land == 0 {
+                continue;
+            }
+            any = true;
+            let is_king = over & self.opp_kings != 0;
+            let n2 = n + 1;
+            let nk2 = n_kings + u32::from(is_king);
+            let order2 = if is_king {
+                order | Self::order_bit(n)
+            } else {
+                order
+            };
+            self.sink.jump(land, over);
+            if land & self.promo_row != 0 {
+                match self.promotion {
+                    Promotion::EndsMove => {
+                        self.emit(from, land, captured | over, n2, nk2, order2, true, false)
+                    }
+                    Promotion::Continue => self.king_jump(
+                        from,
+                        land,
+                        captured | over,
+                        n2,
+                        nk2,
+                        order2,
+                        0b1111 & !(1 << (d ^ 2)),
+                        true,
+                        false,
+                    ),
+                    Promotion::AtEnd => self.man_jump(from, land, captured | over, n2, nk2, order2),
+                }
+            } else {
+                self.man_jump(from, land, captured | over, n2, nk2, order2);
+            }
+            self.sink.unjump();
+        }
+        if !any && n > 0 {
+            let promoted = cur & self.promo_row != 0;
+            self.emit(from, cur, captured, n, n_kings, order, promoted, false);
+        }
+    }
+
+    /// Whether a king standing on `at` (after the jumps in `captured`) can jump in one of `dirs`.
+    fn king_can_jump(&self, at: u64, captured: u64, dirs: u8) -> bool {
+        let empty = self.empty_now(captured);
+        let jumpable = self.opp & !captured;
+        for d in 0..4 {
+            if dirs & (1 << d) == 0 {
+                continue;
+            }
+            let mut sq = step::<G>(at, d);
+            if self.flying {
+                while sq & empty != 0 {
+                    sq = step::<G>(sq, d);
+                }
+            }
+            if sq & jumpable != 0 && step::<G>(sq, d) & empty != 0 {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Capture search for a king on `cur`, jumping in the directions of `dirs`. A king never turns back
+    /// on its line (under the strike the captured piece blocks it anyway; under immediate removal it is
+    /// the Turkish 180-degree rule). `promoted` is set for a man crowned mid-chain.
+    ///
+    /// A flying king that can go on straight along its line does so once, from the first square beyond
+    /// the captured piece: stopping on a later square of the same line and going on is the same capture
+    /// order (passing over a square is not a landing).
+    #[allow(clippy::too_many_arguments)]
+    fn king_jump(
+        &mut self,
+        from: u64,
+        cur: u64,
+        captured: u64,
+        n: u32,
+        n_kings: u32,
+        order: u32,
+        dirs: u8,
+        promoted: bool,
+        mover_king: bool,
+    ) {
+        let empty = self.empty_now(captured);
+        let jumpable = self.opp & !captured;
+        let mut any = false;
+        for d in 0..4 {
+            if dirs & (1 << d) == 0 {
+                continue;
+            }
+            let mut sq = step::<G>(cur, d);
+            if self.flying {
+                while sq & empty != 0 {
+                    sq = step::<G>(sq, d);
+                }
+            }
+            let over = sq & jumpable;
+            if over == 0 {
+                continue;
+            }
+            let first_land = step::<G>(over, d) & empty;
+            if first_land == 0 {
+                continue;
+            }
+            any = true;
+            let is_king = over & self.opp_kings != 0;
+            let captured2 = captured | over;
+            let n2 = n + 1;
+            let nk2 = n_kings + u32::from(is_king);
+            let order2 = if is_king {
+                order | Self::order_bit(n)
+            } else {
+                order
+            };
+            let back = 1u8 << (d ^ 2);
+            if !self.flying {
+                self.sink.jump(first_land, over);
+                self.king_jump(
+                    from,
+                    first_land,
+                    captured2,
+                    n2,
+                    nk2,
+                    order2,
+                    0b1111 & !back,
+                    promoted,
+                    mover_king,
+                );
+                self.sink.unjump();
+                continue;
+            }
+            // Every empty square beyond the captured piece is a landing square. If the chain can go on
+            // (straight on, or turning from some landing squares), it must; otherwise the king may stop
+            // on any of them.
+            let empty2 = self.empty_now(captured2);
+            let mut landings = 0u64;
+            let mut last = first_land;
+            let mut l = first_land;
+            while l != 0 {
+                landings |= l;
+                last = l;
+                l = step::<G>(l, d) & empty2;
+            }
+            let (straight, turns) = if self.split_landings {
+                (false, 0b1111 & !back)
+            } else {
+                (
+                    self.king_can_jump(last, captured2, 1 << d),
+                    0b1111 & !(back | (1 << d)),
+                )
+            };
+            let mut turning = 0u64;
+            let mut ls = landings;
+            while ls != 0 {
+                let l = ls & ls.wrapping_neg();
+                ls &= ls - 1;
+                if self.king_can_jump(l, captured2, turns) {
+                    turning |= l;
+                }
+            }
+            if straight || turning != 0 {
+                if straight {
+                    self.sink.jump(first_land, over);
+                    self.king_jump(
+                        from,
+                        first_land,
+                        captured2,
+                        n2,
+                        nk2,
+                        order2,
+                        1 << d,
+                        promoted,
+                        mover_king,
+                    );
+                    self.sink.unjump();
+                }
+                let mut ls = turning;
+                while ls != 0 {
+                    let l = ls & ls.wrapping_neg();
+                    ls &= ls - 1;
+                    self.sink.jump(l, over);
+                    self.king_jump(
+                        from, l, captured2, n2, nk2, order2, turns, promoted, mover_king,
+                    );
+                    self.sink.unjump();
+                }
+            } else {
+                let mut ls = landings;
+                while ls != 0 {
+                    let l = ls & ls.wrapping_neg();
+                    ls &= ls - 1;
+                    self.sink.jump(l, over);
+                    self.emit(from, l, captured2, n2, nk2, order2, promoted, mover_king);
+                    self.sink.unjump();
+                }
+            }
+        }
+        if !any && n > 0 {
+            self.emit(from, cur, captured, n, n_kings, order, promoted, mover_king);
+        }
+    }
+}
+
+/// Whether the side to move has any capture (fast bitboard test, no chains built).
+pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
+    let rules = pos.rule_set().rules();
+    let (own, opp) = pos.own_opp();
+    let kings = pos.kings_bb();
+    let empty = G::BOARD.mask & !(pos.white_bb() | pos.black_bb());
+    let men_jumpable = if rules.men_capture_kings {
+        opp
+    } else {
+        opp & !kings
+    };
+    let own_men = own & !kings;
+    let dirs = man_capture_dirs(pos);
+    for d in 0..4 {
+        if dirs & (1 << d) != 0 {
+            let r = d ^ 2;
+            if own_men & step::<G>(step::<G>(empty, r) & men_jumpable, r) != 0 {
+                return true;
+            }
+        }
+    }
+    let own_kings = own & kings;
+    if own_kings == 0 {
+        return false;
+    }
+    for d in 0..4 {
+        let mut front = step::<G>(own_kings, d);
+        let mut blockers = front & !empty;
+        if rules.flying_kings {
+            front &= empty;
+            while front != 0 {
+                front = step::<G>(front, d);
+                blockers |= front & !empty;
+                front &= empty;
+            }
+        }
+        if step::<G>(blockers & opp, d) & empty != 0 {
+            return true;
+        }
+    }
+    false
+}
+
+/// Number of quiet moves (used when there is no capture, or captures are optional).
+pub(crate) fn count_quiet<G: Geometry>(pos: &Position) -> u64 {
+    let rules = pos.rule_set().rules();
+    let (own, _) = pos.own_opp();
+    let kings = pos.kings_bb();
+    let empty = G::BOARD.mask & !(pos.white_bb() | pos.black_bb());
+    let own_men = own & !kings;
+    let dirs = man_move_dirs(
+        G::BOARD.kind == crate::BoardKind::Turkish,
+        pos.side_to_move(),
+    );
+    let mut n = 0u64;
+    for d in 0..4 {
+        if dirs & (1 << d) != 0 {
+            n += u64::from((step::<G>(own_men, d) & empty).count_ones());
+        }
+    }
+    let own_kings = own & kings;
+    if own_kings != 0 {
+        for d in 0..4 {
+            let mut front = step::<G>(own_kings, d) & empty;
+            n += u64::from(front.count_ones());
+            if rules.flying_kings {
+                while front != 0 {
+                    front = step::<G>(front, d) & empty;
+                    n += u64::from(front.count_ones());
+                }
+            }
+        }
+    }
+    n
+}
+
+/// Collects moves into a list, keeping only the captures with the best precedence key and, in unique
+/// mode, dropping chains that repeat another's start, end, captured set and promotion.
+pub(crate) struct ListSink<'a> {
+    pub(crate) list: &'a mut Vec<Move>,
+    pub(crate) best: u32,
+    pub(crate) n_captures: usize,
+    pub(crate) unique: bool,
+}
+
+impl<'a> ListSink<'a> {
+    pub(crate) fn new(list: &'a mut Vec<Move>, unique: bool) -> Self {
+        list.clear();
+        ListSink {
+            list,
+            best: 0,
+            n_captures: 0,
+            unique,
+        }
+    }
+}
+
+impl Sink for ListSink<'_> {
+    #[inline]
+    fn capture(&mut self, mv: Move, key: u32) {
+        if self.n_captures > 0 {
+            if key < self.best {
+                return;
+            }
+            if key > self.best {
+                self.list.clear();
+                self.n_captures = 0;
+            }
+        }
+        self.best = key;
+        if self.unique && mv.n_captured() >= 2 && self.list.contains(&mv) {
+            return;
+        }
+        self.list.push(mv);
+        self.n_captures += 1;
+    }
+    fn has_captures(&self) -> bool {
+        self.n_captures > 0
+    }
+    #[inline]
+    fn quiet(&mut self, mv: Move) {
+        self.list.push(mv);
+    }
+}
+
+/// A capture chain with its path, as found by the search (one per capture order).
+#[derive(Clone, Debug)]
+pub(crate) struct RawPath {
+    pub(crate) mv: Move,
+    /// Landing squares, origin first.
+    pub(crate) path: Vec<u64>,
+    /// Captured pieces in order.
+    pub(crate) captured: Vec<u64>,
+}
+
+/// Records every chain with its path (no deduplication), keeping the best precedence key.
+pub(crate) struct PathSink {
+    pub(crate) paths: Vec<RawPath>,
+    best: u32,
+    n_captures: usize,
+    lands: Vec<u64>,
+    overs: Vec<u64>,
+}
+
+impl PathSink {
+    pub(crate) fn new() -> Self {
+        PathSink {
+            paths: Vec::new(),
+            best: 0,
+            n_captures: 0,
+            lands: Vec::new(),
+            overs: Vec::new(),
+        }
+    }
+}
+
+impl Sink for PathSink {
+    fn jump(&mut self, land: u64, over: u64) {
+        self.lands.push(land);
+        self.overs.push(over);
+    }
+    fn unjump(&mut self) {
+        self.lands.pop();
+        self.overs.pop();
+    }
+    fn capture(&mut self, mv: Move, key: u32) {
+        if self.n_captures > 0 {
+            if key < self.best {
+                return;
+            }
+            if key > self.best {
+                self.paths.clear();
+                self.n_captures = 0;
+            }
+        }
+        self.best = key;
+        let mut path = Vec::with_capacity(self.lands.len() + 1);
+        path.push(1u64 << mv.from().bit());
+        path.extend_from_slice(&self.lands);
+        self.paths.push(RawPath {
+            mv,
+            path,
+            captured: self.overs.clone(),
+        });
+        self.n_captures += 1;
+    }
+    fn has_captures(&self) -> bool {
+        self.n_captures > 0
+    }
+    fn quiet(&mut self, mv: Move) {
+        self.paths.push(RawPath {
+            mv,
+            path: vec![1u64 << mv.from().bit(), 1u64 << mv.to().bit()],
+            captured: Vec::new(),
+        });
+    }
+}

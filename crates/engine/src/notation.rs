@@ -1,0 +1,240 @@
+//! Move text: parsed in two steps, like shakmaty's SAN. [`MoveText::from_str`] checks the syntax only
+//! (malformed text); [`MoveText::resolve`] finds the move in a position (illegal, or ambiguous).
+//!
+//! Accepted forms, in every variant: `32-28`, `28x19`, `c3-d4`, `c3:e5`, a full path `28x19x10` (every
+//! landing square), and the Hub protocol's `from x to x captured x captured...`.
+
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+use crate::board::{Board, Square};
+use crate::fen::SquareRef;
+use crate::position::{Move, Position, resolve_square};
+use crate::variant::NotationStyle;
+
+/// A move as written, before it is matched against a position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MoveText {
+    pub squares: Vec<SquareRef>,
+    /// Written with a capture separator (`x` or `:`).
+    pub capture: bool,
+}
+
+/// Move text that is not a move in any position.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("malformed move '{text}': {reason}")]
+pub struct MoveTextError {
+    pub text: String,
+    pub reason: &'static str,
+}
+
+/// Why a move text does not give exactly one legal move.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    Malformed(#[from] MoveTextError),
+    #[error("illegal move '{text}': {reason}")]
+    Illegal { text: String, reason: String },
+    #[error("ambiguous move '{text}': it could be {}", candidates.join(" or "))]
+    Ambiguous {
+        text: String,
+        candidates: Vec<String>,
+    },
+}
+
+const MAX_MOVE_TEXT: usize = 200;
+
+impl FromStr for MoveText {
+    type Err = MoveTextError;
+    fn from_str(input: &str) -> Result<MoveText, MoveTextError> {
+        let err = |reason| MoveTextError {
+            text: input.chars().take(60).collect(),
+            reason,
+        };
+        if input.len() > MAX_MOVE_TEXT {
+            return Err(err("too long"));
+        }
+        let text = input.trim();
+        if text.is_empty() {
+            return Err(err("empty"));
+        }
+        let mut squares = Vec::new();
+        let mut quiet_sep = false;
+        let mut capture_sep = false;
+        let mut start = 0;
+        for (i, c) in text.char_indices() {
+            let is_sep = match c {
+                '-' => {
+                    quiet_sep = true;
+                    true
+                }
+                'x' | 'X' | ':' | '×' => {
+                    capture_sep = true;
+                    true
+                }
+                _ => false,
+            };
+            if is_sep {
+                squares.push(&text[start..i]);
+                start = i + c.len_utf8();
+            }
+        }
+        squares.push(&text[start..]);
+        if squares.len() < 2 {
+            return Err(err("expected squares separated by '-', 'x' or ':'"));
+        }
+        if quiet_sep && capture_sep {
+            return Err(err("mixes '-' with a capture separator"));
+        }
+        let squares = squares
+            .into_iter()
+            .map(|s| {
+                SquareRef::parse(s.trim())
+                    .ok_or_else(|| err("a square must be a number like 32 or a name like c3"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(MoveText {
+            squares,
+            capture: capture_sep,
+        })
+    }
+}
+
+impl MoveText {
+    /// Finds the one legal move this text denotes.
+    pub fn resolve(&self, pos: &Position) -> Result<Move, ResolveError> {
+        let text = self.to_string();
+        let board = pos.board();
+        let squares = self
+            .squares
+            .iter()
+            .map(|s| resolve_square(board, *s, pos.variant()))
+            .collect::<Result<Vec<Square>, _>>()
+            .map_err(|e| ResolveError::Illegal {
+                text: text.clone(),
+                reason: e.to_string(),
+            })?;
+        let from = squares[0];
+        let last = squares[squares.len() - 1];
+        let mut found: Vec<Move> = Vec::new();
+        for p in pos.move_paths() {
+            let mv = p.mv;
+            if mv.from() != from || (self.capture && !mv.is_capture()) {
+                continue;
+            }
+            let matches = if squares.len() == 2 {
+                mv.to() == last
+            } else {
+                let as_path = mv.to() == last && p.path == squares;
+                let as_hub = mv.is_capture()
+                    && mv.to() == squares[1]
+                    && squares.len() - 2 == p.captured.len()
+                    && squares[2..].iter().all(|s| mv.captured().contains(*s));
+                as_path || as_hub
+            };
+            if matches && !found.contains(&mv) {
+                found.push(mv);
+            }
+        }
+        match found.len() {
+            1 => Ok(found[0]),
+            0 => Err(ResolveError::Illegal {
+                reason: illegal_reason(pos, from),
+                text,
+            }),
+            _ => Err(ResolveError::Ambiguous {
+                text,
+                candidates: found.iter().map(|m| pos.move_to_text(m)).collect(),
+            }),
+        }
+    }
+}
+
+fn illegal_reason(pos: &Position, from: Square) -> String {
+    match pos.piece_at(from) {
+        None => "there is no piece on its first square".into(),
+        Some(p) if p.color != pos.side_to_move() => {
+            format!(
+                "the piece on its first square is {}'s, and {} is to move",
+                p.color.name(),
+                pos.side_to_move().name()
+            )
+        }
+        Some(_) if pos.has_capture() && pos.rule_set().mandatory_capture() => {
+            "it is not among the legal moves (a capture is mandatory)".into()
+        }
+        Some(_) => "it is not among the legal moves".into(),
+    }
+}
+
+impl std::fmt::Display for MoveText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sep = if self.capture { "x" } else { "-" };
+        for (i, s) in self.squares.iter().enumerate() {
+            if i > 0 {
+                f.write_str(sep)?;
+            }
+            write!(f, "{s}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes a square in a variant's style.
+pub(crate) fn square_name(board: &Board, style: NotationStyle, sq: Square) -> String {
+    match style {
+        NotationStyle::Numeric => board.number(sq).to_string(),
+        NotationStyle::Algebraic(_) => board.algebraic(sq).to_string(),
+    }
+}
+
+impl Position {
+    /// Parses and resolves a move text in one call.
+    pub fn parse_move(&self, text: &str) -> Result<Move, ResolveError> {
+        let mt: MoveText = text.parse()?;
+        mt.resolve(self)
+    }
+
+    /// The move in the variant's own notation: `32-28`, `28x19`, `c3:e5`; the full path (`28x19x10`)
+    /// only when another legal move has the same origin and destination.
+    pub fn move_to_text(&self, mv: &Move) -> String {
+        let style = self.rule_set().rules().notation;
+        let board = self.board();
+        let sep = match (mv.is_capture(), style) {
+            (false, _) => '-',
+            (true, NotationStyle::Numeric) => 'x',
+            (true, NotationStyle::Algebraic(c)) => c,
+        };
+        let name = |sq| square_name(board, style, sq);
+        let mut out = String::new();
+        let ambiguous = mv.is_capture()
+            && self
+                .legal_moves()
+                .iter()
+                .any(|m| m != mv && m.from() == mv.from() && m.to() == mv.to());
+        let path = if ambiguous {
+            self.move_path(mv).map(|p| p.path)
+        } else {
+            None
+        };
+        match path {
+            Some(path) => {
+                for (i, sq) in path.iter().enumerate() {
+                    if i > 0 {
+                        out.push(sep);
+                    }
+                    out.push_str(&name(*sq));
+                }
+            }
+            None => {
+                let _ = write!(out, "{}{}{}", name(mv.from()), sep, name(mv.to()));
+            }
+        }
+        out
+    }
+
+    /// A square's name in the variant's notation (`32` or `c3`).
+    pub fn square_name(&self, sq: Square) -> String {
+        square_name(self.board(), self.rule_set().rules().notation, sq)
+    }
+}

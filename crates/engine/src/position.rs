@@ -1,0 +1,490 @@
+//! Positions, moves and legal move lists.
+
+use std::fmt;
+
+use crate::board::{Bitboard, Board, BoardKind, Diag8, Diag10, Geometry, Ortho, Square};
+use crate::fen::{Fen, FenError, SquareRef};
+use crate::movegen::{self, Gen, ListSink, PathSink};
+use crate::variant::{Color, RuleSet, Variant};
+
+/// Man or king.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    Man,
+    King,
+}
+
+/// A piece: colour and role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Piece {
+    pub color: Color,
+    pub role: Role,
+}
+
+/// A legal move: origin, destination, captured pieces (as a set) and whether it crowns the piece.
+///
+/// Two capture chains with the same origin, destination and captured set give the same position and are
+/// the same `Move` (rules.md, "What counts as one move"). The capture order and landing squares are
+/// available through [`Position::move_path`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Move {
+    captured: u64,
+    from: u8,
+    to: u8,
+    n_captured: u8,
+    flags: u8,
+}
+
+const KING: u8 = 1;
+const PROMOTES: u8 = 2;
+
+impl Move {
+    #[inline(always)]
+    pub(crate) fn new(
+        from: u64,
+        to: u64,
+        captured: u64,
+        n: u8,
+        king: bool,
+        promotes: bool,
+    ) -> Move {
+        Move {
+            captured,
+            from: from.trailing_zeros() as u8,
+            to: to.trailing_zeros() as u8,
+            n_captured: n,
+            flags: if king { KING } else { 0 } | if promotes { PROMOTES } else { 0 },
+        }
+    }
+    pub fn from(&self) -> Square {
+        Square(self.from)
+    }
+    pub fn to(&self) -> Square {
+        Square(self.to)
+    }
+    /// The captured pieces' squares.
+    pub fn captured(&self) -> Bitboard {
+        Bitboard(self.captured)
+    }
+    pub fn n_captured(&self) -> u32 {
+        u32::from(self.n_captured)
+    }
+    pub fn is_capture(&self) -> bool {
+        self.n_captured > 0
+    }
+    /// Whether the moving piece is a king.
+    pub fn is_king_move(&self) -> bool {
+        self.flags & KING != 0
+    }
+    /// Whether the moving man is crowned by this move.
+    pub fn promotes(&self) -> bool {
+        self.flags & PROMOTES != 0
+    }
+}
+
+impl fmt::Debug for Move {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Move(bit {} -> {}, captured {:#x}{}{})",
+            self.from,
+            self.to,
+            self.captured,
+            if self.is_king_move() { ", king" } else { "" },
+            if self.promotes() { ", promotes" } else { "" }
+        )
+    }
+}
+
+/// A move with the path of one of its capture orders.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MovePath {
+    pub mv: Move,
+    /// Every square the piece stands on, from its origin to its destination.
+    pub path: Vec<Square>,
+    /// The captured pieces in capture order.
+    pub captured: Vec<Square>,
+}
+
+/// How perft and move lists treat capture chains that differ only in the order of the captures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Count {
+    /// Same origin, destination and captured set counted once (FMJD convention; the legal move list).
+    #[default]
+    Unique,
+    /// Every distinct capture order counted (the convention of the best-known 8x8 tables).
+    AllOrders,
+    /// Every capture order, and a flying king's straight-on continuation counted once per square it
+    /// could stop on before the next capture (not moves in the rules' sense: the convention of the
+    /// `kish` Turkish tables and of pydraughts).
+    AllPaths,
+}
+
+impl Count {
+    fn unique(self) -> bool {
+        self == Count::Unique
+    }
+    fn split(self) -> bool {
+        self == Count::AllPaths
+    }
+}
+
+/// Why a move can't be played.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("illegal move {0:?} in this position")]
+pub struct PlayError(pub Move);
+
+/// Why a position can't be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PositionError {
+    #[error(transparent)]
+    Fen(#[from] FenError),
+    #[error("square {0} does not exist on the {1} board")]
+    NoSuchSquare(String, Variant),
+    #[error("square {0} is a light square, not playable in {1}")]
+    LightSquare(String, Variant),
+    #[error("square {0} is given twice")]
+    Duplicate(String),
+    #[error("a {color} man on {square} stands on its own promotion row")]
+    ManOnPromotionRow { color: &'static str, square: String },
+}
+
+/// A position: pieces, side to move and the rules in force. Always valid (built through
+/// [`Position::from_fen`] or [`Position::start`]); move generation and play never fail on it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Position {
+    white: u64,
+    black: u64,
+    kings: u64,
+    side: Color,
+    rules: RuleSet,
+}
+
+impl fmt::Debug for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Position({} {})", self.rules.variant(), self.to_fen())
+    }
+}
+
+macro_rules! dispatch {
+    ($self:expr, $f:ident $(, $arg:expr)*) => {
+        match $self.rules.rules().board {
+            BoardKind::Ten => $f::<Diag10>($self $(, $arg)*),
+            BoardKind::Eight | BoardKind::EightMirrored => $f::<Diag8>($self $(, $arg)*),
+            BoardKind::Turkish => $f::<Ortho>($self $(, $arg)*),
+        }
+    };
+}
+
+fn gen_list<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) {
+    let mut sink = ListSink::new(list, count.unique());
+    Gen::<G, _>::new(pos, &mut sink)
+        .split_landings(count.split())
+        .run(pos);
+}
+
+fn gen_paths<G: Geometry>(pos: &Position, sink: &mut PathSink) {
+    Gen::<G, _>::new(pos, sink).run(pos);
+}
+
+fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) -> u64 {
+    if movegen::has_capture::<G>(pos) {
+        gen_list::<G>(pos, list, count);
+        list.len() as u64
+    } else {
+        movegen::count_quiet::<G>(pos)
+    }
+}
+
+fn perft_rec<G: Geometry>(
+    pos: &Position,
+    depth: u32,
+    count: Count,
+    lists: &mut [Vec<Move>],
+) -> u64 {
+    let (list, rest) = match lists.split_first_mut() {
+        Some(x) => x,
+        None => return 1,
+    };
+    if depth == 1 {
+        return count_moves::<G>(pos, list, count);
+    }
+    gen_list::<G>(pos, list, count);
+    let mut total = 0;
+    for mv in list.iter() {
+        let child = pos.play_unchecked(mv);
+        total += perft_rec::<G>(&child, depth - 1, count, rest);
+    }
+    total
+}
+
+fn has_capture_dispatch<G: Geometry>(pos: &Position) -> bool {
+    movegen::has_capture::<G>(pos)
+}
+
+impl Position {
+    /// The start position of a rule set.
+    pub fn start(rules: impl Into<RuleSet>) -> Position {
+        let rules = rules.into();
+        let fen: Fen = rules
+            .variant()
+            .start_fen()
+            .parse()
+            .expect("start FENs are valid");
+        Position::from_parsed_fen(&fen, rules).expect("start FENs are valid")
+    }
+
+    /// Parses and validates a FEN for a rule set.
+    pub fn from_fen(rules: impl Into<RuleSet>, fen: &str) -> Result<Position, PositionError> {
+        let parsed: Fen = fen.parse()?;
+        Position::from_parsed_fen(&parsed, rules.into())
+    }
+
+    /// Validates a parsed FEN against the board of a rule set.
+    pub fn from_parsed_fen(fen: &Fen, rules: RuleSet) -> Result<Position, PositionError> {
+        let variant = rules.variant();
+        let board = rules.rules().board.board();
+        let mut pos = Position {
+            white: 0,
+            black: 0,
+            kings: 0,
+            side: fen.side,
+            rules,
+        };
+        for p in &fen.pieces {
+            let sq = resolve_square(board, p.square, variant)?;
+            let m = sq.mask();
+            if (pos.white | pos.black) & m != 0 {
+                return Err(PositionError::Duplicate(p.square.to_string()));
+            }
+            let promo_row = match p.color {
+                Color::White => board.top_row,
+                Color::Black => board.bottom_row,
+            };
+            if !p.king && promo_row & m != 0 {
+                return Err(PositionError::ManOnPromotionRow {
+                    color: p.color.name(),
+                    square: p.square.to_string(),
+                });
+            }
+            match p.color {
+                Color::White => pos.white |= m,
+                Color::Black => pos.black |= m,
+            }
+            if p.king {
+                pos.kings |= m;
+            }
+        }
+        Ok(pos)
+    }
+
+    pub fn rule_set(&self) -> RuleSet {
+        self.rules
+    }
+    pub fn variant(&self) -> Variant {
+        self.rules.variant()
+    }
+    pub fn board(&self) -> &'static Board {
+        self.rules.rules().board.board()
+    }
+    pub fn side_to_move(&self) -> Color {
+        self.side
+    }
+    /// The pieces of one colour.
+    pub fn pieces(&self, color: Color) -> Bitboard {
+        Bitboard(match color {
+            Color::White => self.white,
+            Color::Black => self.black,
+        })
+    }
+    /// All kings of both colours.
+    pub fn kings(&self) -> Bitboard {
+        Bitboard(self.kings)
+    }
+    /// The piece on a square, if any.
+    pub fn piece_at(&self, sq: Square) -> Option<Piece> {
+        let m = sq.mask();
+        let color = if self.white & m != 0 {
+            Color::White
+        } else if self.black & m != 0 {
+            Color::Black
+        } else {
+            return None;
+        };
+        let role = if self.kings & m != 0 {
+            Role::King
+        } else {
+            Role::Man
+        };
+        Some(Piece { color, role })
+    }
+
+    pub(crate) fn white_bb(&self) -> u64 {
+        self.white
+    }
+    pub(crate) fn black_bb(&self) -> u64 {
+        self.black
+    }
+    pub(crate) fn kings_bb(&self) -> u64 {
+        self.kings
+    }
+    #[inline(always)]
+    pub(crate) fn own_opp(&self) -> (u64, u64) {
+        match self.side {
+            Color::White => (self.white, self.black),
+            Color::Black => (self.black, self.white),
+        }
+    }
+
+    /// The legal moves (capture orders merged, as the API and players see them).
+    pub fn legal_moves(&self) -> Vec<Move> {
+        let mut list = Vec::new();
+        self.legal_moves_into(&mut list, Count::Unique);
+        list
+    }
+
+    /// The legal moves into a reusable list; `Count::AllOrders` lists a move once per capture order.
+    pub fn legal_moves_into(&self, list: &mut Vec<Move>, count: Count) {
+        dispatch!(self, gen_list, list, count);
+    }
+
+    /// Whether the side to move must (or, without mandatory capture, may) capture.
+    pub fn has_capture(&self) -> bool {
+        dispatch!(self, has_capture_dispatch)
+    }
+
+    /// Every legal move with every capture order and its path (several entries per `Move` when the same
+    /// pieces can be taken in several orders).
+    pub fn move_paths(&self) -> Vec<MovePath> {
+        let mut sink = PathSink::new();
+        dispatch!(self, gen_paths, &mut sink);
+        sink.paths
+            .into_iter()
+            .map(|r| MovePath {
+                mv: r.mv,
+                path: r.path.into_iter().map(Square::from_mask).collect(),
+                captured: r.captured.into_iter().map(Square::from_mask).collect(),
+            })
+            .collect()
+    }
+
+    /// One path (the first capture order found) of a legal move; `None` if the move is not legal.
+    pub fn move_path(&self, mv: &Move) -> Option<MovePath> {
+        self.move_paths().into_iter().find(|p| p.mv == *mv)
+    }
+
+    /// Whether the move is legal here.
+    pub fn is_legal(&self, mv: &Move) -> bool {
+        self.legal_moves().contains(mv)
+    }
+
+    /// Plays a legal move, or says it is illegal.
+    pub fn play(&self, mv: &Move) -> Result<Position, PlayError> {
+        if self.is_legal(mv) {
+            Ok(self.play_unchecked(mv))
+        } else {
+            Err(PlayError(*mv))
+        }
+    }
+
+    /// Plays a move known to be legal (generated for this position). Fast path for search and perft:
+    /// playing anything else gives a meaningless (but memory-safe) position.
+    #[inline]
+    pub fn play_unchecked(&self, mv: &Move) -> Position {
+        let from = 1u64 << mv.from;
+        let to = 1u64 << mv.to;
+        let mut next = *self;
+        let (own, opp) = match self.side {
+            Color::White => (&mut next.white, &mut next.black),
+            Color::Black => (&mut next.black, &mut next.white),
+        };
+        *own = (*own & !from) | to;
+        *opp &= !mv.captured;
+        let was_king = self.kings & from != 0;
+        next.kings &= !(from | mv.captured);
+        if was_king || mv.promotes() {
+            next.kings |= to;
+        }
+        next.side = !self.side;
+        next
+    }
+
+    /// The same position with the other side to move (for analysis; not a legal move).
+    pub fn with_side_to_move(&self, side: Color) -> Position {
+        Position { side, ..*self }
+    }
+
+    /// A 64-bit hash of pieces and side to move (not of the rules), for repetition detection and tables.
+    /// Computed from the bitboards by a strong mixer, so it needs no incremental upkeep.
+    pub fn hash(&self) -> u64 {
+        let side = match self.side {
+            Color::White => 0x9E37_79B9_7F4A_7C15,
+            Color::Black => 0xC2B2_AE3D_27D4_EB4F,
+        };
+        let mut h = mix(self.white ^ side);
+        h = mix(h ^ self.black.rotate_left(17));
+        mix(h ^ self.kings.rotate_left(41))
+    }
+
+    /// perft: the number of leaf positions of the legal move tree `depth` plies deep.
+    pub fn perft(&self, depth: u32, count: Count) -> u64 {
+        if depth == 0 {
+            return 1;
+        }
+        let mut lists: Vec<Vec<Move>> = (0..depth).map(|_| Vec::with_capacity(64)).collect();
+        dispatch!(self, perft_rec, depth, count, &mut lists)
+    }
+
+    /// perft split by the first move: each legal move with its subtree count.
+    pub fn perft_divide(&self, depth: u32, count: Count) -> Vec<(Move, u64)> {
+        let mut list = Vec::new();
+        self.legal_moves_into(&mut list, count);
+        list.into_iter()
+            .map(|mv| {
+                let n = if depth <= 1 {
+                    1
+                } else {
+                    self.play_unchecked(&mv).perft(depth - 1, count)
+                };
+                (mv, n)
+            })
+            .collect()
+    }
+
+    /// Number of pieces of each role for a colour: (men, kings).
+    pub fn material(&self, color: Color) -> (u32, u32) {
+        let own = self.pieces(color).0;
+        (
+            (own & !self.kings).count_ones(),
+            (own & self.kings).count_ones(),
+        )
+    }
+}
+
+#[inline(always)]
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Maps a FEN or move-text square to a board square.
+pub(crate) fn resolve_square(
+    board: &Board,
+    sq: SquareRef,
+    variant: Variant,
+) -> Result<Square, PositionError> {
+    match sq {
+        SquareRef::Number(n) => board
+            .square(n)
+            .ok_or_else(|| PositionError::NoSuchSquare(n.to_string(), variant)),
+        SquareRef::Algebraic { file, rank } => {
+            if file >= board.size || rank >= board.size {
+                return Err(PositionError::NoSuchSquare(sq.to_string(), variant));
+            }
+            board
+                .square_at(file, rank)
+                .ok_or_else(|| PositionError::LightSquare(sq.to_string(), variant))
+        }
+    }
+}

@@ -1,0 +1,558 @@
+//! The eight rule sets as data tables, and the house-rule options.
+//!
+//! Each [`Rules`] field cites the rule it encodes; the article numbers refer to `shared/rules.md`, the
+//! product's rule book (variant table, "Draw rules" and "Rule options" sections), which itself follows the
+//! FMJD rules for international and brazilian and the national federations for the others.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::board::BoardKind;
+
+/// One of the two sides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Color {
+    White,
+    Black,
+}
+
+impl Color {
+    pub fn opposite(self) -> Color {
+        match self {
+            Color::White => Color::Black,
+            Color::Black => Color::White,
+        }
+    }
+    /// `W` or `B`, as in FEN.
+    pub fn letter(self) -> char {
+        match self {
+            Color::White => 'W',
+            Color::Black => 'B',
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Color::White => "white",
+            Color::Black => "black",
+        }
+    }
+}
+
+impl std::ops::Not for Color {
+    type Output = Color;
+    fn not(self) -> Color {
+        self.opposite()
+    }
+}
+
+/// The rule sets served by the platform, with stable keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+pub enum Variant {
+    International,
+    English,
+    Italian,
+    Russian,
+    Brazilian,
+    Spanish,
+    Czech,
+    Turkish,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 8] = [
+        Variant::International,
+        Variant::English,
+        Variant::Italian,
+        Variant::Russian,
+        Variant::Brazilian,
+        Variant::Spanish,
+        Variant::Czech,
+        Variant::Turkish,
+    ];
+
+    /// The stable key (`international`, `english`, ...).
+    pub fn key(self) -> &'static str {
+        match self {
+            Variant::International => "international",
+            Variant::English => "english",
+            Variant::Italian => "italian",
+            Variant::Russian => "russian",
+            Variant::Brazilian => "brazilian",
+            Variant::Spanish => "spanish",
+            Variant::Czech => "czech",
+            Variant::Turkish => "turkish",
+        }
+    }
+
+    /// The PDN `GameType` tag number.
+    pub fn pdn_game_type(self) -> u8 {
+        match self {
+            Variant::International => 20,
+            Variant::English => 21,
+            Variant::Italian => 22,
+            Variant::Spanish => 24,
+            Variant::Russian => 25,
+            Variant::Brazilian => 26,
+            Variant::Czech => 29,
+            Variant::Turkish => 30,
+        }
+    }
+
+    /// The rule table of this variant.
+    pub fn rules(self) -> &'static Rules {
+        match self {
+            Variant::International => &INTERNATIONAL,
+            Variant::English => &ENGLISH,
+            Variant::Italian => &ITALIAN,
+            Variant::Russian => &RUSSIAN,
+            Variant::Brazilian => &BRAZILIAN,
+            Variant::Spanish => &SPANISH,
+            Variant::Czech => &CZECH,
+            Variant::Turkish => &TURKISH,
+        }
+    }
+
+    /// The FEN of the start position.
+    pub fn start_fen(self) -> &'static str {
+        match self {
+            Variant::International => "W:W31-50:B1-20",
+            Variant::English => "B:W21-32:B1-12",
+            Variant::Turkish => {
+                "W:Wa2,b2,c2,d2,e2,f2,g2,h2,a3,b3,c3,d3,e3,f3,g3,h3:Ba6,b6,c6,d6,e6,f6,g6,h6,a7,b7,c7,d7,e7,f7,g7,h7"
+            }
+            _ => "W:W21-32:B1-12",
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+/// An unknown variant key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown variant '{0}' (expected one of: international, english, italian, russian, brazilian, spanish, czech, turkish)"
+)]
+pub struct UnknownVariant(pub String);
+
+impl FromStr for Variant {
+    type Err = UnknownVariant;
+    fn from_str(s: &str) -> Result<Variant, UnknownVariant> {
+        let lower = s.trim().to_ascii_lowercase();
+        let v = match lower.as_str() {
+            "international" | "normal" | "10x10" | "20" => Variant::International,
+            "english" | "american" | "checkers" | "21" => Variant::English,
+            "italian" | "22" => Variant::Italian,
+            "russian" | "25" => Variant::Russian,
+            "brazilian" | "26" => Variant::Brazilian,
+            "spanish" | "24" => Variant::Spanish,
+            "czech" | "29" => Variant::Czech,
+            "turkish" | "30" => Variant::Turkish,
+            _ => return Err(UnknownVariant(s.to_string())),
+        };
+        Ok(v)
+    }
+}
+
+/// What happens when a man reaches the last row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Promotion {
+    /// The man is crowned and the move ends, even if it could capture on (english, italian, spanish, czech).
+    EndsMove,
+    /// A man passing the last row in a chain stays a man; it is crowned only if the chain ends there
+    /// (international, brazilian; turkish, where it may go on capturing sideways along the last row).
+    AtEnd,
+    /// The man is crowned at once and goes on capturing as a king (russian; the `promote-mid-capture` option).
+    Continue,
+}
+
+/// When the captured pieces leave the board.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Removal {
+    /// Turkish strike: at the end of the move; they block their squares and can't be jumped twice.
+    Strike,
+    /// At once after each jump (turkish).
+    Immediate,
+}
+
+/// Which captures a player may choose from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precedence {
+    /// Any capture (russian, english).
+    Free,
+    /// Most pieces (kings count 1) (international, brazilian, turkish).
+    MostPieces,
+    /// Most pieces, then most kings (spanish).
+    MostPiecesThenKings,
+    /// Italian list: most pieces; with a king rather than a man; most kings; the king met earliest.
+    Italian,
+    /// If any king can capture, a king must capture; otherwise free (czech).
+    KingFirst,
+}
+
+/// What resets the no-progress counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressReset {
+    /// A capture or a man's move (only kings moving counts toward the draw).
+    CaptureOrManMove,
+    /// A capture or a promotion.
+    CaptureOrPromotion,
+}
+
+/// The no-progress draw rule: `moves` moves by each side with no reset is a draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoProgress {
+    pub moves: u16,
+    pub reset: ProgressReset,
+}
+
+/// The draw rules a game enforces (besides an agreed draw, always available).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrawRules {
+    /// Threefold repetition of the same position with the same side to move.
+    pub repetition: bool,
+    pub no_progress: Option<NoProgress>,
+    /// FMJD endgame rules: three pieces with a king against a lone king, 16 moves each; two pieces with
+    /// a king (or one king) against a lone king, 5 moves each.
+    pub endgame: bool,
+}
+
+/// How moves are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotationStyle {
+    /// PDN numbers: `32-28`, `28x19`.
+    Numeric,
+    /// Algebraic squares with this capture separator: `c3-d4`, `c3:e5`.
+    Algebraic(char),
+}
+
+/// The rule parameters of one variant.
+#[derive(Debug)]
+pub struct Rules {
+    pub variant: Variant,
+    /// Board and numbering (rules.md, variant table "board"; Notation).
+    pub board: BoardKind,
+    /// rules.md, variant table "first to move".
+    pub first_to_move: Color,
+    /// rules.md, variant table "kings": flying (any distance) or short (one square).
+    pub flying_kings: bool,
+    /// rules.md, variant table "men capture": forward and backward, or forward (and sideways) only.
+    pub men_capture_backward: bool,
+    /// rules.md, italian: a man may never capture a king.
+    pub men_capture_kings: bool,
+    /// rules.md, variant table "promotion during a chain".
+    pub promotion: Promotion,
+    /// rules.md, variant table "captured pieces".
+    pub removal: Removal,
+    /// rules.md, variant table "capture choice" and the Italian precedence list.
+    pub precedence: Precedence,
+    /// rules.md, "Draw rules (defaults)".
+    pub draw: DrawRules,
+    /// rules.md, "Notation".
+    pub notation: NotationStyle,
+}
+
+const KINGS_ONLY_25: Option<NoProgress> = Some(NoProgress {
+    moves: 25,
+    reset: ProgressReset::CaptureOrManMove,
+});
+const FORTY: Option<NoProgress> = Some(NoProgress {
+    moves: 40,
+    reset: ProgressReset::CaptureOrPromotion,
+});
+const FORTY_RULES: DrawRules = DrawRules {
+    repetition: false,
+    no_progress: FORTY,
+    endgame: false,
+};
+
+pub static INTERNATIONAL: Rules = Rules {
+    variant: Variant::International,
+    board: BoardKind::Ten,
+    first_to_move: Color::White,
+    flying_kings: true,
+    men_capture_backward: true,
+    men_capture_kings: true,
+    promotion: Promotion::AtEnd,
+    removal: Removal::Strike,
+    precedence: Precedence::MostPieces,
+    draw: DrawRules {
+        repetition: true,
+        no_progress: KINGS_ONLY_25,
+        endgame: true,
+    },
+    notation: NotationStyle::Numeric,
+};
+
+pub static BRAZILIAN: Rules = Rules {
+    variant: Variant::Brazilian,
+    board: BoardKind::Eight,
+    notation: NotationStyle::Algebraic('x'),
+    ..INTERNATIONAL
+};
+
+pub static RUSSIAN: Rules = Rules {
+    variant: Variant::Russian,
+    board: BoardKind::Eight,
+    promotion: Promotion::Continue,
+    precedence: Precedence::Free,
+    draw: DrawRules {
+        repetition: true,
+        no_progress: Some(NoProgress {
+            moves: 15,
+            reset: ProgressReset::CaptureOrManMove,
+        }),
+        endgame: false,
+    },
+    notation: NotationStyle::Algebraic(':'),
+    ..INTERNATIONAL
+};
+
+pub static ENGLISH: Rules = Rules {
+    variant: Variant::English,
+    board: BoardKind::Eight,
+    first_to_move: Color::Black,
+    flying_kings: false,
+    men_capture_backward: false,
+    men_capture_kings: true,
+    promotion: Promotion::EndsMove,
+    // Removal at once and the strike give the same moves with short kings (a landing square can never be a
+    // captured square), so the strike is used for every diagonal variant.
+    removal: Removal::Strike,
+    precedence: Precedence::Free,
+    draw: FORTY_RULES,
+    notation: NotationStyle::Numeric,
+};
+
+pub static ITALIAN: Rules = Rules {
+    variant: Variant::Italian,
+    board: BoardKind::EightMirrored,
+    first_to_move: Color::White,
+    men_capture_kings: false,
+    precedence: Precedence::Italian,
+    ..ENGLISH
+};
+
+pub static SPANISH: Rules = Rules {
+    variant: Variant::Spanish,
+    board: BoardKind::EightMirrored,
+    first_to_move: Color::White,
+    flying_kings: true,
+    precedence: Precedence::MostPiecesThenKings,
+    ..ENGLISH
+};
+
+pub static CZECH: Rules = Rules {
+    variant: Variant::Czech,
+    board: BoardKind::Eight,
+    first_to_move: Color::White,
+    flying_kings: true,
+    precedence: Precedence::KingFirst,
+    notation: NotationStyle::Algebraic(':'),
+    ..ENGLISH
+};
+
+pub static TURKISH: Rules = Rules {
+    variant: Variant::Turkish,
+    board: BoardKind::Turkish,
+    first_to_move: Color::White,
+    flying_kings: true,
+    men_capture_backward: false,
+    men_capture_kings: true,
+    promotion: Promotion::AtEnd,
+    removal: Removal::Immediate,
+    precedence: Precedence::MostPieces,
+    draw: DrawRules {
+        repetition: true,
+        no_progress: None,
+        endgame: false,
+    },
+    notation: NotationStyle::Algebraic('x'),
+};
+
+/// House-rule options (rules.md, "Rule options").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct RuleOptions {
+    /// `no-mandatory-capture` (8x8 variants): a quiet move may be played instead of a capture.
+    pub no_mandatory_capture: bool,
+    /// `promote-mid-capture` (international, brazilian, turkish): a man reaching the last row in a chain is
+    /// crowned at once and continues as a king.
+    pub promote_mid_capture: bool,
+    /// `move-limit N`: N moves by each side without progress is a draw (replaces the variant's count).
+    pub move_limit: Option<u16>,
+}
+
+/// A rule option that is malformed or does not apply to the variant.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OptionError {
+    #[error(
+        "unknown rule option '{0}' (expected no-mandatory-capture, promote-mid-capture or move-limit N)"
+    )]
+    Unknown(String),
+    #[error("move-limit needs a number of moves from 1 to 1000, got '{0}'")]
+    BadMoveLimit(String),
+    #[error("rule option '{option}' does not apply to {variant}: {why}")]
+    NotApplicable {
+        option: &'static str,
+        variant: Variant,
+        why: &'static str,
+    },
+}
+
+impl RuleOptions {
+    /// Parses a comma- or space-separated list: `no-mandatory-capture, move-limit=40`.
+    /// `move-limit 40` and `move-limit=40` are both accepted.
+    pub fn parse(text: &str) -> Result<RuleOptions, OptionError> {
+        let mut opts = RuleOptions::default();
+        let mut tokens = text
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|t| !t.is_empty())
+            .peekable();
+        while let Some(tok) = tokens.next() {
+            opts.add(tok, &mut tokens)?;
+        }
+        Ok(opts)
+    }
+
+    fn add<'a>(
+        &mut self,
+        tok: &str,
+        rest: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
+    ) -> Result<(), OptionError> {
+        let lower = tok.to_ascii_lowercase();
+        match lower.as_str() {
+            "no-mandatory-capture" => self.no_mandatory_capture = true,
+            "promote-mid-capture" => self.promote_mid_capture = true,
+            "move-limit" => {
+                let n = rest
+                    .next()
+                    .ok_or_else(|| OptionError::BadMoveLimit(String::new()))?;
+                self.move_limit = Some(parse_limit(n)?);
+            }
+            _ => match lower.strip_prefix("move-limit=") {
+                Some(n) => self.move_limit = Some(parse_limit(n)?),
+                None => return Err(OptionError::Unknown(tok.to_string())),
+            },
+        }
+        Ok(())
+    }
+
+    /// Checks that every option makes sense for the variant.
+    pub fn validate(&self, variant: Variant) -> Result<(), OptionError> {
+        if self.no_mandatory_capture && variant == Variant::International {
+            return Err(OptionError::NotApplicable {
+                option: "no-mandatory-capture",
+                variant,
+                why: "it is a house rule of the 8x8 variants only",
+            });
+        }
+        if self.promote_mid_capture {
+            let why = match variant.rules().promotion {
+                Promotion::Continue => {
+                    Some("a man reaching the last row already continues as a king")
+                }
+                Promotion::EndsMove => Some("reaching the last row ends the move in this variant"),
+                Promotion::AtEnd => None,
+            };
+            if let Some(why) = why {
+                return Err(OptionError::NotApplicable {
+                    option: "promote-mid-capture",
+                    variant,
+                    why,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_limit(n: &str) -> Result<u16, OptionError> {
+    match n.parse::<u16>() {
+        Ok(v) if (1..=1000).contains(&v) => Ok(v),
+        _ => Err(OptionError::BadMoveLimit(n.to_string())),
+    }
+}
+
+impl fmt::Display for RuleOptions {
+    /// The canonical option list, e.g. `no-mandatory-capture,move-limit=40` (empty when none).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if self.no_mandatory_capture {
+            parts.push("no-mandatory-capture".to_string());
+        }
+        if self.promote_mid_capture {
+            parts.push("promote-mid-capture".to_string());
+        }
+        if let Some(n) = self.move_limit {
+            parts.push(format!("move-limit={n}"));
+        }
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// A variant together with validated options: everything move generation and the referee need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RuleSet {
+    variant: Variant,
+    options: RuleOptions,
+}
+
+impl RuleSet {
+    /// The variant with its default rules.
+    pub fn new(variant: Variant) -> RuleSet {
+        RuleSet {
+            variant,
+            options: RuleOptions::default(),
+        }
+    }
+
+    /// The variant with options, checked.
+    pub fn with_options(variant: Variant, options: RuleOptions) -> Result<RuleSet, OptionError> {
+        options.validate(variant)?;
+        Ok(RuleSet { variant, options })
+    }
+
+    pub fn variant(&self) -> Variant {
+        self.variant
+    }
+    pub fn options(&self) -> RuleOptions {
+        self.options
+    }
+    pub fn rules(&self) -> &'static Rules {
+        self.variant.rules()
+    }
+    pub fn mandatory_capture(&self) -> bool {
+        !self.options.no_mandatory_capture
+    }
+    /// The promotion rule in force (the variant's, or `Continue` under `promote-mid-capture`).
+    pub fn promotion(&self) -> Promotion {
+        if self.options.promote_mid_capture {
+            Promotion::Continue
+        } else {
+            self.rules().promotion
+        }
+    }
+    /// The draw rules in force: the variant's, with `move-limit` replacing the no-progress count.
+    pub fn draw_rules(&self) -> DrawRules {
+        let mut d = self.rules().draw;
+        if let Some(n) = self.options.move_limit {
+            let reset = d
+                .no_progress
+                .map_or(ProgressReset::CaptureOrManMove, |p| p.reset);
+            d.no_progress = Some(NoProgress { moves: n, reset });
+        }
+        d
+    }
+}
+
+impl From<Variant> for RuleSet {
+    fn from(v: Variant) -> RuleSet {
+        RuleSet::new(v)
+    }
+}
