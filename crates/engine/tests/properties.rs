@@ -1,0 +1,509 @@
+//! Property tests over random valid positions of every variant (with and without rule options).
+//!
+//! Positions come from two generators: random playouts from the start position (random legal moves,
+//! 0..80 plies) and random piece placements (men never on their own promotion row, a mix of men and
+//! kings, random side to move). The default number of cases keeps the file well under a minute in a
+//! debug build; set `PROPTEST_CASES` to run more.
+
+use std::collections::HashSet;
+
+use draughts_engine::{
+    Color, Count, Game, GameError, GameStatus, Move, Position, ResolveError, RuleOptions, RuleSet,
+    Variant,
+};
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+
+// ---------------------------------------------------------------------------------------------------
+// Generators
+// ---------------------------------------------------------------------------------------------------
+
+/// A small deterministic generator for the playouts (the seed comes from proptest).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// A rule set: one of the eight variants, half the time with house-rule options (only those the
+/// variant accepts).
+fn arb_rules() -> impl Strategy<Value = RuleSet> {
+    (
+        0..Variant::ALL.len(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        prop::option::of(1u16..=60),
+    )
+        .prop_map(|(vi, with_options, nmc, pmc, move_limit)| {
+            let variant = Variant::ALL[vi];
+            if !with_options {
+                return RuleSet::new(variant);
+            }
+            // Keep only the options the variant accepts.
+            let accepts = |o: RuleOptions| RuleSet::with_options(variant, o).is_ok();
+            let opts = RuleOptions {
+                no_mandatory_capture: nmc
+                    && accepts(RuleOptions {
+                        no_mandatory_capture: true,
+                        ..RuleOptions::default()
+                    }),
+                promote_mid_capture: pmc
+                    && accepts(RuleOptions {
+                        promote_mid_capture: true,
+                        ..RuleOptions::default()
+                    }),
+                move_limit,
+            };
+            RuleSet::with_options(variant, opts).expect("accepted options")
+        })
+}
+
+/// A random playout of `plies` random legal moves from the start position (stops early at a game end).
+fn playout(rules: RuleSet, seed: u64, plies: usize) -> Position {
+    let mut rng = SplitMix(seed);
+    let mut pos = Position::start(rules);
+    for _ in 0..plies {
+        let moves = pos.legal_moves();
+        if moves.is_empty() {
+            break;
+        }
+        let mv = moves[rng.below(moves.len())];
+        pos = pos.play(&mv).expect("generated moves are legal");
+    }
+    pos
+}
+
+fn arb_playout() -> impl Strategy<Value = Position> {
+    (arb_rules(), any::<u64>(), 0usize..80)
+        .prop_map(|(rules, seed, plies)| playout(rules, seed, plies))
+}
+
+/// One square's content in a random placement.
+#[derive(Clone, Copy, Debug)]
+struct Cell {
+    roll: u8,
+    black: bool,
+    king_roll: u8,
+}
+
+/// The FEN of a random placement: each square holds a piece with probability `fill`/10, a king with
+/// probability `kings`/10; a man that would stand on its own promotion row becomes a king.
+/// Squares are written as numbers or algebraic names, White's or Black's field first.
+fn placement_fen(
+    rules: RuleSet,
+    cells: &[Cell],
+    fill: u8,
+    kings: u8,
+    side: Color,
+    algebraic: bool,
+    black_first: bool,
+) -> String {
+    let board = rules.rules().board.board();
+    let mut white = Vec::new();
+    let mut black = Vec::new();
+    for (sq, cell) in board.squares().zip(cells) {
+        if cell.roll % 10 >= fill {
+            continue;
+        }
+        let color = if cell.black {
+            Color::Black
+        } else {
+            Color::White
+        };
+        let promo_row = match color {
+            Color::White => board.top_row,
+            Color::Black => board.bottom_row,
+        };
+        let on_promo_row = promo_row & (1u64 << sq.bit()) != 0;
+        let king = cell.king_roll % 10 < kings || on_promo_row;
+        let name = if algebraic {
+            board.algebraic(sq).to_string()
+        } else {
+            board.number(sq).to_string()
+        };
+        let text = if king { format!("K{name}") } else { name };
+        match color {
+            Color::White => white.push(text),
+            Color::Black => black.push(text),
+        }
+    }
+    let w = format!("W{}", white.join(","));
+    let b = format!("B{}", black.join(","));
+    let (first, second) = if black_first { (b, w) } else { (w, b) };
+    format!("{}:{first}:{second}", side.letter())
+}
+
+fn arb_placement() -> impl Strategy<Value = Position> {
+    (
+        arb_rules(),
+        prop::collection::vec(
+            (any::<u8>(), any::<bool>(), any::<u8>()).prop_map(|(roll, black, king_roll)| Cell {
+                roll,
+                black,
+                king_roll,
+            }),
+            64,
+        ),
+        1u8..=6,
+        0u8..=10,
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(rules, cells, fill, kings, black, algebraic, black_first)| {
+            let side = if black { Color::Black } else { Color::White };
+            let fen = placement_fen(rules, &cells, fill, kings, side, algebraic, black_first);
+            Position::from_fen(rules, &fen)
+                .unwrap_or_else(|e| panic!("generated FEN {fen} is valid: {e}"))
+        })
+}
+
+/// A random valid position of any variant: a playout or a placement.
+fn arb_position() -> impl Strategy<Value = Position> {
+    prop_oneof![arb_playout(), arb_placement()]
+}
+
+/// `cases` unless `PROPTEST_CASES` says otherwise; no regression files are written.
+fn config(cases: u32) -> Config {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cases);
+    Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------------
+
+/// The capture separator of the variant's notation.
+fn capture_sep(pos: &Position) -> char {
+    match pos.rule_set().rules().notation {
+        draughts_engine::NotationStyle::Numeric => 'x',
+        draughts_engine::NotationStyle::Algebraic(c) => c,
+    }
+}
+
+fn count(bb: draughts_engine::Bitboard) -> u32 {
+    bb.count()
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Properties
+// ---------------------------------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(config(300))]
+
+    /// `from_fen(to_fen(pos)) == pos`, `to_fen` is stable, and lidraughts counters are accepted.
+    #[test]
+    fn fen_round_trip(pos in arb_position()) {
+        let rules = pos.rule_set();
+        let fen = pos.to_fen();
+        let back = Position::from_fen(rules, &fen);
+        prop_assert_eq!(back.as_ref().ok(), Some(&pos), "{} -> {:?}", fen, back);
+        prop_assert_eq!(back.unwrap().to_fen(), fen.clone());
+        let with_counters = format!("{fen}:H0:F1");
+        prop_assert_eq!(Position::from_fen(rules, &with_counters).ok(), Some(pos));
+        let tagged = format!("[FEN \"{fen}\"]");
+        prop_assert_eq!(Position::from_fen(rules, &tagged).ok(), Some(pos));
+    }
+
+    /// Every legal move's own text, and every path written in full, resolves to that move; a
+    /// from-to text resolves exactly as the legal moves with that origin and destination say.
+    #[test]
+    fn move_text_round_trip(pos in arb_position(), pairs in prop::collection::vec((0u32..70, 0u32..70, any::<bool>()), 8)) {
+        let moves = pos.legal_moves();
+        for mv in &moves {
+            let text = pos.move_to_text(mv);
+            let back = pos.parse_move(&text);
+            prop_assert_eq!(back.as_ref(), Ok(mv), "{:?}: text '{}' of {:?}", pos, text, mv);
+        }
+        let sep = capture_sep(&pos);
+        for p in pos.move_paths() {
+            prop_assert!(moves.contains(&p.mv), "{:?}: path {:?} of a move not in legal_moves", pos, p);
+            let s = if p.mv.is_capture() { sep } else { '-' };
+            let text = p
+                .path
+                .iter()
+                .map(|sq| pos.square_name(*sq))
+                .collect::<Vec<_>>()
+                .join(&s.to_string());
+            let back = pos.parse_move(&text);
+            prop_assert_eq!(back.as_ref(), Ok(&p.mv), "{:?}: path text '{}' of {:?}", pos, text, p);
+        }
+        // Random from-to pairs (numbers 0..70 include squares that don't exist on the board).
+        let board = pos.board();
+        for (a, b, capture) in pairs {
+            let name = |n: u32| match board.square(n) {
+                Some(sq) => pos.square_name(sq),
+                None => n.to_string(),
+            };
+            let s = if capture { sep } else { '-' };
+            let text = format!("{}{s}{}", name(a), name(b));
+            let got = pos.parse_move(&text);
+            let candidates: Vec<Move> = match (board.square(a), board.square(b)) {
+                (Some(x), Some(y)) => moves
+                    .iter()
+                    .filter(|m| m.from() == x && m.to() == y && (!capture || m.is_capture()))
+                    .copied()
+                    .collect(),
+                _ => Vec::new(),
+            };
+            match candidates.len() {
+                0 => prop_assert!(
+                    matches!(got, Err(ResolveError::Illegal { .. })),
+                    "{:?}: '{}' should be illegal, got {:?}", pos, text, got
+                ),
+                1 => prop_assert_eq!(got, Ok(candidates[0]), "{:?}: '{}'", pos, text),
+                _ => prop_assert!(
+                    matches!(got, Err(ResolveError::Ambiguous { .. })),
+                    "{:?}: '{}' should be ambiguous, got {:?}", pos, text, got
+                ),
+            }
+        }
+    }
+
+    /// Unique <= all orders <= all paths, for depths 1..=3; perft(1) is the length of the move list.
+    #[test]
+    fn perft_conventions_are_ordered(pos in arb_position()) {
+        let mut list = Vec::new();
+        for (c, name) in [(Count::Unique, "unique"), (Count::AllOrders, "all"), (Count::AllPaths, "paths")] {
+            pos.legal_moves_into(&mut list, c);
+            prop_assert_eq!(pos.perft(1, c), list.len() as u64, "{:?}: perft(1) {}", pos, name);
+        }
+        for d in 1..=3 {
+            if d == 3 && pos.perft(2, Count::AllPaths) > 3_000 {
+                break;
+            }
+            let u = pos.perft(d, Count::Unique);
+            let a = pos.perft(d, Count::AllOrders);
+            let p = pos.perft(d, Count::AllPaths);
+            prop_assert!(u <= a && a <= p, "{:?}: perft({}) unique {} all {} paths {}", pos, d, u, a, p);
+            let divided: u64 = pos.perft_divide(d, Count::Unique).iter().map(|(_, n)| n).sum();
+            prop_assert_eq!(divided, u, "{:?}: perft_divide({}) sums to perft", pos, d);
+        }
+    }
+
+    /// Move lists: no duplicates; captured sets are opponent pieces, as many as `n_captured`; playing
+    /// flips the side to move, keeps the mover's count, removes the captured pieces, and gives a valid
+    /// position (it survives a FEN round trip: no man is left on its own promotion row).
+    #[test]
+    fn legal_moves_are_consistent(pos in arb_position()) {
+        let moves = pos.legal_moves();
+        let set: HashSet<Move> = moves.iter().copied().collect();
+        prop_assert_eq!(set.len(), moves.len(), "{:?}: duplicate moves in {:?}", pos, moves);
+        let me = pos.side_to_move();
+        let opp = me.opposite();
+        let mine = pos.pieces(me);
+        let theirs = pos.pieces(opp);
+        let mandatory = pos.rule_set().mandatory_capture();
+        let any_capture = moves.iter().any(Move::is_capture);
+        prop_assert_eq!(pos.has_capture(), any_capture, "{:?}: has_capture", pos);
+        for mv in &moves {
+            prop_assert!(mine.contains(mv.from()), "{:?}: {:?} does not start on an own piece", pos, mv);
+            prop_assert_eq!(count(mv.captured()), mv.n_captured(), "{:?}: {:?}", pos, mv);
+            prop_assert_eq!(mv.captured().0 & !theirs.0, 0, "{:?}: {:?} captures a non-opponent square", pos, mv);
+            prop_assert_eq!(mv.is_king_move(), pos.kings().contains(mv.from()), "{:?}: {:?}", pos, mv);
+            if mandatory && any_capture {
+                prop_assert!(mv.is_capture(), "{:?}: quiet {:?} though a capture is mandatory", pos, mv);
+            }
+            let next = pos.play(mv).expect("a legal move plays");
+            prop_assert_eq!(next, pos.play_unchecked(mv));
+            prop_assert_eq!(next.side_to_move(), opp);
+            prop_assert_eq!(count(next.pieces(me)), count(mine), "{:?}: {:?}", pos, mv);
+            prop_assert_eq!(count(next.pieces(opp)) + mv.n_captured(), count(theirs), "{:?}: {:?}", pos, mv);
+            prop_assert!(next.pieces(me).contains(mv.to()), "{:?}: {:?}", pos, mv);
+            prop_assert_eq!(
+                next.kings().contains(mv.to()),
+                mv.is_king_move() || mv.promotes(),
+                "{:?}: {:?} crowning", pos, mv
+            );
+            let fen = next.to_fen();
+            let back = Position::from_fen(pos.rule_set(), &fen);
+            prop_assert_eq!(back.as_ref().ok(), Some(&next), "{:?}: {:?} gives {} -> {:?}", pos, mv, fen, back);
+        }
+        // Capture orders: every all-orders entry is a legal move, and every legal move appears.
+        let mut all = Vec::new();
+        pos.legal_moves_into(&mut all, Count::AllOrders);
+        let all_set: HashSet<Move> = all.iter().copied().collect();
+        prop_assert_eq!(&all_set, &set, "{:?}: all-orders moves differ from legal moves", pos);
+        let path_set: HashSet<Move> = pos.move_paths().iter().map(|p| p.mv).collect();
+        prop_assert_eq!(&path_set, &set, "{:?}: move_paths differ from legal moves", pos);
+    }
+
+    /// `hash` agrees with equality and depends on the side to move.
+    #[test]
+    fn hash_depends_on_position_and_side(pos in arb_position(), other in arb_position()) {
+        let copy = Position::from_fen(pos.rule_set(), &pos.to_fen()).unwrap();
+        prop_assert_eq!(copy.hash(), pos.hash());
+        let flipped = pos.with_side_to_move(pos.side_to_move().opposite());
+        prop_assert_ne!(flipped.hash(), pos.hash(), "{:?}", pos);
+        prop_assert_eq!(flipped.with_side_to_move(pos.side_to_move()).hash(), pos.hash());
+        prop_assert_eq!(pos.with_side_to_move(pos.side_to_move()), pos);
+        if other.rule_set() == pos.rule_set() && other != pos {
+            prop_assert_ne!(other.hash(), pos.hash(), "{:?} {:?}", pos, other);
+        }
+        // Transpositions: each child reached through two different move orders hashes the same.
+        for mv in pos.legal_moves().iter().take(4) {
+            let child = pos.play_unchecked(mv);
+            let again = Position::from_fen(child.rule_set(), &child.to_fen()).unwrap();
+            prop_assert_eq!(again.hash(), child.hash());
+        }
+    }
+}
+
+/// One action on a game.
+#[derive(Clone, Debug)]
+enum Action {
+    /// Play the i-th legal move.
+    Legal(usize),
+    /// Play the i-th legal move by its text.
+    LegalText(usize),
+    /// Play arbitrary text.
+    Text(String),
+    /// Play a move that was legal in the start position (often illegal now).
+    Stale(usize),
+    Resign(bool),
+    AgreeDraw,
+    TimeForfeit(bool),
+}
+
+fn arb_action() -> impl Strategy<Value = Action> {
+    prop_oneof![
+        6 => any::<usize>().prop_map(Action::Legal),
+        4 => any::<usize>().prop_map(Action::LegalText),
+        3 => "[0-9a-kx:×K\\- ]{0,14}".prop_map(Action::Text),
+        1 => ".{0,12}".prop_map(Action::Text),
+        2 => any::<usize>().prop_map(Action::Stale),
+        1 => any::<bool>().prop_map(Action::Resign),
+        1 => Just(Action::AgreeDraw),
+        1 => any::<bool>().prop_map(Action::TimeForfeit),
+    ]
+}
+
+fn color(black: bool) -> Color {
+    if black { Color::Black } else { Color::White }
+}
+
+proptest! {
+    #![proptest_config(config(200))]
+
+    /// A game never panics on random actions, keeps its invariants and refuses everything once over.
+    #[test]
+    fn game_survives_random_actions(
+        pos in arb_position(),
+        halfmove in prop::option::of(0u32..200),
+        actions in prop::collection::vec(arb_action(), 0..120),
+    ) {
+        let fen = match halfmove {
+            Some(h) => format!("{}:H{h}:F1", pos.to_fen()),
+            None => pos.to_fen(),
+        };
+        let mut game = Game::from_fen(pos.rule_set(), &fen).expect("a valid FEN");
+        prop_assert_eq!(*game.position(), pos);
+        let start_moves = pos.legal_moves();
+        for action in actions {
+            let before = *game.position();
+            let n_before = game.moves().len();
+            let over = game.status() != GameStatus::Ongoing;
+            let legal = before.legal_moves();
+            if !over {
+                prop_assert!(!legal.is_empty(), "ongoing game without a legal move: {:?}", before);
+            }
+            let played: Result<GameStatus, GameError> = match &action {
+                Action::Legal(i) if !legal.is_empty() => game.play(&legal[i % legal.len()]),
+                Action::LegalText(i) if !legal.is_empty() => {
+                    let text = before.move_to_text(&legal[i % legal.len()]);
+                    game.play_text(&text)
+                }
+                Action::Legal(_) | Action::LegalText(_) => continue,
+                Action::Text(t) => game.play_text(t),
+                Action::Stale(i) if !start_moves.is_empty() => {
+                    game.play(&start_moves[i % start_moves.len()])
+                }
+                Action::Stale(_) => continue,
+                Action::Resign(b) => game.resign(color(*b)).map(GameStatus::Finished),
+                Action::AgreeDraw => game.agree_draw().map(GameStatus::Finished),
+                Action::TimeForfeit(b) => game.time_forfeit(color(*b)).map(GameStatus::Finished),
+            };
+            if over {
+                prop_assert_eq!(played.as_ref().err(), Some(&GameError::GameOver), "{:?}", action);
+            }
+            match &played {
+                Ok(status) => {
+                    prop_assert_eq!(*status, game.status());
+                    let is_move = matches!(
+                        action,
+                        Action::Legal(_) | Action::LegalText(_) | Action::Text(_) | Action::Stale(_)
+                    );
+                    if is_move {
+                        prop_assert_eq!(game.moves().len(), n_before + 1);
+                        let mv = *game.moves().last().unwrap();
+                        prop_assert!(legal.contains(&mv));
+                        prop_assert_eq!(*game.position(), before.play_unchecked(&mv));
+                    } else {
+                        prop_assert!(matches!(status, GameStatus::Finished(_)));
+                        prop_assert_eq!(game.moves().len(), n_before);
+                    }
+                    if matches!(action, Action::Legal(_) | Action::LegalText(_)) {
+                        prop_assert!(!over);
+                    }
+                }
+                Err(_) => {
+                    prop_assert_eq!(*game.position(), before, "a refused action changed the position");
+                    prop_assert_eq!(game.moves().len(), n_before);
+                    if !over {
+                        prop_assert!(
+                            !matches!(action, Action::Legal(_) | Action::LegalText(_)),
+                            "{:?} refused in {:?}: {:?}", action, before, played
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Random strings never make the FEN parser or the move resolver panic.
+#[test]
+fn parsers_never_panic_on_random_text() {
+    let mut runner = proptest::test_runner::TestRunner::new(config(2000));
+    let strategy = (
+        0..Variant::ALL.len(),
+        prop_oneof![
+            "[WBwbHFK:,0-9a-z\\- \"\\[\\].]{0,40}",
+            ".{0,40}",
+            "(W|B):(W|B)[K0-9,\\-a-j]{0,30}(:(W|B|H|F)[K0-9,\\-a-j]{0,30}){0,3}",
+        ],
+    );
+    runner
+        .run(&strategy, |(vi, text)| {
+            let variant = Variant::ALL[vi];
+            if let Ok(pos) = Position::from_fen(variant, &text) {
+                let again = Position::from_fen(variant, &pos.to_fen());
+                prop_assert_eq!(again.ok(), Some(pos), "{}", text);
+            }
+            let pos = Position::start(variant);
+            if let Ok(mv) = pos.parse_move(&text) {
+                prop_assert!(pos.is_legal(&mv), "{}", text);
+            }
+            let _ = Game::from_fen(variant, &text);
+            Ok(())
+        })
+        .unwrap();
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what is missing, then checks formatting, lints and
+# runs every test. Slow suites are opt-in: DRAUGHTS_PERFT_DEEP=1 runs every published perft depth.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain"
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "cargo is required (https://rustup.rs)" >&2
+  exit 1
+fi
+if command -v rustup >/dev/null 2>&1; then
+  rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
+cargo --version
+
+step "format (cargo fmt --check)"
+cargo fmt --all -- --check
+
+step "lints (cargo clippy --all-targets -D warnings)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests (cargo test --workspace)"
+cargo test --workspace --locked
