@@ -114,11 +114,19 @@ const fn build(kind: BoardKind) -> Board {
                 let i = k % h;
                 let (file, bit_i) = match kind {
                     BoardKind::EightMirrored => {
-                        let file = if row % 2 == 0 { 2 * i } else { 2 * i + 1 };
+                        let file = if row.is_multiple_of(2) {
+                            2 * i
+                        } else {
+                            2 * i + 1
+                        };
                         (file, h - 1 - i)
                     }
                     _ => {
-                        let file = if row % 2 == 0 { 2 * i + 1 } else { 2 * i };
+                        let file = if row.is_multiple_of(2) {
+                            2 * i + 1
+                        } else {
+                            2 * i
+                        };
                         (file, i)
                     }
                 };
@@ -204,7 +212,7 @@ impl Board {
             return self.square(u32::from(row) * 8 + u32::from(file) + 1);
         }
         let dark = match self.kind {
-            BoardKind::EightMirrored => (file + row) % 2 == 0,
+            BoardKind::EightMirrored => (file + row).is_multiple_of(2),
             _ => (file + row) % 2 == 1,
         };
         if !dark {

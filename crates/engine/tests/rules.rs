@@ -1,0 +1,1201 @@
+//! One test (or a small group) per rule of `shared/rules.md`, the product's rule book.
+//!
+//! Every position is built by hand and every expected answer is derived from the rule book on a drawn
+//! board (the comment of each test shows the reasoning), never copied from the engine's output.
+//!
+//! Square names used in the comments: files a.. from White's left, ranks 1.. from White's side.
+//! PDN numbers (rules.md, "Notation"):
+//! - 10x10: row r (0 = rank 10) holds 5r+1..5r+5; even rows on files b d f h j, odd rows on a c e g i.
+//!   1 = b10, 5 = j10, 46 = a1, 50 = i1.
+//! - 8x8 ordinary (english, russian, brazilian, czech): 1..4 = b8 d8 f8 h8, 5..8 = a7 c7 e7 g7, ...,
+//!   29..32 = a1 c1 e1 g1.
+//! - 8x8 mirrored (italian, spanish; a1 light): 1..4 = a8 c8 e8 g8, 5..8 = b7 d7 f7 h7, ...,
+//!   29..32 = b1 d1 f1 h1.
+//! - turkish: algebraic squares, all 64.
+
+use draughts_engine::{
+    Color, Count, DrawReason, Game, GameError, GameResult, GameStatus, Move, OptionError, Piece,
+    Position, PositionError, ResolveError, Role, RuleOptions, RuleSet, Square, Variant, WinReason,
+};
+
+use Variant::{Brazilian, Czech, English, International, Italian, Russian, Spanish, Turkish};
+
+// ---------------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------------
+
+/// A rule set with options (`"no-mandatory-capture"`, `"move-limit 3"`, ...), which must be valid.
+fn with(variant: Variant, options: &str) -> RuleSet {
+    let opts = RuleOptions::parse(options).unwrap_or_else(|e| panic!("{options}: {e}"));
+    RuleSet::with_options(variant, opts).unwrap_or_else(|e| panic!("{variant} {options}: {e}"))
+}
+
+fn pos(rules: impl Into<RuleSet>, fen: &str) -> Position {
+    let rules = rules.into();
+    Position::from_fen(rules, fen).unwrap_or_else(|e| panic!("{} {fen}: {e}", rules.variant()))
+}
+
+/// The legal moves in the variant's own notation, sorted.
+fn texts(p: &Position) -> Vec<String> {
+    let mut v: Vec<String> = p.legal_moves().iter().map(|m| p.move_to_text(m)).collect();
+    v.sort();
+    v
+}
+
+fn sorted(expected: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+/// The legal moves of `fen` must be exactly `expected` (as a set; a duplicate would also fail).
+fn check(rules: impl Into<RuleSet>, fen: &str, expected: &[&str]) -> Position {
+    let rules = rules.into();
+    let p = pos(rules, fen);
+    assert_eq!(
+        texts(&p),
+        sorted(expected),
+        "{} {fen}{}",
+        rules.variant(),
+        if rules.options() == RuleOptions::default() {
+            String::new()
+        } else {
+            format!(" [{}]", rules.options())
+        }
+    );
+    p
+}
+
+/// Like [`check`], and every legal move captures exactly `n` pieces.
+fn check_n(rules: impl Into<RuleSet>, fen: &str, expected: &[&str], n: u32) -> Position {
+    let p = check(rules, fen, expected);
+    for m in p.legal_moves() {
+        assert_eq!(m.n_captured(), n, "{fen}: {} captures", p.move_to_text(&m));
+    }
+    p
+}
+
+/// A square by PDN number (`"32"`) or algebraic name (`"c3"`) on the position's board.
+fn sq(p: &Position, name: &str) -> Square {
+    let board = p.board();
+    let found = if name.bytes().all(|b| b.is_ascii_digit()) {
+        board.square(name.parse().unwrap())
+    } else {
+        let b = name.as_bytes();
+        board.square_at(b[0] - b'a', name[1..].parse::<u8>().unwrap() - 1)
+    };
+    found.unwrap_or_else(|| panic!("no square {name}"))
+}
+
+fn piece(p: &Position, name: &str) -> Option<Piece> {
+    p.piece_at(sq(p, name))
+}
+
+fn man(color: Color) -> Option<Piece> {
+    Some(Piece {
+        color,
+        role: Role::Man,
+    })
+}
+
+fn king(color: Color) -> Option<Piece> {
+    Some(Piece {
+        color,
+        role: Role::King,
+    })
+}
+
+/// The legal move written `text` (in the variant's notation), which must exist.
+fn mv(p: &Position, text: &str) -> Move {
+    p.parse_move(text)
+        .unwrap_or_else(|e| panic!("{:?}: {text}: {e}", p))
+}
+
+/// The position after the move written `text`.
+fn after(p: &Position, text: &str) -> Position {
+    p.play(&mv(p, text)).unwrap()
+}
+
+fn game(rules: impl Into<RuleSet>, fen: &str) -> Game {
+    Game::from_fen(rules, fen).unwrap_or_else(|e| panic!("{fen}: {e}"))
+}
+
+/// Plays `plies` plies, White's and Black's moves taken in turn from the two cycles (the side to move
+/// first takes from `first`). Every ply but the last must leave the game going; returns the last status.
+fn play_cycles(g: &mut Game, first: &[&str], second: &[&str], plies: usize) -> GameStatus {
+    let mut status = g.status();
+    for i in 0..plies {
+        assert_eq!(
+            status,
+            GameStatus::Ongoing,
+            "game ended early, before ply {}",
+            i + 1
+        );
+        let cycle = if i % 2 == 0 { first } else { second };
+        let text = cycle[(i / 2) % cycle.len()];
+        status = g
+            .play_text(text)
+            .unwrap_or_else(|e| panic!("ply {} {text}: {e}", i + 1));
+    }
+    status
+}
+
+fn draw(reason: DrawReason) -> GameStatus {
+    GameStatus::Finished(GameResult::Draw(reason))
+}
+
+fn win(winner: Color, reason: WinReason) -> GameStatus {
+    GameStatus::Finished(GameResult::Win { winner, reason })
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Who moves first; the start positions
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn first_to_move_in_the_start_position() {
+    // rules.md variant table, "first to move": Black in english, White everywhere else.
+    for v in Variant::ALL {
+        let want = if v == English {
+            Color::Black
+        } else {
+            Color::White
+        };
+        let p = Position::start(v);
+        assert_eq!(p.side_to_move(), want, "{v}");
+        // "pieces": 20 each on 10x10, 16 each in turkish, 12 each elsewhere; all men.
+        let n = match v {
+            International => 20,
+            Turkish => 16,
+            _ => 12,
+        };
+        assert_eq!(p.material(Color::White), (n, 0), "{v}");
+        assert_eq!(p.material(Color::Black), (n, 0), "{v}");
+    }
+}
+
+#[test]
+fn start_position_moves() {
+    // International: White men on 31..35 (b4 d4 f4 h4 j4) step up to rank 5 (26..30, a5 c5 e5 g5 i5):
+    // b4 -> a5 c5, d4 -> c5 e5, f4 -> e5 g5, h4 -> g5 i5, j4 -> i5 only (edge).
+    check(
+        International,
+        International.start_fen(),
+        &[
+            "31-26", "31-27", "32-27", "32-28", "33-28", "33-29", "34-29", "34-30", "35-30",
+        ],
+    );
+    // English: Black (9..12 = b6 d6 f6 h6) moves first, down to rank 5 (13..16 = a5 c5 e5 g5).
+    check(
+        English,
+        English.start_fen(),
+        &["9-13", "9-14", "10-14", "10-15", "11-15", "11-16", "12-16"],
+    );
+    // Italian and Spanish, mirrored board: White on 21..24 = b3 d3 f3 h3 moves to 17..20 = a4 c4 e4 g4.
+    for v in [Italian, Spanish] {
+        check(
+            v,
+            v.start_fen(),
+            &[
+                "21-17", "21-18", "22-18", "22-19", "23-19", "23-20", "24-20",
+            ],
+        );
+    }
+    // Russian, brazilian, czech: White on a3 c3 e3 g3 moves to b4 d4 f4 h4, written algebraically.
+    for v in [Russian, Brazilian, Czech] {
+        check(
+            v,
+            v.start_fen(),
+            &[
+                "a3-b4", "c3-b4", "c3-d4", "e3-d4", "e3-f4", "g3-f4", "g3-h4",
+            ],
+        );
+    }
+    // Turkish: rank 2 is blocked by rank 3, rank 3 men can only go forward (sideways is occupied).
+    check(
+        Turkish,
+        Turkish.start_fen(),
+        &[
+            "a3-a4", "b3-b4", "c3-c4", "d3-d4", "e3-e4", "f3-f4", "g3-g4", "h3-h4",
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Men: move direction
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn men_move_one_square_diagonally_forward() {
+    // International: White man 32 = d4 goes up to c5 (27) or e5 (28); a man on the edge, 36 = a3,
+    // has only b4 (31). Black man 19 = g7 goes down to f6 (23) or h6 (24).
+    check(International, "W:W32,36:B19", &["32-27", "32-28", "36-31"]);
+    check(International, "B:W32,36:B19", &["19-23", "19-24"]);
+    // English: Black man 9 = b6 goes down to a5 (13), c5 (14); White man 22 = c3 up to b4 (17), d4 (18).
+    check(English, "B:W22:B9", &["9-13", "9-14"]);
+    check(English, "W:W22:B9", &["22-17", "22-18"]);
+    // Mirrored board: White man 22 = d3 goes up to c4 (18), e4 (19); Black man 10 = c6 down to b5 (13),
+    // d5 (14).
+    for v in [Italian, Spanish] {
+        check(v, "W:W22:B10", &["22-18", "22-19"]);
+        check(v, "B:W22:B10", &["10-13", "10-14"]);
+    }
+    // Algebraic variants: White c3 (22) -> b4, d4; Black f6 (11) -> e5, g5.
+    for v in [Russian, Brazilian, Czech] {
+        check(v, "W:W22:B11", &["c3-b4", "c3-d4"]);
+        check(v, "B:W22:B11", &["f6-e5", "f6-g5"]);
+    }
+}
+
+#[test]
+fn turkish_men_move_forward_or_sideways_never_backward_or_diagonally() {
+    // White d3: d4 (forward), c3, e3 (sideways); never d2 or a diagonal.
+    check(Turkish, "W:Wd3:Be6", &["d3-c3", "d3-d4", "d3-e3"]);
+    // Black e6: forward for Black is down, e5; sideways d6, f6.
+    check(Turkish, "B:Wd3:Be6", &["e6-d6", "e6-e5", "e6-f6"]);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Men: capture direction
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn men_capture_backward_in_international_russian_brazilian() {
+    // International: White man 28 = e5, Black man 33 = f4 behind it (down-right), 39 = g3 empty:
+    // the man captures backward, 28x39.
+    check(International, "W:W28:B33", &["28x39"]);
+    // 8x8: White man d4 (18), Black man c3 (22) behind it, b2 (25) empty: d4 captures to b2.
+    check(Russian, "W:W18:B22", &["d4:b2"]);
+    check(Brazilian, "W:W18:B22", &["d4xb2"]);
+}
+
+#[test]
+fn men_capture_forward_only_in_english_italian_spanish_czech() {
+    // English, Black to move (Black goes down). Black man d4 (18), White man c5 (14) behind it
+    // (up-left), b6 (9) empty: no backward capture, so only the quiet moves to c3 (22), e3 (23).
+    check(English, "B:W14:B18", &["18-22", "18-23"]);
+    // The same man with White on c3 (22) in front, b2 (25) empty: it must capture 18x25.
+    check(English, "B:W22:B18", &["18x25"]);
+    // Mirrored board: White man d3 (22), Black man c2 (26) behind (down-left), b1 (29) empty: no
+    // capture, quiet moves c4 (18), e4 (19). With Black on e4 (19) in front and f5 (15) empty: 22x15.
+    for v in [Italian, Spanish] {
+        check(v, "W:W22:B26", &["22-18", "22-19"]);
+        check(v, "W:W22:B19", &["22x15"]);
+    }
+    // Czech: White man d4 (18), Black c3 (22) behind: quiet d4-c5, d4-e5. Black e5 (15) in front,
+    // f6 (11) empty: d4:f6.
+    check(Czech, "W:W18:B22", &["d4-c5", "d4-e5"]);
+    check(Czech, "W:W18:B15", &["d4:f6"]);
+}
+
+#[test]
+fn turkish_men_capture_forward_or_sideways() {
+    // White man d4; Black on d3 (behind), e4 (right), d5 (front). d3 can't be taken (backward).
+    // d4xd6 over d5: from d6 nothing adjacent (d7, c6, e6 empty). d4xf4 over e4: from f4 nothing
+    // (f5, g4 empty; e4 is gone). One piece each, so the maximum rule keeps both.
+    check(Turkish, "W:Wd4:Bd3,e4,d5", &["d4xd6", "d4xf4"]);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Kings: flying or short
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn flying_kings_move_any_distance() {
+    // International king on a1 (46), empty long diagonal b2 c3 d4 e5 f6 g7 h8 i9 j10.
+    check(
+        International,
+        "W:WK46:B1",
+        &[
+            "46-41", "46-37", "46-32", "46-28", "46-23", "46-19", "46-14", "46-10", "46-5",
+        ],
+    );
+    // 8x8 a1 (29): b2 c3 d4 e5 f6 g7 h8 (Black b8 is not on that line).
+    for v in [Russian, Brazilian, Czech] {
+        check(
+            v,
+            "W:WK29:B1",
+            &[
+                "a1-b2", "a1-c3", "a1-d4", "a1-e5", "a1-f6", "a1-g7", "a1-h8",
+            ],
+        );
+    }
+    // Spanish (mirrored): b1 (29): a2 (25) one way, c2 d3 e4 f5 g6 h7 (26 22 19 15 12 8) the other.
+    check(
+        Spanish,
+        "W:WK29:B4",
+        &["29-25", "29-26", "29-22", "29-19", "29-15", "29-12", "29-8"],
+    );
+    // Turkish king d4: the whole d file and rank 4 (orthogonal), 14 squares.
+    check(
+        Turkish,
+        "W:WKd4:Bh7",
+        &[
+            "d4-d1", "d4-d2", "d4-d3", "d4-d5", "d4-d6", "d4-d7", "d4-d8", "d4-a4", "d4-b4",
+            "d4-c4", "d4-e4", "d4-f4", "d4-g4", "d4-h4",
+        ],
+    );
+}
+
+#[test]
+fn flying_kings_capture_from_afar_and_land_on_any_square_beyond() {
+    // International king a1 (46), Black man e5 (28) four squares away: lands on f6 g7 h8 i9 j10.
+    check(
+        International,
+        "W:WK46:B28",
+        &["46x23", "46x19", "46x14", "46x10", "46x5"],
+    );
+    // 8x8 king a1, Black e5: lands f6, g7, h8.
+    check(Russian, "W:WK29:B15", &["a1:f6", "a1:g7", "a1:h8"]);
+    check(Czech, "W:WK29:B15", &["a1:f6", "a1:g7", "a1:h8"]);
+    check(Brazilian, "W:WK29:B15", &["a1xf6", "a1xg7", "a1xh8"]);
+    // Spanish (mirrored) king h1 (32) on the long diagonal h1 g2 f3 e4 d5 c6 b7 a8 (32 28 23 19 14 10
+    // 5 1), Black on e4: lands d5, c6, b7, a8.
+    check(Spanish, "W:WK32:B19", &["32x14", "32x10", "32x5", "32x1"]);
+    // Turkish king d4, Black d6: lands d7 or d8.
+    check(Turkish, "W:WKd4:Bd6", &["d4xd7", "d4xd8"]);
+}
+
+#[test]
+fn flying_king_must_land_where_the_chain_goes_on() {
+    // Russian king a1, Black c3 and d6. Over c3 the king may land on d4 e5 f6 g7 h8, but only from
+    // e5 can it go on (up-left over d6 to c7 or b8); a chain must be completed, so the moves are the
+    // two-piece chains a1:c7 and a1:b8 only.
+    check(Russian, "W:WK29:B22,10", &["a1:b8", "a1:c7"]);
+}
+
+#[test]
+fn short_kings_move_and_capture_one_square() {
+    // English king d4 (18): c5 14, e5 15, c3 22, e3 23. Black f6 (11) is two squares away: no capture.
+    check(English, "W:WK18:B11", &["18-14", "18-15", "18-22", "18-23"]);
+    // Czech (flying) on the same position takes f6 from afar, landing g7 or h8: the contrast.
+    check(Czech, "W:WK18:B11", &["d4:g7", "d4:h8"]);
+    // Black e5 (15) adjacent, f6 (11) empty: the king lands on f6 only, never g7.
+    check(English, "W:WK18:B15", &["18x11"]);
+    // Kings capture backward too: Black c3 (22) below, b2 (25) empty.
+    check(English, "W:WK18:B22", &["18x25"]);
+    // Italian (mirrored) king d3 (22): c4 18, e4 19, c2 26, e2 27; Black f5 (15) two squares away.
+    check(Italian, "W:WK22:B15", &["22-18", "22-19", "22-26", "22-27"]);
+    // Black e4 (19) adjacent, f5 (15) empty: 22x15 only (not g6 = 12).
+    check(Italian, "W:WK22:B19", &["22x15"]);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Capture is mandatory; chains are completed; no-mandatory-capture
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn capture_is_mandatory() {
+    // White man d4 (32) can take c5 (27) landing b6 (21); White j2 (45) has quiet moves but may not
+    // play them.
+    check(International, "W:W32,45:B27", &["32x21"]);
+    // Same for a king in english: d4 king, Black e5, plus a White man on a3 (21) that could move.
+    check(English, "W:WK18,21:B15", &["18x11"]);
+}
+
+#[test]
+fn a_chain_must_be_completed() {
+    // White d4 (32) x c5 (27) lands b6 (21); from b6 it can take c7 (17) landing d8 (12), so it must:
+    // 32x12 only, never 32x21.
+    check(International, "W:W32:B27,17", &["32x12"]);
+}
+
+#[test]
+fn no_mandatory_capture_option() {
+    // Russian: White c3 (22) can take d4 (18) landing e5 (15) (nothing after it).
+    check(Russian, "W:W22,28:B18", &["c3:e5"]);
+    // With the option the quiet moves are allowed too: c3-b4 (d4 is occupied) and h2-g3.
+    let rs = with(Russian, "no-mandatory-capture");
+    check(rs, "W:W22,28:B18", &["c3-b4", "c3:e5", "h2-g3"]);
+    // A chain once started must still be completed: with Black also on f6 (11), the capture over d4
+    // must go on over f6 to g7 (8); stopping on e5 is not offered.
+    check(rs, "W:W22,28:B18,11", &["c3-b4", "c3:g7", "h2-g3"]);
+    // English too (8x8 variant).
+    let rs = with(English, "no-mandatory-capture");
+    check(rs, "B:W22:B18", &["18-23", "18x25"]);
+    // The option is a house rule of the 8x8 variants: an error for international.
+    let opts = RuleOptions::parse("no-mandatory-capture").unwrap();
+    assert!(matches!(
+        RuleSet::with_options(International, opts),
+        Err(OptionError::NotApplicable {
+            option: "no-mandatory-capture",
+            ..
+        })
+    ));
+    for v in Variant::ALL {
+        if v != International {
+            assert!(RuleSet::with_options(v, opts).is_ok(), "{v}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Capture precedence
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn international_maximum_capture_kings_count_one() {
+    // White king a1 (46): b2 (41) holds a Black KING, c3 (37) empty, d4 (32) is White's own man, so
+    // the king takes one piece (a king) landing on c3 only (nothing to take from c3).
+    // White man d4: x c5 (27) -> b6 (21), x c7 (17) -> d8 (12): two men.
+    // Maximum rule, kings counting 1: two pieces beat one king.
+    check(International, "W:WK46,32:BK41,27,17", &["32x12"]);
+    // Without c7 the man takes one man (32x21) and the king one king (46x37): equal, both legal.
+    check(International, "W:WK46,32:BK41,27", &["32x21", "46x37"]);
+}
+
+#[test]
+fn russian_and_english_free_choice() {
+    // 8x8, White c3 (22): over b4 (17) to a5 (13), then over b6 (9) to c7 (6): two pieces; or over
+    // d4 (18) to e5 (15) and stop (d6, f6, f4 empty): one piece.
+    // Russian: free choice, both. Brazilian: maximum, the two-piece chain only.
+    check(Russian, "W:W22:B17,9,18", &["c3:c7", "c3:e5"]);
+    check(Brazilian, "W:W22:B17,9,18", &["c3xc7"]);
+    // English, Black f6 (11): over e5 (15) to d4 (18), then over e3 (23) to f2 (27): two pieces; or over
+    // g5 (16) to h4 (20) and stop: one. Free choice: both.
+    check(English, "B:W15,16,23:B11", &["11x20", "11x27"]);
+}
+
+#[test]
+fn spanish_most_pieces_then_most_kings() {
+    // Mirrored board, White man d3 (22).
+    // Chain A: x c4 (18) -> b5 (13), x c6 (10) -> d7 (6).   Chain B: x e4 (19) -> f5 (15), x g6 (12) -> h7 (8).
+    // All men: two pieces each, no king: both.
+    check(Spanish, "W:W22:B18,10,19,12", &["22x6", "22x8"]);
+    // g6 is a king: B takes as many pieces and more kings: B only.
+    check(Spanish, "W:W22:B18,10,19,K12", &["22x8"]);
+    // Most pieces first: B reduced to one KING (nothing on g6) against A's two men: A only.
+    check(Spanish, "W:W22:B18,10,K19", &["22x6"]);
+}
+
+#[test]
+fn italian_precedence_most_pieces() {
+    // Step 1. White man d3 (22): x c4 (18) -> b5 (13), x c6 (10) -> d7 (6): two; x e4 (19) -> f5 (15):
+    // one. Most pieces: 22x6.
+    check(Italian, "W:W22:B18,10,19", &["22x6"]);
+}
+
+#[test]
+fn italian_precedence_king_rather_than_man() {
+    // Step 2. White king a6 (9): x b5 (13) -> c4 (18), nothing after (d5 empty, d3 own): one man.
+    // White man d3 (22): x e4 (19) -> f5 (15): one man. Equal count: capture with the king.
+    check(Italian, "W:W22,K9:B19,13", &["9x18"]);
+}
+
+#[test]
+fn italian_precedence_most_kings() {
+    // Step 3. White king d3 (22). A: x c4 (18) -> b5, x c6 (10) -> d7 (6). B: x e4 (19) -> f5, x g6 (12)
+    // -> h7 (8). All men: both (two pieces each, both by a king, no kings taken).
+    check(Italian, "W:WK22:B18,10,19,12", &["22x6", "22x8"]);
+    // e4 a king: B takes one king, A none: B.
+    check(Italian, "W:WK22:B18,10,K19,12", &["22x8"]);
+}
+
+#[test]
+fn italian_precedence_king_met_earliest() {
+    // Step 4. A takes the king c4 first, then the man c6; B takes the man e4 first, then the king g6.
+    // Same count, both by a king, one king each: the king met earliest, A.
+    check(Italian, "W:WK22:BK18,10,19,K12", &["22x6"]);
+}
+
+#[test]
+fn italian_men_never_capture_kings() {
+    // White man d3 (22), Black KING on e4 (19), f5 empty: no capture; e4 occupied, so only 22-18.
+    check(Italian, "W:W22:BK19", &["22-18"]);
+    // A man's chain stops before a king: x c4 (18) -> b5 (13); c6 (10) is a king, so it stops on b5.
+    check(Italian, "W:W22:B18,K10", &["22x13"]);
+    // The rule is Italian only: an English man c3 (22) takes the Black KING d4 (18), landing e5 (15).
+    check(English, "W:W22:BK18", &["22x15"]);
+}
+
+#[test]
+fn czech_king_must_capture_first() {
+    // Czech (ordinary 8x8). White king h2 (28): x g3 (24), landing f4 only (e5 is White's own man);
+    // from f4 nothing more: one piece.
+    // White man a1 (29): x b2 (25) -> c3, x b4 (17) -> a5: two pieces. White man f2 (27): x g3 -> h4: one.
+    // A king can capture, so a king must, even though a man could take more.
+    check(Czech, "W:WK28,15,29,27:B24,25,17", &["h2:f4"]);
+    // Without the king: free choice among the men's captures (no maximum rule).
+    check(Czech, "W:W15,29,27:B24,25,17", &["a1:a5", "f2:h4"]);
+}
+
+#[test]
+fn turkish_maximum_capture() {
+    // White man d4. x d5 -> d6, then sideways x e6 -> f6: two. x c4 -> b4: one. Maximum: d4xf6.
+    check(Turkish, "W:Wd4:Bd5,e6,c4", &["d4xf6"]);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Promotion
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn international_man_passes_the_last_row_as_a_man() {
+    // White man f8 (13): x e9 (8) -> d10 (2) on the last row; as a MAN it goes on backward x c9 (7)
+    // -> b8 (11) and stops. Not crowned (the chain does not end on the last row).
+    let p = check(International, "W:W13:B8,7", &["13x11"]);
+    let m = mv(&p, "13x11");
+    assert!(!m.promotes());
+    assert_eq!(piece(&after(&p, "13x11"), "11"), man(Color::White));
+    // A chain that ENDS on the last row crowns: f8 x e9 -> d10, nothing more.
+    let p = check(International, "W:W13:B8", &["13x2"]);
+    assert!(mv(&p, "13x2").promotes());
+    assert_eq!(piece(&after(&p, "13x2"), "2"), king(Color::White));
+    // A quiet step onto the last row crowns: c9 (7) -> b10 (1) or d10 (2).
+    let p = check(International, "W:W7:B45", &["7-1", "7-2"]);
+    assert!(mv(&p, "7-1").promotes());
+    assert_eq!(piece(&after(&p, "7-2"), "2"), king(Color::White));
+    // Brazilian is the same (8x8): White f6 (11) x e7 (7) -> d8, on as a man x c7 (6) -> b6 (9).
+    let p = check(Brazilian, "W:W11:B7,6", &["f6xb6"]);
+    assert_eq!(piece(&after(&p, "f6xb6"), "b6"), man(Color::White));
+}
+
+#[test]
+fn promote_mid_capture_option() {
+    // The international position above with `promote-mid-capture`: crowned on d10, the new king flies
+    // over c9 and lands on b8 (11) or a7 (16).
+    let rs = with(International, "promote-mid-capture");
+    let p = check(rs, "W:W13:B8,7", &["13x11", "13x16"]);
+    for m in p.legal_moves() {
+        assert!(m.promotes());
+    }
+    assert_eq!(piece(&after(&p, "13x16"), "16"), king(Color::White));
+    // Valid for international, brazilian, turkish; an error for the others.
+    let opts = RuleOptions::parse("promote-mid-capture").unwrap();
+    for v in Variant::ALL {
+        let ok = matches!(v, International | Brazilian | Turkish);
+        let r = RuleSet::with_options(v, opts);
+        assert_eq!(r.is_ok(), ok, "{v}: {r:?}");
+        if !ok {
+            assert!(matches!(
+                r,
+                Err(OptionError::NotApplicable {
+                    option: "promote-mid-capture",
+                    ..
+                })
+            ));
+        }
+    }
+}
+
+#[test]
+fn russian_promotes_at_once_and_goes_on_as_a_king() {
+    // White f6 (11) x e7 (7) -> d8: crowned at once; as a flying king it goes on over c7 (6) and lands
+    // on b6 or a5 (a man could only reach b6).
+    let p = check(Russian, "W:W11:B7,6", &["f6:a5", "f6:b6"]);
+    for m in p.legal_moves() {
+        assert!(m.promotes());
+    }
+    assert_eq!(piece(&after(&p, "f6:a5"), "a5"), king(Color::White));
+}
+
+#[test]
+fn promotion_ends_the_move_in_english_italian_spanish_czech() {
+    // English, Black c3 (22) x d2 (26) -> e1 (31), Black's last row: crowned and the move ends, though a
+    // king on e1 could take f2 (27) -> g3 (24).
+    let p = check(English, "B:W26,27:B22", &["22x31"]);
+    assert!(mv(&p, "22x31").promotes());
+    assert_eq!(piece(&after(&p, "22x31"), "31"), king(Color::Black));
+    // Italian and Spanish (mirrored): White c6 (10) x d7 (6) -> e8 (3): ends, though a king could take
+    // f7 (7) -> g6 (12).
+    for v in [Italian, Spanish] {
+        let p = check(v, "W:W10:B6,7", &["10x3"]);
+        assert_eq!(piece(&after(&p, "10x3"), "3"), king(Color::White));
+    }
+    // Czech: White d6 (10) x e7 (7) -> f8 (3): ends, though a king could take g7 (8) -> h6 (12).
+    let p = check(Czech, "W:W10:B7,8", &["d6:f8"]);
+    assert_eq!(piece(&after(&p, "d6:f8"), "f8"), king(Color::White));
+}
+
+#[test]
+fn turkish_promotes_at_the_end_and_men_capture_along_the_last_row() {
+    // White d6 x d7 -> d8 (last row), still a man, goes on sideways x e8 -> f8, crowned at the end.
+    let p = check(Turkish, "W:Wd6:Bd7,e8", &["d6xf8"]);
+    assert!(mv(&p, "d6xf8").promotes());
+    assert_eq!(piece(&after(&p, "d6xf8"), "f8"), king(Color::White));
+    // With `promote-mid-capture` it is a flying king on d8 and may land on f8, g8 or h8.
+    let rs = with(Turkish, "promote-mid-capture");
+    check(rs, "W:Wd6:Bd7,e8", &["d6xf8", "d6xg8", "d6xh8"]);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Turkish strike vs immediate removal; the Turkish 180-degree rule
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn turkish_strike_captured_pieces_block_until_the_end_of_the_move() {
+    // International. White king a1 (46); Black X d4 (32), Y e7 (18), Z c7 (17), W f2 (43); White men
+    // g7 (19), c9 (7), d6 (22) restrict the landings.
+    //
+    //   10 . . . . . . . . . .
+    //    9 . . w . . . . . . .      c9 White
+    //    8 . . . . . . . . . .
+    //    7 . . Z . Y . w . . .      c7 Z, e7 Y, g7 White
+    //    6 . . . w . . . . . .      d6 White
+    //    5 . . . . . . . . . .
+    //    4 . . . X . . . . . .      d4 X
+    //    3 . . . . . . . . . .
+    //    2 . . . . . W . . . .      f2 W
+    //    1 K . . . . . . . . .      a1 White king
+    //      a b c d e f g h i j
+    //
+    // a1 x d4 lands e5 or f6 (g7 own). From e5: up-left blocked by d6, down-right empty. From f6: x e7
+    // lands d8 (c9 own). From d8: x c7 lands b6 or a5. From b6 the down-right line c5, d4 meets X,
+    // which stays on the board until the move ends: it blocks, and can't be jumped twice, so W on f2
+    // is out of reach. (With removal at once the king would go on over f2 to g1: four pieces.)
+    // The White men can take one piece each (d6 x c7, d6 x e7): the three-piece chain wins.
+    check_n(
+        International,
+        "W:WK46,19,7,22:B32,18,17,43",
+        &["46x21", "46x26"],
+        3,
+    );
+}
+
+#[test]
+fn turkish_removal_at_once_lets_a_square_be_crossed_again() {
+    // Turkish. White king c1; Black X c3, Y e5, Z f4, W b3.
+    //
+    //   5 . . . . Y . . .
+    //   4 . . . . . Z . .
+    //   3 . W X . . . . .
+    //   1 . . K . . . . .
+    //     a b c d e f g h
+    //
+    // c1 x c3 lands c4..c8. From c4: x f4 -> g4/h4, then nothing: two pieces. From c5: x e5 -> f5, x f4
+    // (down) -> f3, then left along rank 3: e3, d3, c3 -- X was removed at once, so the square is
+    // crossed -- x b3 -> a3: four pieces. Maximum rule: c1xa3 only.
+    check_n(Turkish, "W:WKc1:Bc3,e5,f4,b3", &["c1xa3"], 4);
+}
+
+#[test]
+fn turkish_king_may_not_turn_180_degrees() {
+    // Turkish king c4, Black b4 and e4 on its rank. x b4 lands a4; x e4 lands f4, g4 or h4. Turning back
+    // from a4 over e4, or from f4..h4 over b4, would take a second piece (the first one is already
+    // removed and the line is open) but is a 180-degree turn: every move takes exactly one piece.
+    check_n(
+        Turkish,
+        "W:WKc4:Bb4,e4",
+        &["c4xa4", "c4xf4", "c4xg4", "c4xh4"],
+        1,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// What counts as one move
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn the_same_chain_in_two_orders_is_one_move() {
+    // International: White man c3 (37), Black b4 (31), d4 (32), b6 (21), d6 (22): a ring. The man goes
+    // round it (men capture backward) clockwise or anticlockwise, takes all four and comes back to c3.
+    // Same from, to and captured set: one legal move; two capture orders.
+    let p = check_n(International, "W:W37:B31,32,21,22", &["37x37"], 4);
+    let mut all = Vec::new();
+    p.legal_moves_into(&mut all, Count::AllOrders);
+    assert_eq!(all.len(), 2);
+    assert_eq!(p.move_paths().len(), 2);
+    assert_eq!(p.perft(1, Count::Unique), 1);
+    assert_eq!(p.perft(1, Count::AllOrders), 2);
+    // English short king on c3 (22) in the ring b4 d4 b6 d6 (17 18 9 10): the same.
+    let p = check_n(English, "W:WK22:B9,10,17,18", &["22x22"], 4);
+    let mut all = Vec::new();
+    p.legal_moves_into(&mut all, Count::AllOrders);
+    assert_eq!(all.len(), 2);
+}
+
+#[test]
+fn chains_taking_different_pieces_are_different_moves() {
+    // English, Black d6 (10) going down: x c5 (14) -> b4 (17), x c3 (22) -> d2 (26); or x e5 (15) -> f4
+    // (19), x e3 (23) -> d2. Same start and end, different pieces: two moves, written with the full
+    // path (one square per captured piece) because they share start and end.
+    let p = check(English, "B:W14,15,22,23:B10", &["10x17x26", "10x19x26"]);
+    let mut all = Vec::new();
+    p.legal_moves_into(&mut all, Count::AllOrders);
+    assert_eq!(all.len(), 2);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Notation
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn move_text_in_each_variant() {
+    // Numeric quiet move and capture: 32-28 from the start; White e5 (28) x f6 (23) -> g7 (19).
+    let p = Position::start(International);
+    assert_eq!(p.move_to_text(&mv(&p, "32-28")), "32-28");
+    check(International, "W:W28:B23", &["28x19"]);
+    // Algebraic: Russian and Czech `c3-d4`, `c3:e5`; Brazilian `c3xe5`; Turkish `d4xd6`.
+    for v in [Russian, Czech] {
+        let p = Position::start(v);
+        assert_eq!(p.move_to_text(&mv(&p, "c3-d4")), "c3-d4");
+        check(v, "W:W22:B18", &["c3:e5"]);
+    }
+    check(Brazilian, "W:W22:B18", &["c3xe5"]);
+    check(Turkish, "W:Wd4:Bd5", &["d4xd6"]);
+    // Both numbers and names are accepted as input: 22-18 is c3-d4 on the 8x8 board.
+    let p = Position::start(Russian);
+    assert_eq!(mv(&p, "22-18"), mv(&p, "c3-d4"));
+}
+
+#[test]
+fn parse_move_errors() {
+    // The two-route position: 10x17x26 and 10x19x26.
+    let p = pos(English, "B:W14,15,22,23:B10");
+    // Ambiguous: start and end only.
+    match p.parse_move("10x26") {
+        Err(ResolveError::Ambiguous { candidates, .. }) => {
+            assert_eq!(
+                sorted(&candidates.iter().map(String::as_str).collect::<Vec<_>>()),
+                sorted(&["10x17x26", "10x19x26"])
+            );
+        }
+        other => panic!("10x26 should be ambiguous, got {other:?}"),
+    }
+    // The full path picks one.
+    let m = mv(&p, "10x17x26");
+    assert_eq!(p.move_to_text(&m), "10x17x26");
+    assert!(m.captured().contains(sq(&p, "14")) && m.captured().contains(sq(&p, "22")));
+    // The Hub form `from x to x captured...` too.
+    assert_eq!(mv(&p, "10x26x14x22"), m);
+    // Illegal: a quiet move when a capture is mandatory; a move from an empty square; a square that
+    // does not exist on the board.
+    for text in ["10-14", "9-13", "10x40"] {
+        assert!(
+            matches!(p.parse_move(text), Err(ResolveError::Illegal { .. })),
+            "{text}: {:?}",
+            p.parse_move(text)
+        );
+    }
+    // Malformed: not a move in any position.
+    for text in ["", "hello", "10", "10x", "10-17x26", "x-y"] {
+        assert!(
+            matches!(p.parse_move(text), Err(ResolveError::Malformed(_))),
+            "{text:?}: {:?}",
+            p.parse_move(text)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// FEN
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn fen_ranges_kings_colour_order_and_lidraughts_counters() {
+    let start = Position::start(International);
+    // Ranges.
+    let p = pos(International, "W:W31-35:B16-20");
+    assert_eq!(p.material(Color::White), (5, 0));
+    assert_eq!(p.to_fen(), "W:W31,32,33,34,35:B16,17,18,19,20");
+    // Either colour order, and the lidraughts `:H0:F1` suffix.
+    assert_eq!(pos(International, "W:B1-20:W31-50"), start);
+    assert_eq!(pos(International, "W:W31-50:B1-20:H0:F1"), start);
+    // Kings and side to move.
+    let p = pos(International, "B:WK46,31:BK5,10");
+    assert_eq!(p.side_to_move(), Color::Black);
+    assert_eq!(piece(&p, "46"), king(Color::White));
+    assert_eq!(piece(&p, "31"), man(Color::White));
+    assert_eq!(piece(&p, "5"), king(Color::Black));
+    assert_eq!(piece(&p, "10"), man(Color::Black));
+    assert_eq!(p.to_fen(), "B:W31,K46:BK5,10");
+    // 8x8 mirrored: 1 = a8, 32 = h1.
+    let p = pos(Italian, "W:W32:B1");
+    assert_eq!(piece(&p, "h1"), man(Color::White));
+    assert_eq!(piece(&p, "a8"), man(Color::Black));
+    // 8x8 ordinary: 1 = b8, 29 = a1.
+    let p = pos(English, "W:W29:B1");
+    assert_eq!(piece(&p, "a1"), man(Color::White));
+    assert_eq!(piece(&p, "b8"), man(Color::Black));
+}
+
+#[test]
+fn turkish_fen_uses_algebraic_squares() {
+    let p = pos(Turkish, "W:WKd4,e2:Ba7");
+    assert_eq!(piece(&p, "d4"), king(Color::White));
+    assert_eq!(piece(&p, "e2"), man(Color::White));
+    assert_eq!(piece(&p, "a7"), man(Color::Black));
+    // Written back in PDN order a8..h8, a7..h1: d4 before e2.
+    assert_eq!(p.to_fen(), "W:WKd4,e2:Ba7");
+    // Black first, then White: the start position.
+    let fen = "W:Ba6,b6,c6,d6,e6,f6,g6,h6,a7,b7,c7,d7,e7,f7,g7,h7:\
+               Wa2,b2,c2,d2,e2,f2,g2,h2,a3,b3,c3,d3,e3,f3,g3,h3";
+    assert_eq!(pos(Turkish, fen), Position::start(Turkish));
+}
+
+#[test]
+fn fen_errors() {
+    // A man on its own promotion row: White on the top row (1..5), Black on the bottom row (46..50).
+    for (v, fen) in [
+        (International, "W:W3:B20"),
+        (International, "W:W31:B46"),
+        (English, "W:W1:B12"),
+        (Italian, "W:W21:B32"),
+        (Turkish, "W:Wa8:Bh7"),
+        (Turkish, "W:Wa2:Bh1"),
+    ] {
+        assert!(
+            matches!(
+                Position::from_fen(v, fen),
+                Err(PositionError::ManOnPromotionRow { .. })
+            ),
+            "{v} {fen}: {:?}",
+            Position::from_fen(v, fen)
+        );
+    }
+    // The same square twice.
+    assert!(matches!(
+        Position::from_fen(International, "W:W32:B32"),
+        Err(PositionError::Duplicate(_))
+    ));
+    assert!(matches!(
+        Position::from_fen(International, "W:W32,32:B1"),
+        Err(PositionError::Duplicate(_))
+    ));
+    // Unknown squares: 51 on 10x10, 33 on 8x8, i1 on 8x8; a light square by name.
+    for (v, fen) in [
+        (International, "W:W51:B1"),
+        (English, "W:W33:B1"),
+        (Russian, "W:Wi1:B1"),
+    ] {
+        assert!(
+            matches!(
+                Position::from_fen(v, fen),
+                Err(PositionError::NoSuchSquare(..))
+            ),
+            "{v} {fen}: {:?}",
+            Position::from_fen(v, fen)
+        );
+    }
+    assert!(matches!(
+        Position::from_fen(Russian, "W:Wa2:B1"),
+        Err(PositionError::LightSquare(..))
+    ));
+    // Syntax errors.
+    for fen in ["", "X:W31:B1", "W:W31:Bzz", "W:W31:Q1", "W:W35-31:B1"] {
+        assert!(
+            matches!(
+                Position::from_fen(International, fen),
+                Err(PositionError::Fen(_))
+            ),
+            "{fen:?}: {:?}",
+            Position::from_fen(International, fen)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Game: results and draw rules
+// ---------------------------------------------------------------------------------------------------
+
+/// International kings shuffle: White a1 (46) <-> b2 (41), Black j2 (45) <-> i3 (40); White man a3 (36)
+/// and Black man a7 (16) stay put (so no endgame rule applies). No piece is ever on an enemy king's line.
+const INTL_SHUFFLE: &str = "W:WK46,36:BK45,16";
+const INTL_WHITE: [&str; 2] = ["46-41", "41-46"];
+const INTL_BLACK: [&str; 2] = ["45-40", "40-45"];
+
+/// 8x8 ordinary kings shuffle: White a1 <-> b2, Black h2 <-> g1; White man a3, Black man a7.
+const EIGHT_SHUFFLE: &str = "W:WK29,21:BK28,5";
+const EIGHT_WHITE: [&str; 2] = ["29-25", "25-29"];
+const EIGHT_BLACK: [&str; 2] = ["28-32", "32-28"];
+
+#[test]
+fn threefold_repetition() {
+    // After 4 plies the start position is back (second time), after 8 the third time: a draw.
+    let mut g = game(International, INTL_SHUFFLE);
+    assert_eq!(
+        play_cycles(&mut g, &INTL_WHITE, &INTL_BLACK, 8),
+        draw(DrawReason::Repetition)
+    );
+    for v in [Russian, Brazilian] {
+        let mut g = game(v, EIGHT_SHUFFLE);
+        assert_eq!(
+            play_cycles(&mut g, &EIGHT_WHITE, &EIGHT_BLACK, 8),
+            draw(DrawReason::Repetition),
+            "{v}"
+        );
+    }
+    // Turkish: kings a1 <-> b1 and h8 <-> g8, never on each other's file or rank.
+    let mut g = game(Turkish, "W:WKa1:BKh8");
+    assert_eq!(
+        play_cycles(&mut g, &["a1-b1", "b1-a1"], &["h8-g8", "g8-h8"], 8),
+        draw(DrawReason::Repetition)
+    );
+}
+
+#[test]
+fn no_repetition_rule_in_english_italian_czech_spanish() {
+    // rules.md, draw rules: these variants have only the 40-move rule. Repeating the position three
+    // (and five) times does not end the game.
+    for (v, fen, w, b) in [
+        (
+            English,
+            "W:WK29:BK28",
+            ["29-25", "25-29"],
+            ["28-32", "32-28"],
+        ),
+        (Czech, "W:WK29:BK28", ["29-25", "25-29"], ["28-32", "32-28"]),
+        (
+            Italian,
+            "W:WK29:BK16",
+            ["29-25", "25-29"],
+            ["16-20", "20-16"],
+        ),
+        (
+            Spanish,
+            "W:WK29:BK16",
+            ["29-25", "25-29"],
+            ["16-20", "20-16"],
+        ),
+    ] {
+        let mut g = game(v, fen);
+        assert_eq!(play_cycles(&mut g, &w, &b, 16), GameStatus::Ongoing, "{v}");
+    }
+}
+
+#[test]
+fn forty_moves_without_capture_or_promotion() {
+    // English, Czech (ordinary 8x8): kings a1 <-> b2 and h2 <-> g1. Italian, Spanish (mirrored): b1 (29)
+    // <-> a2 (25) and h5 (16) <-> g4 (20). No capture, no promotion: drawn after 40 moves each (80 plies).
+    for (v, fen, w, b) in [
+        (
+            English,
+            "W:WK29:BK28",
+            ["29-25", "25-29"],
+            ["28-32", "32-28"],
+        ),
+        (Czech, "W:WK29:BK28", ["29-25", "25-29"], ["28-32", "32-28"]),
+        (
+            Italian,
+            "W:WK29:BK16",
+            ["29-25", "25-29"],
+            ["16-20", "20-16"],
+        ),
+        (
+            Spanish,
+            "W:WK29:BK16",
+            ["29-25", "25-29"],
+            ["16-20", "20-16"],
+        ),
+    ] {
+        let mut g = game(v, fen);
+        assert_eq!(
+            play_cycles(&mut g, &w, &b, 80),
+            draw(DrawReason::NoProgress { moves: 40 }),
+            "{v}"
+        );
+    }
+}
+
+#[test]
+fn forty_move_rule_counts_man_moves_and_resets_on_promotion() {
+    // English: the counter is reset by a capture or a promotion, not by an ordinary man move.
+    // White men c3 (22) and g7 (8), Black king h2 (28), far apart. c3-d4 (22-18) is a man move without
+    // promotion: counted.
+    let mut g = game(English, "W:W22,8:BK28");
+    g.play_text("22-18").unwrap();
+    assert_eq!(g.no_progress_plies(), 1);
+    g.play_text("28-32").unwrap();
+    assert_eq!(g.no_progress_plies(), 2);
+    // g7 (8) -> h8 (4): promotion, reset.
+    g.play_text("8-4").unwrap();
+    assert_eq!(g.no_progress_plies(), 0);
+    // International: a man move resets (only kings moving counts).
+    let mut g = game(International, INTL_SHUFFLE);
+    g.play_text("46-41").unwrap();
+    assert_eq!(g.no_progress_plies(), 1);
+    g.play_text("16-21").unwrap();
+    assert_eq!(g.no_progress_plies(), 0);
+}
+
+#[test]
+fn twenty_five_kings_only_moves_international() {
+    // The lidraughts `H` counter seeds the count: 48 plies done, 2 more make 25 moves each.
+    let fen = format!("{INTL_SHUFFLE}:H48:F30");
+    let mut g = game(International, &fen);
+    assert_eq!(g.play_text("46-41").unwrap(), GameStatus::Ongoing);
+    assert_eq!(
+        g.play_text("45-40").unwrap(),
+        draw(DrawReason::NoProgress { moves: 25 })
+    );
+    // A man move resets it: a3-b4 (36-31) then two king moves: still going.
+    let mut g = game(International, &fen);
+    g.play_text("36-31").unwrap();
+    g.play_text("45-40").unwrap();
+    assert_eq!(g.play_text("46-41").unwrap(), GameStatus::Ongoing);
+    assert_eq!(g.no_progress_plies(), 2);
+}
+
+#[test]
+fn twenty_five_kings_only_moves_brazilian() {
+    // Brazilian shares the international draw rules.
+    let mut g = game(Brazilian, &format!("{EIGHT_SHUFFLE}:H48"));
+    assert_eq!(g.play_text("a1-b2").unwrap(), GameStatus::Ongoing);
+    assert_eq!(
+        g.play_text("h2-g1").unwrap(),
+        draw(DrawReason::NoProgress { moves: 25 })
+    );
+}
+
+#[test]
+fn fifteen_kings_only_moves_russian() {
+    let mut g = game(Russian, &format!("{EIGHT_SHUFFLE}:H28"));
+    assert_eq!(g.play_text("a1-b2").unwrap(), GameStatus::Ongoing);
+    assert_eq!(
+        g.play_text("h2-g1").unwrap(),
+        draw(DrawReason::NoProgress { moves: 15 })
+    );
+}
+
+#[test]
+fn move_limit_option() {
+    // `move-limit 3`: 3 moves by each side of kings only is a draw (6 plies; the start position occurs
+    // only twice by then, so it is not a repetition).
+    let rs = with(International, "move-limit 3");
+    let mut g = game(rs, INTL_SHUFFLE);
+    assert_eq!(
+        play_cycles(&mut g, &INTL_WHITE, &INTL_BLACK, 6),
+        draw(DrawReason::NoProgress { moves: 3 })
+    );
+    // English with `move-limit 2`: 4 plies.
+    let rs = with(English, "move-limit=2");
+    let mut g = game(rs, "W:WK29:BK28");
+    assert_eq!(
+        play_cycles(&mut g, &["29-25", "25-29"], &["28-32", "32-28"], 4),
+        draw(DrawReason::NoProgress { moves: 2 })
+    );
+    // Bad values.
+    assert!(matches!(
+        RuleOptions::parse("move-limit 0"),
+        Err(OptionError::BadMoveLimit(_))
+    ));
+    assert!(matches!(
+        RuleOptions::parse("move-limit"),
+        Err(OptionError::BadMoveLimit(_))
+    ));
+    assert!(matches!(
+        RuleOptions::parse("no-such-rule"),
+        Err(OptionError::Unknown(_))
+    ));
+}
+
+/// International endgame cycles: the White king goes round a1 -> c3 -> b2 -> d4 -> a1 (46 37 41 32) on the
+/// long diagonal, the Black king round j4 -> h6 -> i5 -> j4 (35 24 30) on its line; periods 4 and 3, so a
+/// position comes back only every 12 moves (at most twice in 16 moves: no repetition draw).
+const ENDGAME_WHITE: [&str; 4] = ["46-37", "37-41", "41-32", "32-46"];
+const ENDGAME_BLACK: [&str; 3] = ["35-24", "24-30", "30-35"];
+
+#[test]
+fn fmjd_endgame_five_moves() {
+    // King and man (i1 = 50) against a lone king: 5 moves each.
+    let mut g = game(International, "W:WK46,50:BK35");
+    assert_eq!(
+        play_cycles(&mut g, &ENDGAME_WHITE, &ENDGAME_BLACK, 10),
+        draw(DrawReason::Endgame { moves: 5 })
+    );
+    // A lone king against a lone king is also "two or fewer pieces".
+    let mut g = game(International, "W:WK46:BK35");
+    assert_eq!(
+        play_cycles(&mut g, &ENDGAME_WHITE, &ENDGAME_BLACK, 10),
+        draw(DrawReason::Endgame { moves: 5 })
+    );
+}
+
+#[test]
+fn fmjd_endgame_rule_in_brazilian_not_in_russian() {
+    // 8x8: White king a1 -> c3 -> b2 -> d4 -> a1 (29 22 25 18) on the long diagonal and a man on h2 (28);
+    // Black lone king e7 -> g5 -> h4 -> e7 (7 16 20) on the line d8-h4. Nobody is ever on an enemy
+    // king's line; periods 4 and 3, no repetition within 10 plies.
+    let (w, b) = (
+        ["29-22", "22-25", "25-18", "18-29"],
+        ["7-16", "16-20", "20-7"],
+    );
+    let mut g = game(Brazilian, "W:WK29,28:BK7");
+    assert_eq!(
+        play_cycles(&mut g, &w, &b, 10),
+        draw(DrawReason::Endgame { moves: 5 })
+    );
+    // Russian has no endgame rule (rules.md, draw rules): still going.
+    let mut g = game(Russian, "W:WK29,28:BK7");
+    assert_eq!(play_cycles(&mut g, &w, &b, 10), GameStatus::Ongoing);
+}
+
+#[test]
+fn fmjd_endgame_sixteen_moves() {
+    // King and two men (i1 = 50, j2 = 45) against a lone king: 16 moves each (32 plies), not 5.
+    let mut g = game(International, "W:WK46,50,45:BK35");
+    assert_eq!(
+        play_cycles(&mut g, &ENDGAME_WHITE, &ENDGAME_BLACK, 32),
+        draw(DrawReason::Endgame { moves: 16 })
+    );
+}
+
+#[test]
+fn agreed_draw_and_resignation() {
+    let mut g = Game::new(Position::start(International));
+    assert_eq!(
+        g.agree_draw().unwrap(),
+        GameResult::Draw(DrawReason::Agreement)
+    );
+    assert_eq!(g.status(), draw(DrawReason::Agreement));
+
+    let mut g = Game::new(Position::start(English));
+    assert_eq!(
+        g.resign(Color::White).unwrap(),
+        GameResult::Win {
+            winner: Color::Black,
+            reason: WinReason::Resignation
+        }
+    );
+    assert_eq!(g.status(), win(Color::Black, WinReason::Resignation));
+}
+
+#[test]
+fn win_when_the_opponent_has_no_pieces() {
+    // White d4 (32) x c5 (27): Black has nothing left.
+    let mut g = game(International, "W:W32:B27");
+    assert_eq!(
+        g.play_text("32x21").unwrap(),
+        win(Color::White, WinReason::NoPieces)
+    );
+}
+
+#[test]
+fn win_when_the_opponent_has_no_legal_move() {
+    // English. White man a1 (29); Black b2 (25) and d4 (18), Black to move. d4-c3 (18-22) leaves the
+    // White man with no step (b2 occupied) and no capture (c3 behind b2 occupied): White has lost.
+    let mut g = game(English, "B:W29:B18,25");
+    assert_eq!(g.status(), GameStatus::Ongoing);
+    assert_eq!(
+        g.play_text("18-22").unwrap(),
+        win(Color::Black, WinReason::NoMoves)
+    );
+    // A position given with the blocked side to move is already decided.
+    let g = game(English, "W:W29:B22,25");
+    assert_eq!(g.status(), win(Color::Black, WinReason::NoMoves));
+}
+
+#[test]
+fn nothing_is_played_after_the_end() {
+    let mut g = game(International, "W:W32:B27");
+    g.play_text("32x21").unwrap();
+    assert!(matches!(g.play_text("21-16"), Err(GameError::GameOver)));
+    assert!(matches!(g.resign(Color::Black), Err(GameError::GameOver)));
+    assert!(matches!(g.agree_draw(), Err(GameError::GameOver)));
+    let mut g = Game::new(Position::start(International));
+    g.agree_draw().unwrap();
+    let m = mv(g.position(), "32-28");
+    assert!(matches!(g.play(&m), Err(GameError::GameOver)));
+    // An illegal move in an ongoing game is refused without ending it.
+    let mut g = Game::new(Position::start(International));
+    assert!(matches!(
+        g.play_text("32-27x21"),
+        Err(GameError::Move(ResolveError::Malformed(_)))
+    ));
+    assert!(matches!(
+        g.play_text("32-23"),
+        Err(GameError::Move(ResolveError::Illegal { .. }))
+    ));
+    assert_eq!(g.status(), GameStatus::Ongoing);
+    assert!(g.moves().is_empty());
+}

@@ -1,0 +1,290 @@
+//! Conversions between wire messages and engine types. Serialization lives here, at the edge; the engine
+//! knows nothing of protobuf.
+
+use draughts_engine::{
+    Color, DrawReason, GameResult, GameStatus, Move, MoveText, Piece, Position, ResolveError, Role,
+    RuleOptions, RuleSet, SquareRef, Variant, WinReason,
+};
+
+use crate::error::ApiError;
+use crate::pb;
+
+/// Wire variant -> engine variant.
+pub fn variant(v: i32) -> Result<Variant, ApiError> {
+    let v = pb::Variant::try_from(v)
+        .map_err(|_| ApiError::InvalidArgument(format!("unknown variant number {v}")))?;
+    Ok(match v {
+        pb::Variant::Unspecified => {
+            return Err(ApiError::InvalidArgument(
+                "rules.variant is required (international, english, italian, russian, brazilian, spanish, czech or turkish)".into(),
+            ));
+        }
+        pb::Variant::International => Variant::International,
+        pb::Variant::English => Variant::English,
+        pb::Variant::Italian => Variant::Italian,
+        pb::Variant::Russian => Variant::Russian,
+        pb::Variant::Brazilian => Variant::Brazilian,
+        pb::Variant::Spanish => Variant::Spanish,
+        pb::Variant::Czech => Variant::Czech,
+        pb::Variant::Turkish => Variant::Turkish,
+    })
+}
+
+/// Engine variant -> wire variant.
+pub fn variant_to_wire(v: Variant) -> pb::Variant {
+    match v {
+        Variant::International => pb::Variant::International,
+        Variant::English => pb::Variant::English,
+        Variant::Italian => pb::Variant::Italian,
+        Variant::Russian => pb::Variant::Russian,
+        Variant::Brazilian => pb::Variant::Brazilian,
+        Variant::Spanish => pb::Variant::Spanish,
+        Variant::Czech => pb::Variant::Czech,
+        Variant::Turkish => pb::Variant::Turkish,
+    }
+}
+
+/// Wire rules (required) -> validated rule set.
+pub fn rule_set(rules: Option<&pb::RuleSet>) -> Result<RuleSet, ApiError> {
+    let rules = rules.ok_or_else(|| ApiError::InvalidArgument("rules are required".into()))?;
+    let variant = variant(rules.variant)?;
+    let options = rules
+        .options
+        .as_ref()
+        .map(options)
+        .transpose()?
+        .unwrap_or_default();
+    Ok(RuleSet::with_options(variant, options)?)
+}
+
+fn options(o: &pb::RuleOptions) -> Result<RuleOptions, ApiError> {
+    let move_limit = match o.move_limit {
+        0 => None,
+        n @ 1..=1000 => Some(n as u16),
+        n => {
+            return Err(ApiError::InvalidArgument(format!(
+                "rules.options.move_limit must be from 1 to 1000 (0 = the variant's rule), got {n}"
+            )));
+        }
+    };
+    Ok(RuleOptions {
+        no_mandatory_capture: o.no_mandatory_capture,
+        promote_mid_capture: o.promote_mid_capture,
+        move_limit,
+    })
+}
+
+/// Engine rule set -> wire rules.
+pub fn rules_to_wire(rules: RuleSet) -> pb::RuleSet {
+    let o = rules.options();
+    pb::RuleSet {
+        variant: variant_to_wire(rules.variant()) as i32,
+        options: Some(pb::RuleOptions {
+            no_mandatory_capture: o.no_mandatory_capture,
+            promote_mid_capture: o.promote_mid_capture,
+            move_limit: o.move_limit.map_or(0, u32::from),
+        }),
+    }
+}
+
+/// A FEN (empty = start position) for a rule set.
+pub fn position(rules: RuleSet, fen: &str) -> Result<Position, ApiError> {
+    if fen.trim().is_empty() {
+        Ok(Position::start(rules))
+    } else {
+        Ok(Position::from_fen(rules, fen)?)
+    }
+}
+
+pub fn color_to_wire(c: Color) -> pb::Color {
+    match c {
+        Color::White => pb::Color::White,
+        Color::Black => pb::Color::Black,
+    }
+}
+
+/// Wire colour (required) -> engine colour.
+pub fn color(c: i32, field: &str) -> Result<Color, ApiError> {
+    match pb::Color::try_from(c) {
+        Ok(pb::Color::White) => Ok(Color::White),
+        Ok(pb::Color::Black) => Ok(Color::Black),
+        _ => Err(ApiError::InvalidArgument(format!(
+            "{field} must be white or black"
+        ))),
+    }
+}
+
+/// Engine position -> wire position (normalised FEN and the piece list).
+pub fn position_to_wire(pos: &Position) -> pb::Position {
+    let board = pos.board();
+    let pieces = board
+        .squares()
+        .filter_map(|sq| {
+            pos.piece_at(sq)
+                .map(|Piece { color, role }| pb::PlacedPiece {
+                    square: board.algebraic(sq).to_string(),
+                    number: board.number(sq),
+                    color: color_to_wire(color) as i32,
+                    kind: match role {
+                        Role::Man => pb::PieceKind::Man,
+                        Role::King => pb::PieceKind::King,
+                    } as i32,
+                })
+        })
+        .collect();
+    pb::Position {
+        fen: pos.to_fen(),
+        side_to_move: color_to_wire(pos.side_to_move()) as i32,
+        pieces,
+    }
+}
+
+/// A legal move of `pos` -> wire move (notation, squares, path, captured).
+pub fn move_to_wire(pos: &Position, mv: &Move) -> pb::Move {
+    let board = pos.board();
+    let name = |sq| board.algebraic(sq).to_string();
+    let (path, captured) = match pos.move_path(mv) {
+        Some(p) => (
+            p.path.iter().map(|s| name(*s)).collect(),
+            p.captured.iter().map(|s| name(*s)).collect(),
+        ),
+        None => (vec![name(mv.from()), name(mv.to())], Vec::new()),
+    };
+    pb::Move {
+        notation: pos.move_to_text(mv),
+        from: name(mv.from()),
+        to: name(mv.to()),
+        path,
+        captured,
+        promotes: mv.promotes(),
+    }
+}
+
+/// Resolves a wire move against a position: text, or squares (origin, landings, destination).
+pub fn resolve_move(pos: &Position, input: Option<&pb::MoveInput>) -> Result<Move, ResolveError> {
+    use pb::move_input::Move as M;
+    let malformed = |text: &str, reason| {
+        ResolveError::Malformed(draughts_engine::MoveTextError {
+            text: text.chars().take(60).collect(),
+            reason,
+        })
+    };
+    match input.and_then(|i| i.r#move.as_ref()) {
+        None => Err(malformed("", "a move is required (text or squares)")),
+        Some(M::Text(text)) => pos.parse_move(text),
+        Some(M::Squares(s)) => {
+            if s.squares.len() < 2 || s.squares.len() > 64 {
+                return Err(malformed(
+                    &s.squares.join(","),
+                    "give from 2 to 64 squares: origin, landings, destination",
+                ));
+            }
+            let squares = s
+                .squares
+                .iter()
+                .map(|t| SquareRef::parse(t.trim()))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    malformed(
+                        &s.squares.join(","),
+                        "a square must be a number like 32 or a name like c3",
+                    )
+                })?;
+            // Not requiring a capture matches both quiet moves and captures by their squares.
+            MoveText {
+                squares,
+                capture: false,
+            }
+            .resolve(pos)
+        }
+    }
+}
+
+/// PDN result text for a variant: international and brazilian score 2-0 / 1-1 / 0-2, others 1-0 / 1/2-1/2.
+pub fn result_text(result: &GameResult, v: Variant) -> &'static str {
+    let ten = matches!(v, Variant::International | Variant::Brazilian);
+    match (result, ten) {
+        (
+            GameResult::Win {
+                winner: Color::White,
+                ..
+            },
+            true,
+        ) => "2-0",
+        (
+            GameResult::Win {
+                winner: Color::Black,
+                ..
+            },
+            true,
+        ) => "0-2",
+        (GameResult::Draw(_), true) => "1-1",
+        (
+            GameResult::Win {
+                winner: Color::White,
+                ..
+            },
+            false,
+        ) => "1-0",
+        (
+            GameResult::Win {
+                winner: Color::Black,
+                ..
+            },
+            false,
+        ) => "0-1",
+        (GameResult::Draw(_), false) => "1/2-1/2",
+    }
+}
+
+/// Engine game status -> wire status.
+pub fn status_to_wire(status: GameStatus, pos: &Position) -> pb::GameStatus {
+    match status {
+        GameStatus::Ongoing => pb::GameStatus {
+            outcome: pb::Outcome::Ongoing as i32,
+            reason: pb::EndReason::Unspecified as i32,
+            description: format!("ongoing, {} to move", pos.side_to_move().name()),
+            result: "*".into(),
+        },
+        GameStatus::Finished(r) => {
+            let (outcome, reason) = match r {
+                GameResult::Win { winner, reason } => (
+                    match winner {
+                        Color::White => pb::Outcome::WhiteWins,
+                        Color::Black => pb::Outcome::BlackWins,
+                    },
+                    match reason {
+                        WinReason::NoPieces => pb::EndReason::NoPieces,
+                        WinReason::NoMoves => pb::EndReason::NoMoves,
+                        WinReason::Resignation => pb::EndReason::Resignation,
+                        WinReason::Time => pb::EndReason::Time,
+                    },
+                ),
+                GameResult::Draw(d) => (
+                    pb::Outcome::Draw,
+                    match d {
+                        DrawReason::Repetition => pb::EndReason::Repetition,
+                        DrawReason::NoProgress { .. } => pb::EndReason::NoProgress,
+                        DrawReason::Endgame { .. } => pb::EndReason::EndgameRule,
+                        DrawReason::Agreement => pb::EndReason::Agreement,
+                    },
+                ),
+            };
+            pb::GameStatus {
+                outcome: outcome as i32,
+                reason: reason as i32,
+                description: r.describe(),
+                result: result_text(&r, pos.variant()).into(),
+            }
+        }
+    }
+}
+
+/// The wire rejection of a move-resolution error.
+pub fn rejection(e: &ResolveError) -> pb::MoveRejection {
+    match e {
+        ResolveError::Malformed(_) => pb::MoveRejection::Malformed,
+        ResolveError::Illegal { .. } => pb::MoveRejection::Illegal,
+        ResolveError::Ambiguous { .. } => pb::MoveRejection::Ambiguous,
+    }
+}

@@ -1,0 +1,132 @@
+//! The one place that maps service errors to gRPC status codes.
+//!
+//! Every service defines its own error enum and says, per variant, which [`ErrorKind`] it is; the table in
+//! [`status_code`] turns kinds into `tonic::Code`s. Status messages are the errors' `Display` text (a
+//! sentence for the client), never a debug dump.
+
+use draughts_engine::{FenError, OptionError, PositionError, ResolveError, UnknownVariant};
+
+/// What kind of failure an error is, independent of the transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The request is wrong whatever the state: malformed FEN, unknown variant, bad option.
+    InvalidArgument,
+    /// The request is valid but the state forbids it: an illegal move, a finished game, not your turn.
+    FailedPrecondition,
+    NotFound,
+    AlreadyExists,
+    /// A concurrent change won (e.g. two replicas racing the same move): retry after re-reading.
+    Conflict,
+    Unauthenticated,
+    PermissionDenied,
+    /// Rate limit or quota: retry later.
+    ResourceExhausted,
+    /// A backend (Redis, the database) is unreachable.
+    Unavailable,
+    DeadlineExceeded,
+    Internal,
+}
+
+/// THE table: error kind -> gRPC status code.
+pub fn status_code(kind: ErrorKind) -> tonic::Code {
+    match kind {
+        ErrorKind::InvalidArgument => tonic::Code::InvalidArgument,
+        ErrorKind::FailedPrecondition => tonic::Code::FailedPrecondition,
+        ErrorKind::NotFound => tonic::Code::NotFound,
+        ErrorKind::AlreadyExists => tonic::Code::AlreadyExists,
+        ErrorKind::Conflict => tonic::Code::Aborted,
+        ErrorKind::Unauthenticated => tonic::Code::Unauthenticated,
+        ErrorKind::PermissionDenied => tonic::Code::PermissionDenied,
+        ErrorKind::ResourceExhausted => tonic::Code::ResourceExhausted,
+        ErrorKind::Unavailable => tonic::Code::Unavailable,
+        ErrorKind::DeadlineExceeded => tonic::Code::DeadlineExceeded,
+        ErrorKind::Internal => tonic::Code::Internal,
+    }
+}
+
+/// An error that knows its kind; `to_status` builds the gRPC status from the table.
+pub trait ServiceError: std::error::Error {
+    fn kind(&self) -> ErrorKind;
+
+    fn to_status(&self) -> tonic::Status {
+        let message = match self.kind() {
+            // Never leak internals to clients; they are logged by the caller.
+            ErrorKind::Internal => "internal error".to_string(),
+            _ => self.to_string(),
+        };
+        tonic::Status::new(status_code(self.kind()), message)
+    }
+}
+
+/// Errors of the API edge itself (request conversion), shared by every service.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error(transparent)]
+    Variant(#[from] UnknownVariant),
+    #[error(transparent)]
+    Option(#[from] OptionError),
+    #[error(transparent)]
+    Position(#[from] PositionError),
+    #[error(transparent)]
+    Fen(#[from] FenError),
+    #[error(transparent)]
+    Move(#[from] ResolveError),
+}
+
+impl ServiceError for ApiError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            ApiError::Move(ResolveError::Illegal { .. } | ResolveError::Ambiguous { .. }) => {
+                ErrorKind::FailedPrecondition
+            }
+            _ => ErrorKind::InvalidArgument,
+        }
+    }
+}
+
+impl From<ApiError> for tonic::Status {
+    fn from(e: ApiError) -> tonic::Status {
+        e.to_status()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_map_to_distinct_codes() {
+        let kinds = [
+            ErrorKind::InvalidArgument,
+            ErrorKind::FailedPrecondition,
+            ErrorKind::NotFound,
+            ErrorKind::AlreadyExists,
+            ErrorKind::Conflict,
+            ErrorKind::Unauthenticated,
+            ErrorKind::PermissionDenied,
+            ErrorKind::ResourceExhausted,
+            ErrorKind::Unavailable,
+            ErrorKind::DeadlineExceeded,
+            ErrorKind::Internal,
+        ];
+        let codes: std::collections::HashSet<_> = kinds.iter().map(|k| status_code(*k)).collect();
+        assert_eq!(codes.len(), kinds.len());
+    }
+
+    #[test]
+    fn internal_errors_do_not_leak() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("connection to 10.0.0.1 refused")]
+        struct Secret;
+        impl ServiceError for Secret {
+            fn kind(&self) -> ErrorKind {
+                ErrorKind::Internal
+            }
+        }
+        let s = Secret.to_status();
+        assert_eq!(s.code(), tonic::Code::Internal);
+        assert_eq!(s.message(), "internal error");
+    }
+}

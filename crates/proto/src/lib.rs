@@ -1,0 +1,26 @@
+//! The public API, package `draughts.v1`: generated messages, servers and clients, the conversions
+//! between wire and engine types, and the ONE table that maps errors to gRPC status codes.
+//!
+//! ```
+//! use draughts_proto::{convert, pb};
+//!
+//! let rules = pb::RuleSet { variant: pb::Variant::English as i32, options: None };
+//! let rule_set = convert::rule_set(Some(&rules)).unwrap();
+//! let pos = convert::position(rule_set, "").unwrap();
+//! assert_eq!(convert::position_to_wire(&pos).fen, "B:W21,22,23,24,25,26,27,28,29,30,31,32:B1,2,3,4,5,6,7,8,9,10,11,12");
+//! ```
+
+pub mod convert;
+pub mod error;
+
+/// Generated code of `proto/draughts/v1`.
+#[allow(clippy::all, missing_debug_implementations)]
+pub mod pb {
+    include!(concat!(env!("OUT_DIR"), "/draughts.v1.rs"));
+}
+
+/// The encoded `FileDescriptorSet` of the whole API (for gRPC reflection and dynamic clients).
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/draughts_descriptor.bin"));
+
+pub use error::{ApiError, ErrorKind, ServiceError, status_code};

@@ -1,0 +1,125 @@
+//! Configuration shared by every service: flags with environment fallbacks (so that a Kubernetes
+//! ConfigMap maps onto them), validated at start so that a bad value fails fast with a clear message.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// A configuration value that can't be used.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration: {0}")]
+pub struct ConfigError(pub String);
+
+/// How the gRPC server listens and protects itself.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServerConfig {
+    /// Address of the gRPC (and gRPC-Web) listener.
+    #[arg(long, env = "DRAUGHTS_LISTEN", default_value = "0.0.0.0:50051")]
+    pub listen: SocketAddr,
+    /// Largest request message accepted, in bytes (larger ones are refused with OUT_OF_RANGE).
+    #[arg(long, env = "DRAUGHTS_MAX_MESSAGE_BYTES", default_value_t = 64 * 1024)]
+    pub max_message_bytes: usize,
+    /// Per-request timeout in milliseconds (DEADLINE_EXCEEDED past it; streams are not limited).
+    #[arg(long, env = "DRAUGHTS_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
+    pub request_timeout_ms: u64,
+    /// Concurrent requests served per connection.
+    #[arg(
+        long,
+        env = "DRAUGHTS_CONCURRENCY_PER_CONNECTION",
+        default_value_t = 256
+    )]
+    pub concurrency_per_connection: usize,
+    /// How long shutdown waits for in-flight calls before closing, in milliseconds.
+    #[arg(long, env = "DRAUGHTS_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
+    pub shutdown_grace_ms: u64,
+}
+
+impl ServerConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(1024..=64 * 1024 * 1024).contains(&self.max_message_bytes) {
+            return Err(ConfigError(format!(
+                "max-message-bytes must be from 1024 to 67108864, got {}",
+                self.max_message_bytes
+            )));
+        }
+        if !(1..=600_000).contains(&self.request_timeout_ms) {
+            return Err(ConfigError(format!(
+                "request-timeout-ms must be from 1 to 600000, got {}",
+                self.request_timeout_ms
+            )));
+        }
+        if self.concurrency_per_connection == 0 {
+            return Err(ConfigError(
+                "concurrency-per-connection must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_millis(self.shutdown_grace_ms)
+    }
+    /// A configuration for tests: port 0 on loopback, default limits.
+    pub fn for_tests() -> ServerConfig {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            max_message_bytes: 64 * 1024,
+            request_timeout_ms: 10_000,
+            concurrency_per_connection: 256,
+            shutdown_grace_ms: 2_000,
+        }
+    }
+}
+
+/// Logs, traces and metrics.
+#[derive(Clone, Debug, clap::Args)]
+pub struct TelemetryConfig {
+    /// Log filter (tracing EnvFilter syntax), e.g. `info,draughts=debug`.
+    #[arg(long, env = "RUST_LOG", default_value = "info")]
+    pub log: String,
+    /// Log format: `text` or `json`.
+    #[arg(long, env = "DRAUGHTS_LOG_FORMAT", default_value = "text")]
+    pub log_format: String,
+    /// OTLP/gRPC collector for traces (e.g. http://otel-collector:4317); unset = no export.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+    /// Prometheus metrics HTTP listener (`GET /metrics`); `off` disables it.
+    #[arg(long, env = "DRAUGHTS_METRICS_LISTEN", default_value = "0.0.0.0:9090")]
+    pub metrics_listen: String,
+}
+
+impl TelemetryConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !matches!(self.log_format.as_str(), "text" | "json") {
+            return Err(ConfigError(format!(
+                "log-format must be text or json, got '{}'",
+                self.log_format
+            )));
+        }
+        tracing_subscriber::EnvFilter::try_new(&self.log)
+            .map_err(|e| ConfigError(format!("bad log filter '{}': {e}", self.log)))?;
+        if let Some(e) = &self.otlp_endpoint
+            && !(e.starts_with("http://") || e.starts_with("https://"))
+        {
+            return Err(ConfigError(format!(
+                "OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s):// URL, got '{e}'"
+            )));
+        }
+        self.metrics_addr()?;
+        Ok(())
+    }
+
+    /// The metrics listener address, or `None` when disabled.
+    pub fn metrics_addr(&self) -> Result<Option<SocketAddr>, ConfigError> {
+        if self.metrics_listen == "off" {
+            return Ok(None);
+        }
+        self.metrics_listen.parse().map(Some).map_err(|_| {
+            ConfigError(format!(
+                "metrics-listen must be host:port or off, got '{}'",
+                self.metrics_listen
+            ))
+        })
+    }
+}

@@ -1,0 +1,17 @@
+//! What every service binary shares: configuration, telemetry, and one way to serve gRPC.
+//!
+//! A service's `main` parses its `Config` (which flattens [`ServerConfig`] and [`TelemetryConfig`]),
+//! validates it, calls [`telemetry::init`], binds its listener and calls its library's
+//! `run(config, listener, shutdown)`, which builds its services and hands them to [`serve::serve`].
+//! `serve` adds what every service needs: gRPC health (for Kubernetes probes), reflection (v1 and
+//! v1alpha), the `Diagnostics` echo, gRPC-Web with CORS for browsers, a request timeout, a concurrency
+//! limit, per-RPC metrics and trace-context extraction, and graceful shutdown that drains in-flight calls.
+
+pub mod config;
+pub mod echo;
+pub mod propagation;
+pub mod serve;
+pub mod telemetry;
+
+pub use config::{ConfigError, ServerConfig, TelemetryConfig};
+pub use serve::{ServeError, Services, serve, shutdown_signal};

@@ -1,0 +1,113 @@
+//! Tracing subscriber, optional OpenTelemetry export, and the Prometheus metrics endpoint.
+//!
+//! Libraries only emit `tracing` events and `metrics` values; a binary's `main` calls [`init`] once.
+//! Without `OTEL_EXPORTER_OTLP_ENDPOINT` nothing is exported; with it, spans go to the collector in
+//! batches, and an unreachable collector only costs dropped spans (never a failed request).
+
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::config::{ConfigError, TelemetryConfig};
+
+/// Flushes and stops trace export when dropped.
+#[derive(Debug)]
+pub struct TelemetryGuard {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        if let Some(p) = self.provider.take() {
+            let _ = p.shutdown();
+        }
+    }
+}
+
+/// Installs the global subscriber (logs + optional OTLP traces) and the W3C propagator.
+pub fn init(service: &str, config: &TelemetryConfig) -> Result<TelemetryGuard, ConfigError> {
+    config.validate()?;
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    let filter = EnvFilter::try_new(&config.log).map_err(|e| ConfigError(e.to_string()))?;
+    let fmt = if config.log_format == "json" {
+        tracing_subscriber::fmt::layer().json().boxed()
+    } else {
+        tracing_subscriber::fmt::layer().boxed()
+    };
+    let (otel, provider) = match &config.otlp_endpoint {
+        Some(endpoint) => {
+            let exporter = opentelemetry_otlp::SpanExporter::builder()
+                .with_tonic()
+                .with_endpoint(endpoint.clone())
+                .build()
+                .map_err(|e| ConfigError(format!("OTLP exporter: {e}")))?;
+            let provider = SdkTracerProvider::builder()
+                .with_batch_exporter(exporter)
+                .with_resource(
+                    opentelemetry_sdk::Resource::builder()
+                        .with_service_name(service.to_string())
+                        .build(),
+                )
+                .build();
+            opentelemetry::global::set_tracer_provider(provider.clone());
+            let tracer = provider.tracer(service.to_string());
+            (
+                Some(tracing_opentelemetry::layer().with_tracer(tracer)),
+                Some(provider),
+            )
+        }
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .with(otel)
+        .try_init()
+        .map_err(|e| ConfigError(format!("tracing subscriber: {e}")))?;
+    Ok(TelemetryGuard { provider })
+}
+
+static PROMETHEUS: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// The process-wide Prometheus recorder (installed on first use).
+pub fn prometheus() -> &'static PrometheusHandle {
+    PROMETHEUS.get_or_init(|| {
+        let recorder = PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        // Fails only if another recorder was installed first; the handle then renders nothing, which
+        // is not worth failing a service for.
+        let _ = metrics::set_global_recorder(recorder);
+        handle
+    })
+}
+
+/// Serves `GET /metrics` on `addr` until `shutdown` completes; returns the bound address.
+pub async fn serve_metrics(
+    addr: SocketAddr,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<SocketAddr> {
+    let handle = prometheus();
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || async move { handle.render() }),
+    );
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            tracing::warn!(error = %e, "metrics endpoint stopped");
+        }
+    });
+    Ok(bound)
+}
