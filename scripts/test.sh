@@ -16,6 +16,20 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 cargo --version
 
+step "servers the tests start on free ports (redis-server, postgresql)"
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+redis-server --version
+ls -d /usr/lib/postgresql/*/bin | head -1
+
 step "format (cargo fmt --check)"
 cargo fmt --all -- --check
 

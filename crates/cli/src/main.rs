@@ -1,4 +1,6 @@
-//! `draughts`: a thin command-line tool over the engine crate.
+//! `draughts`: a thin command-line tool over the engine crate, and a client of the platform's API.
+
+mod client;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -29,6 +31,8 @@ enum Command {
     Play(PlayArgs),
     /// Measure move generation speed: perft from each variant's start position.
     Bench(BenchArgs),
+    /// Call the platform's gRPC API (a running `draughtsd` or service).
+    Client(client::ClientArgs),
 }
 
 #[derive(Args, Debug)]
@@ -122,7 +126,7 @@ struct BenchArgs {
 
 /// A one-line user-facing error.
 #[derive(Debug)]
-struct CliError(String);
+pub(crate) struct CliError(pub(crate) String);
 
 impl<E: std::fmt::Display> From<E> for CliError {
     fn from(e: E) -> Self {
@@ -166,6 +170,7 @@ fn main() -> ExitCode {
         Command::Moves(a) => moves(a),
         Command::Play(a) => play(a),
         Command::Bench(a) => bench(a),
+        Command::Client(a) => client::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

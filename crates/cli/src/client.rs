@@ -1,0 +1,222 @@
+//! `draughts client ...`: calls the platform's API (draughts.v1) over gRPC.
+
+use clap::{Args, Subcommand};
+use draughts_proto::pb;
+use draughts_proto::pb::rules_client::RulesClient;
+use tonic::transport::Channel;
+
+use crate::CliError;
+
+#[derive(Args, Debug)]
+pub struct ClientArgs {
+    /// Server address.
+    #[arg(
+        long,
+        short = 's',
+        env = "DRAUGHTS_SERVER",
+        default_value = "http://127.0.0.1:50051",
+        global = true
+    )]
+    server: String,
+    #[command(subcommand)]
+    command: ClientCommand,
+}
+
+#[derive(Args, Debug)]
+struct Target {
+    /// Rule set: international, english, italian, russian, brazilian, spanish, czech or turkish.
+    #[arg(long, short = 'v')]
+    variant: String,
+    /// Position in PDN FEN (default: the start position).
+    #[arg(long, short = 'f', default_value = "")]
+    fen: String,
+    /// House-rule options: no-mandatory-capture, promote-mid-capture, move-limit=N.
+    #[arg(long, short = 'o', default_value = "")]
+    options: String,
+}
+
+#[derive(Subcommand, Debug)]
+enum ClientCommand {
+    /// Rules.ListMoves: the legal moves of a position.
+    Moves(Target),
+    /// Rules.ValidateMove: is this move legal here, and what follows.
+    Validate {
+        #[command(flatten)]
+        target: Target,
+        /// The move (`32-28`, `28x19`, `c3:e5`, a full path).
+        #[arg(name = "MOVE")]
+        mv: String,
+    },
+    /// Rules.ApplyMoves: play a sequence, stopping at the first illegal move.
+    Apply {
+        #[command(flatten)]
+        target: Target,
+        moves: Vec<String>,
+    },
+    /// Rules.StartPosition.
+    Start {
+        #[arg(long, short = 'v')]
+        variant: String,
+    },
+    /// Rules.ParsePosition: check and normalise a FEN.
+    Parse(Target),
+    /// grpc.health.v1: is the server serving.
+    Health,
+}
+
+fn rules(t: &Target) -> Result<Option<pb::RuleSet>, CliError> {
+    let variant: draughts_engine::Variant = t.variant.parse()?;
+    let options = draughts_engine::RuleOptions::parse(&t.options)?;
+    let rs = draughts_engine::RuleSet::with_options(variant, options)?;
+    Ok(Some(draughts_proto::convert::rules_to_wire(rs)))
+}
+
+fn status_error(e: tonic::Status) -> CliError {
+    CliError(format!("{:?}: {}", e.code(), e.message()))
+}
+
+fn text(t: &str) -> pb::MoveInput {
+    pb::MoveInput {
+        r#move: Some(pb::move_input::Move::Text(t.to_string())),
+    }
+}
+
+fn describe_move(m: &pb::Move) -> String {
+    if m.captured.is_empty() {
+        m.notation.clone()
+    } else {
+        format!(
+            "{}  (path {}, captures {})",
+            m.notation,
+            m.path.join("-"),
+            m.captured.join(",")
+        )
+    }
+}
+
+fn print_status(s: Option<&pb::GameStatus>) {
+    if let Some(s) = s {
+        println!("status: {}", s.description);
+    }
+}
+
+pub fn run(args: ClientArgs) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run_async(args))
+}
+
+async fn run_async(args: ClientArgs) -> Result<(), CliError> {
+    let endpoint = Channel::from_shared(args.server.clone())
+        .map_err(|e| CliError(format!("bad server address '{}': {e}", args.server)))?
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .timeout(std::time::Duration::from_secs(30));
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| CliError(format!("cannot connect to {}: {e}", args.server)))?;
+    let mut rules_client = RulesClient::new(channel.clone());
+    match args.command {
+        ClientCommand::Moves(t) => {
+            let r = rules_client
+                .list_moves(pb::ListMovesRequest {
+                    rules: rules(&t)?,
+                    fen: t.fen.clone(),
+                })
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            for m in &r.moves {
+                println!("{}", describe_move(m));
+            }
+            print_status(r.status.as_ref());
+        }
+        ClientCommand::Validate { target, mv } => {
+            let r = rules_client
+                .validate_move(pb::ValidateMoveRequest {
+                    rules: rules(&target)?,
+                    fen: target.fen.clone(),
+                    r#move: Some(text(&mv)),
+                })
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            if r.legal {
+                if let Some(m) = &r.r#move {
+                    println!("legal: {}", describe_move(m));
+                }
+                if let Some(p) = &r.position {
+                    println!("fen: {}", p.fen);
+                }
+                print_status(r.status.as_ref());
+            } else {
+                return Err(CliError(r.reason));
+            }
+        }
+        ClientCommand::Apply { target, moves } => {
+            let r = rules_client
+                .apply_moves(pb::ApplyMovesRequest {
+                    rules: rules(&target)?,
+                    fen: target.fen.clone(),
+                    moves: moves.iter().map(|m| text(m)).collect(),
+                })
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            let applied: Vec<&str> = r.applied.iter().map(|m| m.notation.as_str()).collect();
+            println!("applied: {}", applied.join(" "));
+            if let Some(p) = &r.position {
+                println!("fen: {}", p.fen);
+            }
+            print_status(r.status.as_ref());
+            if let Some(i) = r.rejected_index {
+                return Err(CliError(format!("move {} rejected: {}", i + 1, r.reason)));
+            }
+        }
+        ClientCommand::Start { variant } => {
+            let t = Target {
+                variant,
+                fen: String::new(),
+                options: String::new(),
+            };
+            let r = rules_client
+                .start_position(pb::StartPositionRequest { rules: rules(&t)? })
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            if let Some(p) = r.position {
+                println!("{}", p.fen);
+            }
+        }
+        ClientCommand::Parse(t) => {
+            let r = rules_client
+                .parse_position(pb::ParsePositionRequest {
+                    rules: rules(&t)?,
+                    fen: t.fen.clone(),
+                })
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            if let Some(p) = &r.position {
+                println!("{}", p.fen);
+            }
+            print_status(r.status.as_ref());
+        }
+        ClientCommand::Health => {
+            let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+            let r = health
+                .check(tonic_health::pb::HealthCheckRequest {
+                    service: String::new(),
+                })
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            let status = tonic_health::pb::health_check_response::ServingStatus::try_from(r.status)
+                .map(|s| s.as_str_name())
+                .unwrap_or("UNKNOWN");
+            println!("{status}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! Shared storage and queues for the draughts services: one interface, two backends each.
+//!
+//! - [`LiveStore`] — live state and queues: a versioned key-value space with
+//!   compare-and-set, leases, streams with consumer groups, pub/sub, deadline schedules
+//!   and rate counters. Backends: [`RedisStore`] (deployments; all replicas share it) and
+//!   [`MemoryStore`] (the one-process embedded mode). Pick one from a URL with
+//!   [`open_live_store`].
+//! - [`Database`] — durable records in PostgreSQL (deployments) or SQLite (embedded), over
+//!   `sqlx::AnyPool`, with [`Migration`]s recorded in `schema_migrations`.
+//!
+//! Both backends of each pass the same behavioural test suite (`tests/suite`), so code
+//! written against the interface behaves the same in a cluster and in one process.
+//! Errors are one [`StoreError`] enum whose [`code`](StoreError::code) is a stable
+//! [`ErrorCode`].
+//!
+//! This crate knows nothing about games, ratings or gRPC: payloads are opaque bytes, and
+//! their schemas (each with a version field, readers ignoring unknown fields) belong to
+//! the crates that write them. Redis key names are built only in [`keys`], which
+//! documents the layout and the payload conventions.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//! use bytes::Bytes;
+//! use draughts_store::{open_live_store, ErrorCode};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), draughts_store::StoreError> {
+//! let store = open_live_store("memory://", "draughts:").await?;
+//!
+//! // Compare-and-set: create, then update from the version read.
+//! let v1 = store.put("game:7", Bytes::from_static(b"state 1"), None, None).await?;
+//! let v2 = store.put("game:7", Bytes::from_static(b"state 2"), Some(v1), None).await?;
+//! let stale = store.put("game:7", Bytes::from_static(b"late"), Some(v1), None).await;
+//! assert_eq!(stale.unwrap_err().code(), ErrorCode::Conflict);
+//! assert_eq!(store.get("game:7").await?, Some((Bytes::from_static(b"state 2"), v2)));
+//!
+//! // A job queue: append, deliver to one consumer of the group, acknowledge.
+//! store.ensure_group("jobs", "workers").await?;
+//! store.append("jobs", Bytes::from_static(b"{\"v\":1}")).await?;
+//! let jobs = store.read_group("jobs", "workers", "worker-1", 10, Duration::ZERO).await?;
+//! store.ack("jobs", "workers", &[jobs[0].id]).await?;
+//! assert_eq!(store.pending_count("jobs", "workers").await?, 0);
+//! # Ok(())
+//! # }
+//! ```
+
+mod database;
+mod error;
+pub mod keys;
+mod live;
+mod memory;
+mod redis_store;
+
+use std::sync::Arc;
+
+pub use bytes::Bytes;
+pub use database::{DEFAULT_ACQUIRE_TIMEOUT, Database, DbBackend, Migration};
+pub use error::{BoxError, ErrorCode, StoreError};
+pub use live::{
+    Entry, EntryId, LiveStore, ParseEntryIdError, ReadFrom, Subscription, Version, now_unix_ms,
+};
+pub use memory::MemoryStore;
+pub use redis_store::RedisStore;
+/// The sqlx version this crate uses, for queries on [`Database::pool`].
+pub use sqlx;
+
+/// Opens a live store from a URL: `redis://...` (or `rediss://`, `redis+unix://`,
+/// `unix://`) gives a [`RedisStore`] naming its keys under `key_prefix`; `memory://`
+/// gives a fresh [`MemoryStore`] (the prefix is not needed there).
+pub async fn open_live_store(
+    url: &str,
+    key_prefix: &str,
+) -> Result<Arc<dyn LiveStore>, StoreError> {
+    if url == "memory://" || url == "memory:" {
+        return Ok(Arc::new(MemoryStore::new()));
+    }
+    let is_redis = ["redis://", "rediss://", "redis+unix://", "unix://"]
+        .iter()
+        .any(|scheme| url.starts_with(scheme));
+    if is_redis {
+        return Ok(Arc::new(RedisStore::connect(url, key_prefix).await?));
+    }
+    Err(StoreError::InvalidArgument(
+        "live store url must be redis://... or memory://".to_owned(),
+    ))
+}

@@ -1,0 +1,273 @@
+//! The live-state and queue interface shared by every backend.
+
+use std::fmt;
+use std::pin::Pin;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::Stream;
+
+use crate::error::StoreError;
+
+/// A version of a key in the versioned key-value space. Versions of one key start at 1
+/// and grow by one on every successful [`LiveStore::put`].
+pub type Version = u64;
+
+/// A stream of pub/sub payloads, as returned by [`LiveStore::subscribe`].
+pub type Subscription = Pin<Box<dyn Stream<Item = Bytes> + Send + 'static>>;
+
+/// The id of a stream entry: milliseconds since the Unix epoch and a sequence number
+/// within that millisecond, exactly like a Redis stream id (`"1700000000000-3"`).
+///
+/// Ids of one stream are strictly increasing in append order, and compare in that order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EntryId {
+    /// Milliseconds since the Unix epoch at append time (never decreasing within a stream).
+    pub ms: u64,
+    /// Sequence number within `ms`, from 0.
+    pub seq: u64,
+}
+
+impl EntryId {
+    /// The smallest id; every entry comes after it.
+    pub const ZERO: EntryId = EntryId { ms: 0, seq: 0 };
+
+    /// Builds an id from its two parts.
+    pub const fn new(ms: u64, seq: u64) -> Self {
+        EntryId { ms, seq }
+    }
+
+    /// The smallest id greater than `self` (used for exclusive ranges).
+    pub fn successor(self) -> Option<EntryId> {
+        match self.seq.checked_add(1) {
+            Some(seq) => Some(EntryId { ms: self.ms, seq }),
+            None => self.ms.checked_add(1).map(|ms| EntryId { ms, seq: 0 }),
+        }
+    }
+}
+
+impl fmt::Display for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.ms, self.seq)
+    }
+}
+
+/// The text was not an entry id of the form `MS-SEQ`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a stream entry id (expected MS-SEQ): {0:?}")]
+pub struct ParseEntryIdError(pub String);
+
+impl FromStr for EntryId {
+    type Err = ParseEntryIdError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let fail = || ParseEntryIdError(text.to_owned());
+        let (ms, seq) = text.split_once('-').ok_or_else(fail)?;
+        Ok(EntryId {
+            ms: ms.parse().map_err(|_| fail())?,
+            seq: seq.parse().map_err(|_| fail())?,
+        })
+    }
+}
+
+impl From<EntryId> for String {
+    fn from(id: EntryId) -> String {
+        id.to_string()
+    }
+}
+
+/// One stream entry: its id and the opaque payload given to [`LiveStore::append`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Where the entry sits in its stream.
+    pub id: EntryId,
+    /// The payload bytes, unchanged.
+    pub payload: Bytes,
+}
+
+/// Where [`LiveStore::read_after`] starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// Only entries appended after the call started (Redis `$`). Use it once to start
+    /// tailing, then continue with `After(last id seen)` so nothing is missed in between.
+    Latest,
+    /// Entries with an id strictly greater than this one.
+    After(EntryId),
+}
+
+/// Live state and queues: a versioned key-value space, leases, streams with consumer
+/// groups, pub/sub, deadline schedules and rate counters.
+///
+/// Used as `Arc<dyn LiveStore>`; every replica of a service sees the same state when the
+/// backend is Redis. All names (`key`, `stream`, `channel`, `set`) are free text chosen by
+/// the caller; each kind lives in its own namespace (a stream and a key may share a name).
+/// Payloads are opaque bytes: their schema (with a version field) is the caller's business.
+#[async_trait]
+pub trait LiveStore: Send + Sync + fmt::Debug {
+    // ---- versioned key-value ----
+
+    /// The value stored under `key` and its version, or `None` if absent or expired.
+    async fn get(&self, key: &str) -> Result<Option<(Bytes, Version)>, StoreError>;
+
+    /// Compare-and-set: stores `value` if the current version is `expected`
+    /// (`None`: the key must not exist yet) and returns the new version.
+    /// Otherwise fails with [`StoreError::Conflict`] and stores nothing.
+    /// Of several writers racing with the same `expected`, exactly one wins.
+    ///
+    /// `ttl`: the key expires after this long (`None`: it never expires; a previous TTL is
+    /// removed). A zero TTL is an [`StoreError::InvalidArgument`].
+    async fn put(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Option<Version>,
+        ttl: Option<Duration>,
+    ) -> Result<Version, StoreError>;
+
+    /// Removes `key`; returns whether it existed. A later `put(key, _, None, _)` starts
+    /// again at version 1.
+    async fn delete(&self, key: &str) -> Result<bool, StoreError>;
+
+    /// Takes or renews the lease `key` for `owner` for `ttl`: returns `true` if the lease
+    /// was free (or expired) or already held by `owner` (its TTL is then reset), `false`
+    /// if another owner holds it.
+    async fn lease(&self, key: &str, owner: &str, ttl: Duration) -> Result<bool, StoreError>;
+
+    /// Releases the lease `key` if `owner` holds it; returns whether it did.
+    async fn release(&self, key: &str, owner: &str) -> Result<bool, StoreError>;
+
+    // ---- streams and consumer groups ----
+
+    /// Appends `payload` to `stream` (creating it) and returns the new entry's id.
+    async fn append(&self, stream: &str, payload: Bytes) -> Result<EntryId, StoreError>;
+
+    /// Creates consumer group `group` on `stream` (creating the stream), starting at the
+    /// beginning of the stream. Idempotent: an existing group is left as it is.
+    async fn ensure_group(&self, stream: &str, group: &str) -> Result<(), StoreError>;
+
+    /// Delivers up to `max` entries never delivered to `group` before, to `consumer`
+    /// (they become pending for it until acked). If none is available, waits up to `block`
+    /// for one (`Duration::ZERO`: do not wait). Fails with NotFound if the group does not exist.
+    async fn read_group(
+        &self,
+        stream: &str,
+        group: &str,
+        consumer: &str,
+        max: usize,
+        block: Duration,
+    ) -> Result<Vec<Entry>, StoreError>;
+
+    /// Acknowledges entries of `group`; returns how many were pending.
+    async fn ack(&self, stream: &str, group: &str, ids: &[EntryId]) -> Result<u64, StoreError>;
+
+    /// Moves up to `max` entries of `group` that have been pending (with any consumer) for
+    /// at least `min_idle` to `consumer` and returns them: how the work of a crashed
+    /// consumer is taken over. Claimed entries count as freshly delivered.
+    async fn claim_idle(
+        &self,
+        stream: &str,
+        group: &str,
+        consumer: &str,
+        min_idle: Duration,
+        max: usize,
+    ) -> Result<Vec<Entry>, StoreError>;
+
+    /// How many entries of `group` are delivered but not acknowledged.
+    async fn pending_count(&self, stream: &str, group: &str) -> Result<u64, StoreError>;
+
+    /// Up to `max` entries with an id greater than `after` (`None`: from the start), in
+    /// order. Does not wait. For history and catch-up.
+    async fn range(
+        &self,
+        stream: &str,
+        after: Option<EntryId>,
+        max: usize,
+    ) -> Result<Vec<Entry>, StoreError>;
+
+    /// Tails `stream` without a consumer group: up to `max` entries after `from`, waiting
+    /// up to `block` if there are none yet (`Duration::ZERO`: do not wait).
+    async fn read_after(
+        &self,
+        stream: &str,
+        from: ReadFrom,
+        max: usize,
+        block: Duration,
+    ) -> Result<Vec<Entry>, StoreError>;
+
+    /// The number of entries in `stream` (0 if it does not exist).
+    async fn len(&self, stream: &str) -> Result<u64, StoreError>;
+
+    /// Removes the oldest entries so that at most `keep_last` remain; returns how many
+    /// were removed. Pending entries removed this way are dropped from their groups'
+    /// pending lists by a later [`claim_idle`](LiveStore::claim_idle) that reaches them.
+    async fn trim(&self, stream: &str, keep_last: u64) -> Result<u64, StoreError>;
+
+    // ---- pub/sub ----
+
+    /// Sends `payload` to every current subscriber of `channel` (fire and forget: a
+    /// subscriber that is not listening now never sees it). Returns how many received it.
+    async fn publish(&self, channel: &str, payload: Bytes) -> Result<u64, StoreError>;
+
+    /// Subscribes to `channel`; messages published after this returns are delivered in
+    /// order. The stream ends if the backend connection is lost: resubscribe, and recover
+    /// what was missed from a stream, not from pub/sub.
+    async fn subscribe(&self, channel: &str) -> Result<Subscription, StoreError>;
+
+    // ---- deadline schedule ----
+
+    /// Schedules `member` of `set` at `at_unix_ms` (replacing an earlier schedule of it).
+    async fn schedule(&self, set: &str, member: &str, at_unix_ms: u64) -> Result<(), StoreError>;
+
+    /// Unschedules `member`; returns whether it was scheduled.
+    async fn cancel(&self, set: &str, member: &str) -> Result<bool, StoreError>;
+
+    /// Removes and returns up to `max` members due at or before `now_unix_ms`, earliest
+    /// first. Each due member is handed to exactly one caller, however many call at once.
+    async fn take_due(
+        &self,
+        set: &str,
+        now_unix_ms: u64,
+        max: usize,
+    ) -> Result<Vec<String>, StoreError>;
+
+    /// The earliest scheduled member and its time, without removing it (to know how long
+    /// to sleep).
+    async fn next_due(&self, set: &str) -> Result<Option<(String, u64)>, StoreError>;
+
+    // ---- rate limiting ----
+
+    /// Counts one hit on `key` and returns the number of hits in the current fixed window
+    /// (the window starts at the first hit and lasts `window`).
+    async fn hit(&self, key: &str, window: Duration) -> Result<u64, StoreError>;
+}
+
+/// Rejects a zero TTL or window (Redis refuses `PX 0`; memory would expire instantly).
+pub(crate) fn positive_ms(what: &str, duration: Duration) -> Result<u64, StoreError> {
+    let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 {
+        return Err(StoreError::InvalidArgument(format!(
+            "{what} must be at least 1 ms"
+        )));
+    }
+    Ok(ms)
+}
+
+/// Rejects `max == 0` reads (Redis treats COUNT 0 as "no limit").
+pub(crate) fn positive_max(max: usize) -> Result<usize, StoreError> {
+    if max == 0 {
+        return Err(StoreError::InvalidArgument(
+            "max must be at least 1".to_owned(),
+        ));
+    }
+    Ok(max)
+}
+
+/// The current time in milliseconds since the Unix epoch.
+pub fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}

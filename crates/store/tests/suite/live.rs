@@ -1,0 +1,752 @@
+//! The live-store checks and their runs on each backend.
+
+use std::sync::Arc;
+
+use draughts_store::{LiveStore, MemoryStore, RedisStore};
+use draughts_testkit::RedisServer;
+
+pub type Store = Arc<dyn LiveStore>;
+
+/// A store and whatever must live as long as it (the Redis server).
+pub struct Opened {
+    pub store: Store,
+    _server: Option<RedisServer>,
+}
+
+pub async fn open_memory() -> Opened {
+    Opened {
+        store: Arc::new(MemoryStore::new()),
+        _server: None,
+    }
+}
+
+pub async fn open_redis() -> Opened {
+    let server = RedisServer::start().expect("start redis-server");
+    let store = RedisStore::connect(&server.url(), "suite:")
+        .await
+        .expect("connect to the test redis-server");
+    Opened {
+        store: Arc::new(store),
+        _server: Some(server),
+    }
+}
+
+/// One `#[tokio::test]` per check and backend, named `<backend>::<check>`.
+macro_rules! live_store_suite {
+    ($($backend:ident => $open:path),* $(,)?) => {$(
+        mod $backend {
+            live_store_suite!(@checks $open;
+                kv_versions_and_delete,
+                cas_race_has_one_winner,
+                kv_ttl_expires,
+                lease_is_exclusive_and_expires,
+                group_delivers_each_entry_once_and_acks,
+                crashed_consumer_entries_are_claimed,
+                blocking_read_is_woken_by_append,
+                blocking_read_times_out_empty,
+                tail_follows_new_entries,
+                range_pages_through_history,
+                trim_keeps_the_newest,
+                pubsub_reaches_two_subscribers,
+                take_due_is_exactly_once_under_concurrency,
+                schedule_cancel_and_next_due,
+                rate_counter_resets_after_window,
+                errors_have_codes,
+            );
+        }
+    )*};
+    (@checks $open:path; $($check:ident),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $check() {
+            let opened = $open().await;
+            super::checks::$check(opened.store.clone()).await;
+        }
+    )*};
+}
+
+live_store_suite! {
+    memory => super::open_memory,
+    redis => super::open_redis,
+}
+
+/// Redis only: two prefixes on one server do not see each other.
+#[tokio::test]
+async fn redis_prefixes_isolate_deployments() {
+    use draughts_store::Bytes;
+    let server = RedisServer::start().expect("start redis-server");
+    let first = RedisStore::connect(&server.url(), "one:").await.unwrap();
+    let second = RedisStore::connect(&server.url(), "two:").await.unwrap();
+    first
+        .put("k", Bytes::from_static(b"1"), None, None)
+        .await
+        .unwrap();
+    first.append("s", Bytes::from_static(b"x")).await.unwrap();
+    assert_eq!(second.get("k").await.unwrap(), None);
+    assert_eq!(second.len("s").await.unwrap(), 0);
+    assert_eq!(first.keys().stream("s"), "one:stream:s");
+}
+
+/// `open_live_store` picks the backend from the URL.
+#[tokio::test]
+async fn open_live_store_by_url() {
+    use draughts_store::{ErrorCode, open_live_store};
+    let server = RedisServer::start().expect("start redis-server");
+    let redis = open_live_store(&server.url(), "url:").await.unwrap();
+    assert!(format!("{redis:?}").contains("RedisStore"));
+    let memory = open_live_store("memory://", "").await.unwrap();
+    assert!(format!("{memory:?}").contains("MemoryStore"));
+    let bad = open_live_store("mongodb://x", "").await.unwrap_err();
+    assert_eq!(bad.code(), ErrorCode::InvalidArgument);
+}
+
+/// A Redis that is gone is `Unavailable`, not a panic.
+#[tokio::test]
+async fn redis_down_is_unavailable() {
+    use draughts_store::{ErrorCode, open_live_store};
+    let port = draughts_testkit::free_port().unwrap();
+    let err = open_live_store(&format!("redis://127.0.0.1:{port}/"), "x:")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Unavailable, "{err}");
+}
+
+pub mod checks {
+    use std::collections::HashSet;
+    use std::time::{Duration, Instant};
+
+    use draughts_store::{Bytes, EntryId, ErrorCode, ReadFrom, StoreError, now_unix_ms};
+    use futures_util::StreamExt;
+
+    use super::Store;
+
+    fn bytes(text: &str) -> Bytes {
+        Bytes::copy_from_slice(text.as_bytes())
+    }
+
+    /// Awaits `future`, failing the test if it takes longer than 10 s.
+    async fn soon<T>(future: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(10), future)
+            .await
+            .expect("operation hung")
+    }
+
+    pub async fn kv_versions_and_delete(store: Store) {
+        assert_eq!(store.get("game:1").await.unwrap(), None);
+        let v1 = store.put("game:1", bytes("a"), None, None).await.unwrap();
+        assert_eq!(v1, 1);
+        assert_eq!(store.get("game:1").await.unwrap(), Some((bytes("a"), 1)));
+        let v2 = store
+            .put("game:1", bytes("b"), Some(v1), None)
+            .await
+            .unwrap();
+        assert_eq!(v2, 2);
+        // Binary payloads survive unchanged.
+        let binary = Bytes::from_static(&[0, 255, 13, 10, 0]);
+        let v3 = store
+            .put("game:1", binary.clone(), Some(v2), None)
+            .await
+            .unwrap();
+        assert_eq!(store.get("game:1").await.unwrap(), Some((binary, v3)));
+        // Create-only on an existing key, and a stale version, both conflict.
+        match store.put("game:1", bytes("x"), None, None).await {
+            Err(StoreError::Conflict { actual, .. }) => assert_eq!(actual, Some(v3)),
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        match store.put("game:1", bytes("x"), Some(v1), None).await {
+            Err(StoreError::Conflict {
+                expected, actual, ..
+            }) => {
+                assert_eq!(expected, Some(v1));
+                assert_eq!(actual, Some(v3));
+            }
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        // Updating a missing key conflicts with actual = None.
+        match store.put("missing", bytes("x"), Some(1), None).await {
+            Err(StoreError::Conflict { actual, .. }) => assert_eq!(actual, None),
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        assert!(store.delete("game:1").await.unwrap());
+        assert!(!store.delete("game:1").await.unwrap());
+        assert_eq!(store.get("game:1").await.unwrap(), None);
+        assert_eq!(
+            store
+                .put("game:1", bytes("again"), None, None)
+                .await
+                .unwrap(),
+            1
+        );
+    }
+
+    pub async fn cas_race_has_one_winner(store: Store) {
+        const N_WRITERS: usize = 16;
+        // Racing creations of a new key.
+        let mut tasks = Vec::new();
+        for writer in 0..N_WRITERS {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                store
+                    .put("race", bytes(&format!("w{writer}")), None, None)
+                    .await
+            }));
+        }
+        let mut n_won = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(version) => {
+                    assert_eq!(version, 1);
+                    n_won += 1;
+                }
+                Err(err) => assert_eq!(err.code(), ErrorCode::Conflict, "{err}"),
+            }
+        }
+        assert_eq!(n_won, 1, "exactly one creator wins");
+        // Racing updates from the same version, several rounds.
+        for round in 1..=5u64 {
+            let mut tasks = Vec::new();
+            for writer in 0..N_WRITERS {
+                let store = store.clone();
+                tasks.push(tokio::spawn(async move {
+                    let value = bytes(&format!("round {round} writer {writer}"));
+                    store
+                        .put("race", value.clone(), Some(round), None)
+                        .await
+                        .map(|version| (version, value))
+                }));
+            }
+            let mut winners = Vec::new();
+            for task in tasks {
+                match task.await.unwrap() {
+                    Ok(won) => winners.push(won),
+                    Err(StoreError::Conflict { actual, .. }) => {
+                        assert_eq!(actual, Some(round + 1))
+                    }
+                    Err(other) => panic!("unexpected error {other}"),
+                }
+            }
+            assert_eq!(winners.len(), 1, "round {round}: exactly one writer wins");
+            let (version, value) = winners.remove(0);
+            assert_eq!(version, round + 1);
+            assert_eq!(store.get("race").await.unwrap(), Some((value, version)));
+        }
+    }
+
+    pub async fn kv_ttl_expires(store: Store) {
+        let ttl = Duration::from_millis(500);
+        let v1 = store
+            .put("short", bytes("a"), None, Some(ttl))
+            .await
+            .unwrap();
+        assert!(store.get("short").await.unwrap().is_some());
+        // A put without TTL removes the TTL.
+        store
+            .put("kept", bytes("a"), None, Some(ttl))
+            .await
+            .unwrap();
+        store.put("kept", bytes("b"), Some(1), None).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        assert_eq!(store.get("short").await.unwrap(), None);
+        assert_eq!(store.get("kept").await.unwrap(), Some((bytes("b"), 2)));
+        // An expired key counts as absent for compare-and-set.
+        assert!(
+            store
+                .put("short", bytes("x"), Some(v1), None)
+                .await
+                .is_err()
+        );
+        assert_eq!(store.put("short", bytes("x"), None, None).await.unwrap(), 1);
+    }
+
+    pub async fn lease_is_exclusive_and_expires(store: Store) {
+        let ttl = Duration::from_secs(10);
+        assert!(store.lease("pool:blitz", "replica-a", ttl).await.unwrap());
+        assert!(!store.lease("pool:blitz", "replica-b", ttl).await.unwrap());
+        // The holder renews.
+        assert!(store.lease("pool:blitz", "replica-a", ttl).await.unwrap());
+        // Only the holder releases.
+        assert!(!store.release("pool:blitz", "replica-b").await.unwrap());
+        assert!(!store.lease("pool:blitz", "replica-b", ttl).await.unwrap());
+        assert!(store.release("pool:blitz", "replica-a").await.unwrap());
+        assert!(!store.release("pool:blitz", "replica-a").await.unwrap());
+        assert!(store.lease("pool:blitz", "replica-b", ttl).await.unwrap());
+
+        // Many contenders at once: one holder.
+        let mut tasks = Vec::new();
+        for contender in 0..12 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                store
+                    .lease("pool:rapid", &format!("c{contender}"), ttl)
+                    .await
+                    .unwrap()
+            }));
+        }
+        let mut n_holders = 0;
+        for task in tasks {
+            if task.await.unwrap() {
+                n_holders += 1;
+            }
+        }
+        assert_eq!(n_holders, 1);
+
+        // Expiry frees the lease for another owner.
+        let short = Duration::from_millis(500);
+        assert!(store.lease("pool:bullet", "crashed", short).await.unwrap());
+        assert!(!store.lease("pool:bullet", "other", short).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        assert!(store.lease("pool:bullet", "other", ttl).await.unwrap());
+        assert!(!store.release("pool:bullet", "crashed").await.unwrap());
+    }
+
+    pub async fn group_delivers_each_entry_once_and_acks(store: Store) {
+        store.ensure_group("jobs", "workers").await.unwrap();
+        // Idempotent.
+        store.ensure_group("jobs", "workers").await.unwrap();
+        let mut ids = Vec::new();
+        for n in 0..6 {
+            ids.push(
+                store
+                    .append("jobs", bytes(&format!("job {n}")))
+                    .await
+                    .unwrap(),
+            );
+        }
+        assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "ids increase");
+        assert_eq!(store.len("jobs").await.unwrap(), 6);
+
+        let first = store
+            .read_group("jobs", "workers", "w1", 4, Duration::ZERO)
+            .await
+            .unwrap();
+        let second = store
+            .read_group("jobs", "workers", "w2", 10, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(first.len(), 4);
+        assert_eq!(second.len(), 2);
+        let delivered: Vec<EntryId> = first.iter().chain(&second).map(|entry| entry.id).collect();
+        assert_eq!(delivered, ids, "each entry delivered once, in order");
+        assert_eq!(first[0].payload, bytes("job 0"));
+        assert!(
+            store
+                .read_group("jobs", "workers", "w1", 10, Duration::ZERO)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(store.pending_count("jobs", "workers").await.unwrap(), 6);
+
+        let first_ids: Vec<EntryId> = first.iter().map(|entry| entry.id).collect();
+        assert_eq!(store.ack("jobs", "workers", &first_ids).await.unwrap(), 4);
+        assert_eq!(store.ack("jobs", "workers", &first_ids).await.unwrap(), 0);
+        assert_eq!(store.ack("jobs", "workers", &[]).await.unwrap(), 0);
+        assert_eq!(store.pending_count("jobs", "workers").await.unwrap(), 2);
+
+        // A second group sees every entry, including those appended before it existed.
+        store.ensure_group("jobs", "auditors").await.unwrap();
+        let audited = store
+            .read_group("jobs", "auditors", "a1", 100, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(audited.len(), 6);
+        // Acks of one group do not touch another.
+        assert_eq!(store.pending_count("jobs", "workers").await.unwrap(), 2);
+    }
+
+    pub async fn crashed_consumer_entries_are_claimed(store: Store) {
+        store.ensure_group("analysis", "workers").await.unwrap();
+        for n in 0..3 {
+            store
+                .append("analysis", bytes(&format!("position {n}")))
+                .await
+                .unwrap();
+        }
+        // The "crashing" worker reads and never acks.
+        let taken = store
+            .read_group("analysis", "workers", "crashed", 10, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(taken.len(), 3);
+        // Not idle long enough yet.
+        let early = store
+            .claim_idle(
+                "analysis",
+                "workers",
+                "rescuer",
+                Duration::from_secs(30),
+                10,
+            )
+            .await
+            .unwrap();
+        assert!(early.is_empty());
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let min_idle = Duration::from_millis(500);
+        let claimed_two = store
+            .claim_idle("analysis", "workers", "rescuer", min_idle, 2)
+            .await
+            .unwrap();
+        assert_eq!(claimed_two, taken[..2].to_vec());
+        let claimed_rest = store
+            .claim_idle("analysis", "workers", "rescuer", min_idle, 10)
+            .await
+            .unwrap();
+        assert_eq!(claimed_rest, taken[2..].to_vec());
+        // Claiming resets the idle time: nothing left to claim at once.
+        assert!(
+            store
+                .claim_idle("analysis", "workers", "third", min_idle, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let ids: Vec<EntryId> = taken.iter().map(|entry| entry.id).collect();
+        assert_eq!(store.ack("analysis", "workers", &ids).await.unwrap(), 3);
+        assert_eq!(store.pending_count("analysis", "workers").await.unwrap(), 0);
+    }
+
+    pub async fn blocking_read_is_woken_by_append(store: Store) {
+        store.ensure_group("moves", "referee").await.unwrap();
+        let block = Duration::from_secs(8);
+        let reader = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let started = Instant::now();
+                let entries = store
+                    .read_group("moves", "referee", "r1", 10, block)
+                    .await
+                    .unwrap();
+                (entries, started.elapsed())
+            })
+        };
+        // Several blocked readers at once must not stall ordinary commands.
+        let other_reader = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .read_after("other", ReadFrom::Latest, 10, Duration::from_secs(2))
+                    .await
+                    .unwrap()
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let quick = Instant::now();
+        store
+            .put("unrelated", bytes("x"), None, None)
+            .await
+            .unwrap();
+        assert!(
+            quick.elapsed() < Duration::from_secs(1),
+            "commands not stalled"
+        );
+        let id = store.append("moves", bytes("32-28")).await.unwrap();
+        let (entries, waited) = soon(reader).await.unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].id, id);
+        assert_eq!(entries[0].payload, bytes("32-28"));
+        assert!(waited < block, "woken by the append, not the timeout");
+        assert!(soon(other_reader).await.unwrap().is_empty());
+    }
+
+    pub async fn blocking_read_times_out_empty(store: Store) {
+        store.ensure_group("quiet", "g").await.unwrap();
+        let started = Instant::now();
+        let entries = store
+            .read_group("quiet", "g", "c", 10, Duration::from_millis(300))
+            .await
+            .unwrap();
+        assert!(entries.is_empty());
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(250), "waited {waited:?}");
+        assert!(waited < Duration::from_secs(5), "waited {waited:?}");
+        let started = Instant::now();
+        let tailed = store
+            .read_after(
+                "quiet",
+                ReadFrom::After(EntryId::ZERO),
+                10,
+                Duration::from_millis(300),
+            )
+            .await
+            .unwrap();
+        assert!(tailed.is_empty());
+        assert!(started.elapsed() >= Duration::from_millis(250));
+    }
+
+    pub async fn tail_follows_new_entries(store: Store) {
+        let old = store.append("game:9:events", bytes("old")).await.unwrap();
+        // `Latest` without waiting returns nothing; with waiting, only new entries.
+        assert!(
+            store
+                .read_after("game:9:events", ReadFrom::Latest, 10, Duration::ZERO)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let watcher = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let first = store
+                    .read_after(
+                        "game:9:events",
+                        ReadFrom::Latest,
+                        10,
+                        Duration::from_secs(8),
+                    )
+                    .await
+                    .unwrap();
+                let last = first.last().expect("one entry").id;
+                let mut seen: Vec<Bytes> = first.into_iter().map(|entry| entry.payload).collect();
+                let mut cursor = last;
+                while seen.len() < 3 {
+                    let more = store
+                        .read_after(
+                            "game:9:events",
+                            ReadFrom::After(cursor),
+                            10,
+                            Duration::from_secs(8),
+                        )
+                        .await
+                        .unwrap();
+                    for entry in more {
+                        assert!(entry.id > cursor);
+                        cursor = entry.id;
+                        seen.push(entry.payload);
+                    }
+                }
+                seen
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        for text in ["move 1", "move 2", "move 3"] {
+            store.append("game:9:events", bytes(text)).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let seen = soon(watcher).await.unwrap();
+        assert_eq!(
+            seen,
+            vec![bytes("move 1"), bytes("move 2"), bytes("move 3")]
+        );
+        // From an id: everything after it, immediately.
+        let after_old = store
+            .read_after(
+                "game:9:events",
+                ReadFrom::After(old),
+                10,
+                Duration::from_secs(5),
+            )
+            .await
+            .unwrap();
+        assert_eq!(after_old.len(), 3);
+    }
+
+    pub async fn range_pages_through_history(store: Store) {
+        assert!(store.range("history", None, 10).await.unwrap().is_empty());
+        assert_eq!(store.len("history").await.unwrap(), 0);
+        let mut ids = Vec::new();
+        for n in 0..7 {
+            ids.push(
+                store
+                    .append("history", bytes(&format!("e{n}")))
+                    .await
+                    .unwrap(),
+            );
+        }
+        let all = store.range("history", None, 100).await.unwrap();
+        assert_eq!(all.iter().map(|entry| entry.id).collect::<Vec<_>>(), ids);
+        // Page by 3 with the last id as cursor.
+        let mut paged = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = store.range("history", cursor, 3).await.unwrap();
+            if page.is_empty() {
+                break;
+            }
+            assert!(page.len() <= 3);
+            cursor = page.last().map(|entry| entry.id);
+            paged.extend(page);
+        }
+        assert_eq!(paged, all);
+        // Ids print and parse as MS-SEQ.
+        let text = ids[3].to_string();
+        assert_eq!(text.parse::<EntryId>().unwrap(), ids[3]);
+        assert!("nope".parse::<EntryId>().is_err());
+    }
+
+    pub async fn trim_keeps_the_newest(store: Store) {
+        assert_eq!(store.trim("log", 10).await.unwrap(), 0);
+        store.ensure_group("log", "g").await.unwrap();
+        let mut ids = Vec::new();
+        for n in 0..10 {
+            ids.push(store.append("log", bytes(&format!("e{n}"))).await.unwrap());
+        }
+        // The oldest three are delivered and left pending, then trimmed away.
+        let taken = store
+            .read_group("log", "g", "c", 3, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(taken.len(), 3);
+        assert_eq!(store.trim("log", 6).await.unwrap(), 4);
+        assert_eq!(store.len("log").await.unwrap(), 6);
+        let kept: Vec<EntryId> = store
+            .range("log", None, 100)
+            .await
+            .unwrap()
+            .iter()
+            .map(|entry| entry.id)
+            .collect();
+        assert_eq!(kept, ids[4..].to_vec());
+        // Trimmed pending entries are not handed out again.
+        let claimed = store
+            .claim_idle("log", "g", "other", Duration::ZERO, 10)
+            .await
+            .unwrap();
+        assert!(claimed.is_empty(), "claimed trimmed entries: {claimed:?}");
+        assert_eq!(store.pending_count("log", "g").await.unwrap(), 0);
+    }
+
+    pub async fn pubsub_reaches_two_subscribers(store: Store) {
+        let mut first = store.subscribe("game:5:watch").await.unwrap();
+        let mut second = store.subscribe("game:5:watch").await.unwrap();
+        let mut unrelated = store.subscribe("game:6:watch").await.unwrap();
+        let n_received = store
+            .publish("game:5:watch", bytes("clock 1"))
+            .await
+            .unwrap();
+        assert_eq!(n_received, 2);
+        store
+            .publish("game:5:watch", bytes("clock 2"))
+            .await
+            .unwrap();
+        for subscription in [&mut first, &mut second] {
+            assert_eq!(soon(subscription.next()).await, Some(bytes("clock 1")));
+            assert_eq!(soon(subscription.next()).await, Some(bytes("clock 2")));
+        }
+        assert_eq!(
+            store.publish("nobody", bytes("lost")).await.unwrap(),
+            0,
+            "no subscriber, no delivery"
+        );
+        let nothing = tokio::time::timeout(Duration::from_millis(200), unrelated.next()).await;
+        assert!(nothing.is_err(), "other channels receive nothing");
+        // A dropped subscriber no longer counts.
+        drop(second);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(store.publish("game:5:watch", bytes("c3")).await.unwrap(), 1);
+        assert_eq!(soon(first.next()).await, Some(bytes("c3")));
+    }
+
+    pub async fn take_due_is_exactly_once_under_concurrency(store: Store) {
+        const N_DUE: usize = 300;
+        let now = now_unix_ms();
+        for n in 0..N_DUE {
+            store
+                .schedule("clocks", &format!("game:{n}"), now - 1000 + n as u64)
+                .await
+                .unwrap();
+        }
+        store
+            .schedule("clocks", "future", now + 3_600_000)
+            .await
+            .unwrap();
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut mine = Vec::new();
+                loop {
+                    let batch = store.take_due("clocks", now, 7).await.unwrap();
+                    if batch.is_empty() {
+                        return mine;
+                    }
+                    mine.extend(batch);
+                    tokio::task::yield_now().await;
+                }
+            }));
+        }
+        let mut all = Vec::new();
+        for task in tasks {
+            all.extend(soon(task).await.unwrap());
+        }
+        assert_eq!(all.len(), N_DUE, "every due member handed out once");
+        let unique: HashSet<&String> = all.iter().collect();
+        assert_eq!(unique.len(), N_DUE, "no member handed out twice");
+        assert!(!unique.contains(&"future".to_owned()));
+        assert_eq!(
+            store.next_due("clocks").await.unwrap(),
+            Some(("future".to_owned(), now + 3_600_000))
+        );
+    }
+
+    pub async fn schedule_cancel_and_next_due(store: Store) {
+        assert_eq!(store.next_due("flags").await.unwrap(), None);
+        assert!(store.take_due("flags", 1_000, 10).await.unwrap().is_empty());
+        store.schedule("flags", "g1", 5_000).await.unwrap();
+        store.schedule("flags", "g2", 3_000).await.unwrap();
+        store.schedule("flags", "g3", 4_000).await.unwrap();
+        // Rescheduling moves a member rather than adding it twice.
+        store.schedule("flags", "g2", 6_000).await.unwrap();
+        assert_eq!(
+            store.next_due("flags").await.unwrap(),
+            Some(("g3".to_owned(), 4_000))
+        );
+        assert!(store.cancel("flags", "g3").await.unwrap());
+        assert!(!store.cancel("flags", "g3").await.unwrap());
+        assert!(store.take_due("flags", 4_999, 10).await.unwrap().is_empty());
+        assert_eq!(
+            store.take_due("flags", 10_000, 10).await.unwrap(),
+            vec!["g1".to_owned(), "g2".to_owned()],
+            "earliest first"
+        );
+        assert_eq!(store.next_due("flags").await.unwrap(), None);
+    }
+
+    pub async fn rate_counter_resets_after_window(store: Store) {
+        let window = Duration::from_millis(800);
+        for expected in 1..=5 {
+            assert_eq!(store.hit("ip:10.0.0.1", window).await.unwrap(), expected);
+        }
+        assert_eq!(store.hit("ip:10.0.0.2", window).await.unwrap(), 1);
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        assert_eq!(store.hit("ip:10.0.0.1", window).await.unwrap(), 1);
+        // Concurrent hits are all counted.
+        let mut tasks = Vec::new();
+        for _ in 0..20 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                store.hit("burst", Duration::from_secs(30)).await.unwrap()
+            }));
+        }
+        let mut counts = Vec::new();
+        for task in tasks {
+            counts.push(task.await.unwrap());
+        }
+        counts.sort_unstable();
+        assert_eq!(counts, (1..=20).collect::<Vec<u64>>());
+    }
+
+    pub async fn errors_have_codes(store: Store) {
+        let missing_group = store
+            .read_group("nowhere", "nobody", "c", 1, Duration::ZERO)
+            .await
+            .unwrap_err();
+        assert_eq!(missing_group.code(), ErrorCode::NotFound, "{missing_group}");
+        store.append("exists", bytes("x")).await.unwrap();
+        let missing_group = store.pending_count("exists", "nobody").await.unwrap_err();
+        assert_eq!(missing_group.code(), ErrorCode::NotFound, "{missing_group}");
+        let missing_group = store
+            .claim_idle("exists", "nobody", "c", Duration::ZERO, 1)
+            .await
+            .unwrap_err();
+        assert_eq!(missing_group.code(), ErrorCode::NotFound, "{missing_group}");
+        let zero_ttl = store
+            .put("k", bytes("v"), None, Some(Duration::ZERO))
+            .await
+            .unwrap_err();
+        assert_eq!(zero_ttl.code(), ErrorCode::InvalidArgument);
+        let zero_max = store.range("exists", None, 0).await.unwrap_err();
+        assert_eq!(zero_max.code(), ErrorCode::InvalidArgument);
+        let conflict = store.put("k", bytes("v"), Some(7), None).await.unwrap_err();
+        assert_eq!(conflict.code(), ErrorCode::Conflict);
+        assert_eq!(conflict.code().as_str(), "conflict");
+    }
+}

@@ -1,0 +1,12 @@
+//! The ONE behavioural suite of `draughts-store`: every check is written once, generic
+//! over the backend, and run against each backend.
+//!
+//! - `live::checks::*` run on [`MemoryStore`] and on [`RedisStore`] (a `redis-server`
+//!   started by the test on a free port; one server per test so tests run in parallel).
+//! - `db::checks::*` run on in-memory SQLite, on an SQLite file, and on PostgreSQL (one
+//!   cluster started by the test, one fresh database per check).
+//!
+//! Servers come from `draughts-testkit`; the servers on the default ports are never used.
+
+mod db;
+mod live;

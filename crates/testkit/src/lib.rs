@@ -1,0 +1,528 @@
+//! Throwaway servers for tests: a `redis-server` and a PostgreSQL cluster, each started
+//! on a free TCP port of 127.0.0.1 in its own temporary directory and stopped (and
+//! removed) when dropped. Tests never touch servers running on the default ports.
+//!
+//! The helpers are synchronous (they block for the few hundred milliseconds a start
+//! takes) so they work from any test, async or not.
+//!
+//! ```no_run
+//! let redis = draughts_testkit::RedisServer::start()?;
+//! println!("{}", redis.url()); // redis://127.0.0.1:PORT/
+//! # Ok::<(), draughts_testkit::TestkitError>(())
+//! ```
+//!
+//! Needs the Debian packages `redis-server` and `postgresql` (the binaries are looked up
+//! on `PATH` and under `/usr/lib/postgresql/*/bin`). PostgreSQL refuses to run as root,
+//! so when the tests run as root the cluster is created and run as the `postgres` user.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Why a test server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum TestkitError {
+    /// The server's binary is not installed.
+    #[error("{binary} not found: install the Debian package `{package}`")]
+    Missing {
+        /// The binary looked for.
+        binary: &'static str,
+        /// The package that provides it.
+        package: &'static str,
+    },
+    /// A file system or process operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The server did not come up in time; `log` is the end of its output.
+    #[error("{server} did not start: {reason}\n--- log ---\n{log}")]
+    NotReady {
+        /// Which server.
+        server: &'static str,
+        /// What was observed.
+        reason: String,
+        /// The last lines the server printed.
+        log: String,
+    },
+}
+
+fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> TestkitError {
+    let what = what.into();
+    move |source| TestkitError::Io { what, source }
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
+/// Another process could take it before it is used; the servers below retry on a new
+/// port when that happens.
+pub fn free_port() -> Result<u16, TestkitError> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io_error("bind port 0"))?;
+    let port = listener
+        .local_addr()
+        .map_err(io_error("read bound address"))?
+        .port();
+    Ok(port)
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+#[derive(Debug)]
+struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    fn new(label: &str) -> Result<Self, TestkitError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.subsec_nanos());
+        let path = std::env::temp_dir().join(format!(
+            "draughts-testkit-{label}-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&path).map_err(io_error(format!("create {}", path.display())))?;
+        Ok(TempDir { path })
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
+}
+
+fn find_on_path(binary: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(binary))
+        .find(|candidate| candidate.is_file())
+}
+
+fn tail_of(path: &Path) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+/// Sends SIGTERM (or another signal) to `pid` with the `kill` command.
+fn signal(pid: u32, signal: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Waits up to `timeout` for `child` to exit; returns whether it did.
+fn wait_exit(child: &mut Child, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+// ---------------------------------------------------------------- redis
+
+/// A `redis-server` on a free port of 127.0.0.1, without persistence, killed on drop.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Child,
+    port: u16,
+    _dir: TempDir,
+}
+
+fn redis_ping(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    if stream.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut reply = [0u8; 7];
+    stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+}
+
+impl RedisServer {
+    /// Starts a server and waits until it answers PING.
+    pub fn start() -> Result<Self, TestkitError> {
+        let binary = find_on_path("redis-server").ok_or(TestkitError::Missing {
+            binary: "redis-server",
+            package: "redis-server",
+        })?;
+        let mut last_error = None;
+        for _ in 0..5 {
+            match RedisServer::try_start(&binary) {
+                Ok(server) => return Ok(server),
+                Err(err) => last_error = Some(err),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| TestkitError::NotReady {
+            server: "redis-server",
+            reason: "no attempt made".to_owned(),
+            log: String::new(),
+        }))
+    }
+
+    fn try_start(binary: &Path) -> Result<Self, TestkitError> {
+        let dir = TempDir::new("redis")?;
+        let port = free_port()?;
+        let log_path = dir.path.join("redis.log");
+        let log = fs::File::create(&log_path).map_err(io_error("create redis log"))?;
+        let log_err = log.try_clone().map_err(io_error("clone redis log"))?;
+        let mut child = Command::new(binary)
+            .arg("--port")
+            .arg(port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir.path)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .spawn()
+            .map_err(io_error("spawn redis-server"))?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if redis_ping(port) {
+                return Ok(RedisServer {
+                    child,
+                    port,
+                    _dir: dir,
+                });
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(TestkitError::NotReady {
+                    server: "redis-server",
+                    reason: format!("exited with {status}"),
+                    log: tail_of(&log_path),
+                });
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(TestkitError::NotReady {
+                    server: "redis-server",
+                    reason: "no PONG within 10 s".to_owned(),
+                    log: tail_of(&log_path),
+                });
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// `redis://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---------------------------------------------------------------- postgres
+
+/// A PostgreSQL cluster in a temporary directory, on a free port of 127.0.0.1, with
+/// `trust` authentication for the `postgres` role. Stopped and removed on drop.
+#[derive(Debug)]
+pub struct PostgresServer {
+    child: Child,
+    port: u16,
+    bin_dir: PathBuf,
+    run_as: Option<(u32, u32)>,
+    _dir: TempDir,
+}
+
+/// The newest `/usr/lib/postgresql/<version>/bin` holding `postgres`, or the directory of
+/// `postgres`/`initdb` on PATH.
+fn postgres_bin_dir() -> Option<PathBuf> {
+    let mut versions: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("postgres").is_file().then_some((version, bin))
+        })
+        .collect();
+    versions.sort();
+    if let Some((_, bin)) = versions.pop() {
+        return Some(bin);
+    }
+    let initdb = find_on_path("initdb")?;
+    let resolved = fs::canonicalize(&initdb).unwrap_or(initdb);
+    let bin = resolved.parent()?.to_path_buf();
+    bin.join("postgres").is_file().then_some(bin)
+}
+
+/// The uid and gid of OS user `name`, from /etc/passwd.
+fn os_user(name: &str) -> Option<(u32, u32)> {
+    let passwd = fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        if fields.len() > 3 && fields[0] == name {
+            Some((fields[2].parse().ok()?, fields[3].parse().ok()?))
+        } else {
+            None
+        }
+    })
+}
+
+fn current_uid() -> Option<u32> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        .and_then(|effective| effective.parse().ok())
+}
+
+fn command_as(binary: &Path, run_as: Option<(u32, u32)>) -> Command {
+    let mut command = Command::new(binary);
+    if let Some((uid, gid)) = run_as {
+        command.uid(uid).gid(gid);
+        command.env("HOME", "/tmp");
+    }
+    command.env_remove("PGDATA").env("LC_ALL", "C");
+    command
+}
+
+fn chown_tree(path: &Path, uid: u32, gid: u32) -> Result<(), TestkitError> {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid))
+        .map_err(io_error(format!("chown {}", path.display())))?;
+    if path.is_dir() {
+        for entry in fs::read_dir(path).map_err(io_error(format!("list {}", path.display())))? {
+            let entry = entry.map_err(io_error("read directory entry"))?;
+            chown_tree(&entry.path(), uid, gid)?;
+        }
+    }
+    Ok(())
+}
+
+impl PostgresServer {
+    /// Creates a cluster with `initdb` and starts `postgres` on a free port; waits until it
+    /// accepts connections (`pg_isready`).
+    pub fn start() -> Result<Self, TestkitError> {
+        let bin_dir = postgres_bin_dir().ok_or(TestkitError::Missing {
+            binary: "postgres/initdb",
+            package: "postgresql",
+        })?;
+        let run_as = if current_uid() == Some(0) {
+            Some(os_user("postgres").ok_or(TestkitError::Missing {
+                binary: "OS user postgres (needed to run PostgreSQL as root)",
+                package: "postgresql",
+            })?)
+        } else {
+            None
+        };
+        let dir = TempDir::new("postgres")?;
+        // Other users must reach the socket directory inside it.
+        fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755))
+            .map_err(io_error("chmod temp dir"))?;
+        if let Some((uid, gid)) = run_as {
+            chown_tree(&dir.path, uid, gid)?;
+        }
+        let data = dir.path.join("data");
+        let initdb_log = dir.path.join("initdb.log");
+        let output = command_as(&bin_dir.join("initdb"), run_as)
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(io_error("run initdb"))?;
+        if !output.status.success() {
+            let mut log = String::from_utf8_lossy(&output.stdout).into_owned();
+            log.push_str(&String::from_utf8_lossy(&output.stderr));
+            let _ = fs::write(&initdb_log, &log);
+            return Err(TestkitError::NotReady {
+                server: "initdb",
+                reason: format!("exited with {}", output.status),
+                log,
+            });
+        }
+        let mut last_error = None;
+        for _ in 0..3 {
+            match PostgresServer::try_run(&bin_dir, run_as, &dir.path, &data) {
+                Ok((child, port)) => {
+                    return Ok(PostgresServer {
+                        child,
+                        port,
+                        bin_dir,
+                        run_as,
+                        _dir: dir,
+                    });
+                }
+                Err(err) => last_error = Some(err),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| TestkitError::NotReady {
+            server: "postgres",
+            reason: "no attempt made".to_owned(),
+            log: String::new(),
+        }))
+    }
+
+    fn try_run(
+        bin_dir: &Path,
+        run_as: Option<(u32, u32)>,
+        dir: &Path,
+        data: &Path,
+    ) -> Result<(Child, u16), TestkitError> {
+        let port = free_port()?;
+        let log_path = dir.join(format!("postgres-{port}.log"));
+        let log = fs::File::create(&log_path).map_err(io_error("create postgres log"))?;
+        if let Some((uid, gid)) = run_as {
+            chown_tree(&log_path, uid, gid)?;
+        }
+        let log_err = log.try_clone().map_err(io_error("clone postgres log"))?;
+        let mut child = command_as(&bin_dir.join("postgres"), run_as)
+            .arg("-D")
+            .arg(data)
+            .arg("-p")
+            .arg(port.to_string())
+            .arg("-k")
+            .arg(dir)
+            .args([
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "max_connections=50",
+            ])
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .spawn()
+            .map_err(io_error("spawn postgres"))?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ready = Command::new(bin_dir.join("pg_isready"))
+                .args(["-q", "-h", "127.0.0.1", "-U", "postgres", "-p"])
+                .arg(port.to_string())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .map_err(io_error("run pg_isready"))?;
+            if ready.success() {
+                return Ok((child, port));
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(TestkitError::NotReady {
+                    server: "postgres",
+                    reason: format!("exited with {status}"),
+                    log: tail_of(&log_path),
+                });
+            }
+            if Instant::now() > deadline {
+                signal(child.id(), "QUIT");
+                let _ = child.wait();
+                return Err(TestkitError::NotReady {
+                    server: "postgres",
+                    reason: "not accepting connections within 30 s".to_owned(),
+                    log: tail_of(&log_path),
+                });
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `postgres://postgres@127.0.0.1:PORT/postgres`.
+    pub fn url(&self) -> String {
+        self.database_url("postgres")
+    }
+
+    /// The URL of database `name` on this server (see [`create_database`](Self::create_database)).
+    pub fn database_url(&self, name: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// Creates an empty database `name` (with `createdb`) and returns its URL: one per
+    /// test keeps tests independent on one server.
+    pub fn create_database(&self, name: &str) -> Result<String, TestkitError> {
+        let output = command_as(&self.bin_dir.join("createdb"), self.run_as)
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-p"])
+            .arg(self.port.to_string())
+            .arg(OsStr::new(name))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(io_error("run createdb"))?;
+        if !output.status.success() {
+            return Err(TestkitError::NotReady {
+                server: "createdb",
+                reason: format!("exited with {}", output.status),
+                log: String::from_utf8_lossy(&output.stderr).into_owned(),
+            });
+        }
+        Ok(self.database_url(name))
+    }
+
+    /// The TCP port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl Drop for PostgresServer {
+    fn drop(&mut self) {
+        // SIGINT = "fast shutdown": ends sessions and stops cleanly.
+        signal(self.child.id(), "INT");
+        if !wait_exit(&mut self.child, Duration::from_secs(10)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_port_is_bindable() {
+        let port = free_port().expect("a free port");
+        assert_ne!(port, 0);
+        TcpListener::bind((Ipv4Addr::LOCALHOST, port)).expect("the port is still free");
+    }
+}
