@@ -117,6 +117,9 @@ impl MoveText {
         let from = squares[0];
         let last = squares[squares.len() - 1];
         let mut found: Vec<Move> = Vec::new();
+        // Moves one of whose paths is exactly the squares given: the full path written by
+        // `move_to_text` always names its move, even when its origin and destination are shared.
+        let mut exact: Vec<Move> = Vec::new();
         for p in pos.move_paths() {
             let mv = p.mv;
             if mv.from() != from || (self.capture && !mv.is_capture()) {
@@ -135,6 +138,12 @@ impl MoveText {
             if matches && !found.contains(&mv) {
                 found.push(mv);
             }
+            if matches && p.path == squares && !exact.contains(&mv) {
+                exact.push(mv);
+            }
+        }
+        if found.len() > 1 && exact.len() == 1 {
+            return Ok(exact[0]);
         }
         match found.len() {
             1 => Ok(found[0]),

@@ -8,8 +8,8 @@
 use std::collections::HashSet;
 
 use draughts_engine::{
-    Color, Count, Game, GameError, GameStatus, Move, Position, ResolveError, RuleOptions, RuleSet,
-    Variant,
+    Color, Count, Game, GameError, GameStatus, Move, Position, Precedence, Promotion, ResolveError,
+    RuleOptions, RuleSet, Variant,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -112,7 +112,8 @@ fn placement_fen(
     let mut white = Vec::new();
     let mut black = Vec::new();
     for (sq, cell) in board.squares().zip(cells) {
-        if cell.roll % 10 >= fill {
+        // Rolls shrink toward 0: an empty square, a man.
+        if cell.roll % 10 < 10 - fill {
             continue;
         }
         let color = if cell.black {
@@ -125,7 +126,7 @@ fn placement_fen(
             Color::Black => board.bottom_row,
         };
         let on_promo_row = promo_row & (1u64 << sq.bit()) != 0;
-        let king = cell.king_roll % 10 < kings || on_promo_row;
+        let king = cell.king_roll % 10 >= 10 - kings || on_promo_row;
         let name = if algebraic {
             board.algebraic(sq).to_string()
         } else {
@@ -160,12 +161,14 @@ fn arb_placement() -> impl Strategy<Value = Position> {
         any::<bool>(),
         any::<bool>(),
     )
-        .prop_map(|(rules, cells, fill, kings, black, algebraic, black_first)| {
-            let side = if black { Color::Black } else { Color::White };
-            let fen = placement_fen(rules, &cells, fill, kings, side, algebraic, black_first);
-            Position::from_fen(rules, &fen)
-                .unwrap_or_else(|e| panic!("generated FEN {fen} is valid: {e}"))
-        })
+        .prop_map(
+            |(rules, cells, fill, kings, black, algebraic, black_first)| {
+                let side = if black { Color::Black } else { Color::White };
+                let fen = placement_fen(rules, &cells, fill, kings, side, algebraic, black_first);
+                Position::from_fen(rules, &fen)
+                    .unwrap_or_else(|e| panic!("generated FEN {fen} is valid: {e}"))
+            },
+        )
 }
 
 /// A random valid position of any variant: a playout or a placement.
@@ -196,6 +199,29 @@ fn capture_sep(pos: &Position) -> char {
         draughts_engine::NotationStyle::Numeric => 'x',
         draughts_engine::NotationStyle::Algebraic(c) => c,
     }
+}
+
+/// A position with its rule set and options, for failure messages.
+fn show(pos: &Position) -> String {
+    let opts = pos.rule_set().options().to_string();
+    let opts = if opts.is_empty() {
+        String::new()
+    } else {
+        format!(" [{opts}]")
+    };
+    format!("{}{opts} {}", pos.variant(), pos.to_fen())
+}
+
+/// Known engine bugs (see `quiet_king_move_text_with_same_capture_squares` and
+/// `single_capture_text_with_same_squares_as_a_chain`): a move whose full path is just `X-Y` or `XxY`
+/// (a quiet move, or a capture of one piece) can't be written so that it resolves when another legal
+/// move also goes from X to Y: the text is reported ambiguous. The round-trip properties skip such
+/// moves until it is fixed.
+fn two_square_text_clash(moves: &[Move], mv: &Move) -> bool {
+    mv.n_captured() <= 1
+        && moves
+            .iter()
+            .any(|m| m != mv && m.from() == mv.from() && m.to() == mv.to())
 }
 
 fn count(bb: draughts_engine::Bitboard) -> u32 {
@@ -229,13 +255,19 @@ proptest! {
     fn move_text_round_trip(pos in arb_position(), pairs in prop::collection::vec((0u32..70, 0u32..70, any::<bool>()), 8)) {
         let moves = pos.legal_moves();
         for mv in &moves {
+            if two_square_text_clash(&moves, mv) {
+                continue;
+            }
             let text = pos.move_to_text(mv);
             let back = pos.parse_move(&text);
-            prop_assert_eq!(back.as_ref(), Ok(mv), "{:?}: text '{}' of {:?}", pos, text, mv);
+            prop_assert_eq!(back.as_ref(), Ok(mv), "{}: text '{}' of {:?}", show(&pos), text, mv);
         }
         let sep = capture_sep(&pos);
         for p in pos.move_paths() {
-            prop_assert!(moves.contains(&p.mv), "{:?}: path {:?} of a move not in legal_moves", pos, p);
+            prop_assert!(moves.contains(&p.mv), "{}: path {:?} of a move not in legal_moves", show(&pos), p);
+            if two_square_text_clash(&moves, &p.mv) {
+                continue;
+            }
             let s = if p.mv.is_capture() { sep } else { '-' };
             let text = p
                 .path
@@ -244,11 +276,16 @@ proptest! {
                 .collect::<Vec<_>>()
                 .join(&s.to_string());
             let back = pos.parse_move(&text);
-            prop_assert_eq!(back.as_ref(), Ok(&p.mv), "{:?}: path text '{}' of {:?}", pos, text, p);
+            prop_assert_eq!(back.as_ref(), Ok(&p.mv), "{}: path text '{}' of {:?}", show(&pos), text, p);
         }
-        // Random from-to pairs (numbers 0..70 include squares that don't exist on the board).
+        // Random from-to pairs (numbers 0..70 include squares that don't exist on the board); half of
+        // them start on the origin of a legal move.
         let board = pos.board();
-        for (a, b, capture) in pairs {
+        for (i, (a, b, capture)) in pairs.into_iter().enumerate() {
+            let a = match moves.get(a as usize % moves.len().max(1)) {
+                Some(m) if i % 2 == 0 => board.number(m.from()),
+                _ => a,
+            };
             let name = |n: u32| match board.square(n) {
                 Some(sq) => pos.square_name(sq),
                 None => n.to_string(),
@@ -264,15 +301,19 @@ proptest! {
                     .collect(),
                 _ => Vec::new(),
             };
+            if candidates.iter().any(|m| two_square_text_clash(&moves, m)) {
+                // Ambiguous today; after a fix the two-square move may win (see the known bugs above).
+                continue;
+            }
             match candidates.len() {
                 0 => prop_assert!(
                     matches!(got, Err(ResolveError::Illegal { .. })),
-                    "{:?}: '{}' should be illegal, got {:?}", pos, text, got
+                    "{}: '{}' should be illegal, got {:?}", show(&pos), text, got
                 ),
-                1 => prop_assert_eq!(got, Ok(candidates[0]), "{:?}: '{}'", pos, text),
+                1 => prop_assert_eq!(got, Ok(candidates[0]), "{}: '{}'", show(&pos), text),
                 _ => prop_assert!(
                     matches!(got, Err(ResolveError::Ambiguous { .. })),
-                    "{:?}: '{}' should be ambiguous, got {:?}", pos, text, got
+                    "{}: '{}' should be ambiguous, got {:?}", show(&pos), text, got
                 ),
             }
         }
@@ -284,7 +325,7 @@ proptest! {
         let mut list = Vec::new();
         for (c, name) in [(Count::Unique, "unique"), (Count::AllOrders, "all"), (Count::AllPaths, "paths")] {
             pos.legal_moves_into(&mut list, c);
-            prop_assert_eq!(pos.perft(1, c), list.len() as u64, "{:?}: perft(1) {}", pos, name);
+            prop_assert_eq!(pos.perft(1, c), list.len() as u64, "{}: perft(1) {}", show(&pos), name);
         }
         for d in 1..=3 {
             if d == 3 && pos.perft(2, Count::AllPaths) > 3_000 {
@@ -293,9 +334,9 @@ proptest! {
             let u = pos.perft(d, Count::Unique);
             let a = pos.perft(d, Count::AllOrders);
             let p = pos.perft(d, Count::AllPaths);
-            prop_assert!(u <= a && a <= p, "{:?}: perft({}) unique {} all {} paths {}", pos, d, u, a, p);
+            prop_assert!(u <= a && a <= p, "{}: perft({}) unique {} all {} paths {}", show(&pos), d, u, a, p);
             let divided: u64 = pos.perft_divide(d, Count::Unique).iter().map(|(_, n)| n).sum();
-            prop_assert_eq!(divided, u, "{:?}: perft_divide({}) sums to perft", pos, d);
+            prop_assert_eq!(divided, u, "{}: perft_divide({}) sums to perft", show(&pos), d);
         }
     }
 
@@ -306,44 +347,117 @@ proptest! {
     fn legal_moves_are_consistent(pos in arb_position()) {
         let moves = pos.legal_moves();
         let set: HashSet<Move> = moves.iter().copied().collect();
-        prop_assert_eq!(set.len(), moves.len(), "{:?}: duplicate moves in {:?}", pos, moves);
+        prop_assert_eq!(set.len(), moves.len(), "{}: duplicate moves in {:?}", show(&pos), moves);
         let me = pos.side_to_move();
         let opp = me.opposite();
         let mine = pos.pieces(me);
         let theirs = pos.pieces(opp);
         let mandatory = pos.rule_set().mandatory_capture();
         let any_capture = moves.iter().any(Move::is_capture);
-        prop_assert_eq!(pos.has_capture(), any_capture, "{:?}: has_capture", pos);
+        prop_assert_eq!(pos.has_capture(), any_capture, "{}: has_capture", show(&pos));
         for mv in &moves {
-            prop_assert!(mine.contains(mv.from()), "{:?}: {:?} does not start on an own piece", pos, mv);
-            prop_assert_eq!(count(mv.captured()), mv.n_captured(), "{:?}: {:?}", pos, mv);
-            prop_assert_eq!(mv.captured().0 & !theirs.0, 0, "{:?}: {:?} captures a non-opponent square", pos, mv);
-            prop_assert_eq!(mv.is_king_move(), pos.kings().contains(mv.from()), "{:?}: {:?}", pos, mv);
+            prop_assert!(mine.contains(mv.from()), "{}: {:?} does not start on an own piece", show(&pos), mv);
+            prop_assert_eq!(count(mv.captured()), mv.n_captured(), "{}: {:?}", show(&pos), mv);
+            prop_assert_eq!(mv.captured().0 & !theirs.0, 0, "{}: {:?} captures a non-opponent square", show(&pos), mv);
+            prop_assert_eq!(mv.is_king_move(), pos.kings().contains(mv.from()), "{}: {:?}", show(&pos), mv);
             if mandatory && any_capture {
-                prop_assert!(mv.is_capture(), "{:?}: quiet {:?} though a capture is mandatory", pos, mv);
+                prop_assert!(mv.is_capture(), "{}: quiet {:?} though a capture is mandatory", show(&pos), mv);
             }
             let next = pos.play(mv).expect("a legal move plays");
             prop_assert_eq!(next, pos.play_unchecked(mv));
             prop_assert_eq!(next.side_to_move(), opp);
-            prop_assert_eq!(count(next.pieces(me)), count(mine), "{:?}: {:?}", pos, mv);
-            prop_assert_eq!(count(next.pieces(opp)) + mv.n_captured(), count(theirs), "{:?}: {:?}", pos, mv);
-            prop_assert!(next.pieces(me).contains(mv.to()), "{:?}: {:?}", pos, mv);
+            prop_assert_eq!(count(next.pieces(me)), count(mine), "{}: {:?}", show(&pos), mv);
+            prop_assert_eq!(count(next.pieces(opp)) + mv.n_captured(), count(theirs), "{}: {:?}", show(&pos), mv);
+            prop_assert!(next.pieces(me).contains(mv.to()), "{}: {:?}", show(&pos), mv);
             prop_assert_eq!(
                 next.kings().contains(mv.to()),
                 mv.is_king_move() || mv.promotes(),
-                "{:?}: {:?} crowning", pos, mv
+                "{}: {:?} crowning", show(&pos), mv
             );
             let fen = next.to_fen();
             let back = Position::from_fen(pos.rule_set(), &fen);
-            prop_assert_eq!(back.as_ref().ok(), Some(&next), "{:?}: {:?} gives {} -> {:?}", pos, mv, fen, back);
+            prop_assert_eq!(back.as_ref().ok(), Some(&next), "{}: {:?} gives {} -> {:?}", show(&pos), mv, fen, back);
         }
         // Capture orders: every all-orders entry is a legal move, and every legal move appears.
         let mut all = Vec::new();
         pos.legal_moves_into(&mut all, Count::AllOrders);
         let all_set: HashSet<Move> = all.iter().copied().collect();
-        prop_assert_eq!(&all_set, &set, "{:?}: all-orders moves differ from legal moves", pos);
-        let path_set: HashSet<Move> = pos.move_paths().iter().map(|p| p.mv).collect();
-        prop_assert_eq!(&path_set, &set, "{:?}: move_paths differ from legal moves", pos);
+        prop_assert_eq!(&all_set, &set, "{}: all-orders moves differ from legal moves", show(&pos));
+        let paths = pos.move_paths();
+        let path_set: HashSet<Move> = paths.iter().map(|p| p.mv).collect();
+        prop_assert_eq!(&path_set, &set, "{}: move_paths differ from legal moves", show(&pos));
+        for p in &paths {
+            prop_assert_eq!(p.path.len(), p.mv.n_captured().max(1) as usize + 1, "{}: {:?}", show(&pos), p);
+            prop_assert_eq!(p.path.first(), Some(&p.mv.from()), "{}: {:?}", show(&pos), p);
+            prop_assert_eq!(p.path.last(), Some(&p.mv.to()), "{}: {:?}", show(&pos), p);
+            prop_assert_eq!(p.captured.len(), p.mv.n_captured() as usize, "{}: {:?}", show(&pos), p);
+            prop_assert!(p.captured.iter().all(|sq| p.mv.captured().contains(*sq)), "{}: {:?}", show(&pos), p);
+        }
+    }
+
+    /// The capture-choice rule of the variant holds among the legal captures, a man ending on its
+    /// promotion row is crowned, and `no-mandatory-capture` only adds the quiet moves.
+    #[test]
+    fn capture_choice_and_options(pos in arb_position()) {
+        let moves = pos.legal_moves();
+        let captures: Vec<&Move> = moves.iter().filter(|m| m.is_capture()).collect();
+        let n_kings = |m: &Move| m.captured().filter(|sq| pos.kings().contains(*sq)).count();
+        let board = pos.board();
+        let promo_row = match pos.side_to_move() {
+            Color::White => board.top_row,
+            Color::Black => board.bottom_row,
+        };
+        for mv in &moves {
+            let ends_on_row = promo_row & (1u64 << mv.to().bit()) != 0;
+            if !mv.is_king_move() && ends_on_row {
+                prop_assert!(mv.promotes(), "{}: {:?} ends on the last row uncrowned", show(&pos), mv);
+            }
+            if mv.promotes() && !ends_on_row {
+                prop_assert_eq!(pos.rule_set().promotion(), Promotion::Continue, "{}: {:?}", show(&pos), mv);
+            }
+            prop_assert!(!(mv.is_king_move() && mv.promotes()), "{}: {:?}", show(&pos), mv);
+        }
+        if let Some(first) = captures.first() {
+            match pos.rule_set().rules().precedence {
+                Precedence::MostPieces | Precedence::Italian => {
+                    prop_assert!(captures.iter().all(|m| m.n_captured() == first.n_captured()), "{}", show(&pos));
+                }
+                Precedence::MostPiecesThenKings => {
+                    prop_assert!(
+                        captures.iter().all(|m| m.n_captured() == first.n_captured() && n_kings(m) == n_kings(first)),
+                        "{}", show(&pos)
+                    );
+                }
+                Precedence::KingFirst => {
+                    prop_assert!(captures.iter().all(|m| m.is_king_move() == first.is_king_move()), "{}", show(&pos));
+                }
+                Precedence::Free => {}
+            }
+            if pos.rule_set().rules().precedence == Precedence::Italian {
+                prop_assert!(captures.iter().all(|m| m.is_king_move() == first.is_king_move()), "{}", show(&pos));
+                prop_assert!(captures.iter().all(|m| n_kings(m) == n_kings(first)), "{}", show(&pos));
+            }
+        }
+        if !pos.rule_set().rules().men_capture_kings {
+            for m in &captures {
+                if !m.is_king_move() {
+                    prop_assert_eq!(n_kings(m), 0, "{}: a man takes a king with {:?}", show(&pos), m);
+                }
+            }
+        }
+        if !pos.rule_set().mandatory_capture() {
+            let opts = RuleOptions { no_mandatory_capture: false, ..pos.rule_set().options() };
+            let strict_rules = RuleSet::with_options(pos.variant(), opts).unwrap();
+            let strict = Position::from_fen(strict_rules, &pos.to_fen()).unwrap();
+            let strict_moves: HashSet<Move> = strict.legal_moves().into_iter().collect();
+            let own: HashSet<Move> = moves.iter().copied().collect();
+            let own_captures: HashSet<Move> = captures.iter().map(|m| **m).collect();
+            if strict.has_capture() {
+                prop_assert_eq!(&own_captures, &strict_moves, "{}: captures", show(&pos));
+            } else {
+                prop_assert_eq!(&own, &strict_moves, "{}", show(&pos));
+            }
+        }
     }
 
     /// `hash` agrees with equality and depends on the side to move.
@@ -352,11 +466,11 @@ proptest! {
         let copy = Position::from_fen(pos.rule_set(), &pos.to_fen()).unwrap();
         prop_assert_eq!(copy.hash(), pos.hash());
         let flipped = pos.with_side_to_move(pos.side_to_move().opposite());
-        prop_assert_ne!(flipped.hash(), pos.hash(), "{:?}", pos);
+        prop_assert_ne!(flipped.hash(), pos.hash(), "{}", show(&pos));
         prop_assert_eq!(flipped.with_side_to_move(pos.side_to_move()).hash(), pos.hash());
         prop_assert_eq!(pos.with_side_to_move(pos.side_to_move()), pos);
         if other.rule_set() == pos.rule_set() && other != pos {
-            prop_assert_ne!(other.hash(), pos.hash(), "{:?} {:?}", pos, other);
+            prop_assert_ne!(other.hash(), pos.hash(), "{} {}", show(&pos), show(&other));
         }
         // Transpositions: each child reached through two different move orders hashes the same.
         for mv in pos.legal_moves().iter().take(4) {
@@ -365,6 +479,45 @@ proptest! {
             prop_assert_eq!(again.hash(), child.hash());
         }
     }
+}
+
+/// Engine bug found by `move_text_round_trip`: with `no-mandatory-capture`, the quiet king move
+/// `e5-e7` (written so by `move_to_text`) is refused as ambiguous with the capture `e5xc5xc7xe7`.
+#[test]
+fn quiet_king_move_text_with_same_capture_squares() {
+    let opts = RuleOptions {
+        no_mandatory_capture: true,
+        ..RuleOptions::default()
+    };
+    let rules = RuleSet::with_options(Variant::Turkish, opts).unwrap();
+    let pos = Position::from_fen(rules, "W:WKe5:BKd5,Kc6,Kd7").unwrap();
+    let quiet = *pos
+        .legal_moves()
+        .iter()
+        .find(|m| !m.is_capture() && pos.square_name(m.to()) == "e7")
+        .expect("e5-e7 is legal");
+    assert_eq!(pos.move_to_text(&quiet), "e5-e7");
+    assert_eq!(pos.parse_move("e5-e7"), Ok(quiet));
+}
+
+/// Engine bug found by `move_text_round_trip`: in Russian (free capture choice) the king on c3 may take
+/// b2 and stop on a1, or take five pieces and also end on a1. `move_to_text` writes the one-piece capture
+/// as its full path `c3:a1`, which `parse_move` reports as ambiguous: the move can't be entered at all.
+#[test]
+fn single_capture_text_with_same_squares_as_a_chain() {
+    let pos = Position::from_fen(Variant::Russian, "W:WK22:B6,7,14,15,25").unwrap();
+    let moves = pos.legal_moves();
+    let single = *moves
+        .iter()
+        .find(|m| m.n_captured() == 1 && pos.square_name(m.to()) == "a1")
+        .expect("c3:a1 taking b2 is legal");
+    assert!(
+        moves
+            .iter()
+            .any(|m| m.n_captured() == 5 && pos.square_name(m.to()) == "a1")
+    );
+    let text = pos.move_to_text(&single);
+    assert_eq!(pos.parse_move(&text), Ok(single), "text '{text}'");
 }
 
 /// One action on a game.
@@ -423,11 +576,13 @@ proptest! {
             let over = game.status() != GameStatus::Ongoing;
             let legal = before.legal_moves();
             if !over {
-                prop_assert!(!legal.is_empty(), "ongoing game without a legal move: {:?}", before);
+                prop_assert!(!legal.is_empty(), "ongoing game without a legal move: {}", show(&before));
             }
             let played: Result<GameStatus, GameError> = match &action {
                 Action::Legal(i) if !legal.is_empty() => game.play(&legal[i % legal.len()]),
-                Action::LegalText(i) if !legal.is_empty() => {
+                Action::LegalText(i)
+                    if !legal.is_empty() && !two_square_text_clash(&legal, &legal[i % legal.len()]) =>
+                {
                     let text = before.move_to_text(&legal[i % legal.len()]);
                     game.play_text(&text)
                 }
@@ -470,7 +625,7 @@ proptest! {
                     if !over {
                         prop_assert!(
                             !matches!(action, Action::Legal(_) | Action::LegalText(_)),
-                            "{:?} refused in {:?}: {:?}", action, before, played
+                            "{:?} refused in {}: {:?}", action, show(&before), played
                         );
                     }
                 }
