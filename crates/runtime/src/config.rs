@@ -123,3 +123,55 @@ impl TelemetryConfig {
         })
     }
 }
+
+/// Where a service keeps its state: the live store (Redis, or memory in the embedded mode) and the
+/// durable database (PostgreSQL, or SQLite in the embedded mode).
+#[derive(Clone, Debug, clap::Args)]
+pub struct BackendConfig {
+    /// Live state, queues and events: `memory://` (embedded, this process only) or `redis://host:port`.
+    #[arg(long, env = "DRAUGHTS_REDIS_URL", default_value = "memory://")]
+    pub redis_url: String,
+    /// Prefix of every Redis key, so several deployments can share one server.
+    #[arg(long, env = "DRAUGHTS_KEY_PREFIX", default_value = "draughts:")]
+    pub key_prefix: String,
+    /// Durable records: `sqlite://FILE?mode=rwc`, `sqlite::memory:` or `postgres://user@host/db`.
+    #[arg(
+        long,
+        env = "DRAUGHTS_DATABASE_URL",
+        default_value = "sqlite://draughts.sqlite3?mode=rwc"
+    )]
+    pub database_url: String,
+}
+
+impl BackendConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.redis_url.starts_with("memory://")
+            || self.redis_url.starts_with("redis://")
+            || self.redis_url.starts_with("rediss://"))
+        {
+            return Err(ConfigError(format!(
+                "redis-url must be memory:// or redis://..., got '{}'",
+                self.redis_url
+            )));
+        }
+        if !(self.database_url.starts_with("sqlite:")
+            || self.database_url.starts_with("postgres://")
+            || self.database_url.starts_with("postgresql://"))
+        {
+            return Err(ConfigError(format!(
+                "database-url must be sqlite:... or postgres://..., got '{}'",
+                self.database_url
+            )));
+        }
+        Ok(())
+    }
+
+    /// In-process backends for tests.
+    pub fn embedded_for_tests() -> BackendConfig {
+        BackendConfig {
+            redis_url: "memory://".into(),
+            key_prefix: "test:".into(),
+            database_url: "sqlite::memory:".into(),
+        }
+    }
+}

@@ -13,5 +13,5 @@ pub mod propagation;
 pub mod serve;
 pub mod telemetry;
 
-pub use config::{ConfigError, ServerConfig, TelemetryConfig};
+pub use config::{BackendConfig, ConfigError, ServerConfig, TelemetryConfig};
 pub use serve::{ServeError, Services, serve, shutdown_signal};

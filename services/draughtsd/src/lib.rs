@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use draughts_runtime::{ConfigError, ServerConfig, Services, TelemetryConfig};
+use draughts_runtime::{BackendConfig, ConfigError, ServerConfig, Services, TelemetryConfig};
 use draughts_store::{Database, LiveStore};
 use tokio::net::TcpListener;
 
@@ -23,43 +23,18 @@ pub struct Config {
     pub server: ServerConfig,
     #[command(flatten)]
     pub telemetry: TelemetryConfig,
-    /// Live state, queues and events: `memory://` (embedded, this process only) or `redis://host:port`.
-    #[arg(long, env = "DRAUGHTS_REDIS_URL", default_value = "memory://")]
-    pub redis_url: String,
-    /// Prefix of every Redis key, so several deployments can share one server.
-    #[arg(long, env = "DRAUGHTS_KEY_PREFIX", default_value = "draughts:")]
-    pub key_prefix: String,
-    /// Durable records: `sqlite://FILE?mode=rwc`, `sqlite::memory:` or `postgres://user@host/db`.
-    #[arg(
-        long,
-        env = "DRAUGHTS_DATABASE_URL",
-        default_value = "sqlite://draughts.sqlite3?mode=rwc"
-    )]
-    pub database_url: String,
+    #[command(flatten)]
+    pub backends: BackendConfig,
+    #[command(flatten)]
+    pub auth: draughts_validation::auth::AuthConfig,
 }
 
 impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.server.validate()?;
         self.telemetry.validate()?;
-        if !(self.redis_url.starts_with("memory://")
-            || self.redis_url.starts_with("redis://")
-            || self.redis_url.starts_with("rediss://"))
-        {
-            return Err(ConfigError(format!(
-                "redis-url must be memory:// or redis://..., got '{}'",
-                self.redis_url
-            )));
-        }
-        if !(self.database_url.starts_with("sqlite:")
-            || self.database_url.starts_with("postgres://")
-            || self.database_url.starts_with("postgresql://"))
-        {
-            return Err(ConfigError(format!(
-                "database-url must be sqlite:... or postgres://..., got '{}'",
-                self.database_url
-            )));
-        }
+        self.backends.validate()?;
+        self.auth.validate()?;
         Ok(())
     }
 }
@@ -73,6 +48,8 @@ pub enum StartError {
     Store(#[from] draughts_store::StoreError),
     #[error(transparent)]
     Serve(#[from] draughts_runtime::ServeError),
+    #[error(transparent)]
+    Validation(#[from] draughts_validation::StartError),
 }
 
 /// The connected backends, shared by every service of the process.
@@ -92,16 +69,42 @@ impl std::fmt::Debug for Backends {
 
 /// Connects the live store and the database named in the configuration.
 pub async fn connect(config: &Config) -> Result<Backends, StartError> {
-    let live = draughts_store::open_live_store(&config.redis_url, &config.key_prefix).await?;
-    let db = Database::connect(&config.database_url).await?;
+    let live =
+        draughts_store::open_live_store(&config.backends.redis_url, &config.backends.key_prefix)
+            .await?;
+    let db = Database::connect(&config.backends.database_url).await?;
     Ok(Backends { live, db })
 }
 
-/// The services this platform serves, registered on one host.
-pub fn services(config: &Config, _backends: &Backends) -> Services {
-    let mut services = Services::new();
-    draughts_validation::register(&mut services, &config.server);
-    services
+/// The stateful services of the platform, built on its backends.
+#[derive(Clone, Debug)]
+pub struct Platform {
+    pub validation: draughts_validation::Validation,
+}
+
+impl Platform {
+    pub async fn new(config: &Config, backends: &Backends) -> Result<Platform, StartError> {
+        let validation = draughts_validation::Validation::new(
+            backends.live.clone(),
+            backends.db.clone(),
+            &config.auth,
+            Arc::new(draughts_validation::games::SystemClock),
+        )
+        .await?;
+        Ok(Platform { validation })
+    }
+
+    /// Every service, registered on one host.
+    pub fn services(&self, config: &Config) -> Services {
+        let mut services = Services::new();
+        self.validation.register(&mut services, &config.server);
+        services
+    }
+
+    /// Background work of every service (clocks, archiving) until `shutdown` resolves.
+    pub async fn run_background(self, shutdown: impl std::future::Future<Output = ()>) {
+        self.validation.run_timers(shutdown).await
+    }
 }
 
 /// Connects the backends and serves every service on `listener` until `shutdown` resolves.
@@ -112,13 +115,21 @@ pub async fn run(
 ) -> Result<(), StartError> {
     config.validate()?;
     let backends = connect(&config).await?;
-    let services = services(&config, &backends);
+    let platform = Platform::new(&config, &backends).await?;
+    let services = platform.services(&config);
     tracing::info!(
         services = ?services.names(),
-        live = %config.redis_url,
+        live = %config.backends.redis_url,
         database = ?backends.db.backend(),
         "draughtsd starting"
     );
-    draughts_runtime::serve(&config.server, services, listener, shutdown).await?;
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let background = tokio::spawn(platform.run_background(async move {
+        let _ = stop_rx.changed().await;
+    }));
+    let served = draughts_runtime::serve(&config.server, services, listener, shutdown).await;
+    let _ = stop_tx.send(true);
+    let _ = background.await;
+    served?;
     Ok(())
 }

@@ -14,9 +14,12 @@ fn config(redis_url: &str, database_url: &str) -> Config {
             otlp_endpoint: None,
             metrics_listen: "off".into(),
         },
-        redis_url: redis_url.into(),
-        key_prefix: "test:".into(),
-        database_url: database_url.into(),
+        backends: draughts_runtime::BackendConfig {
+            redis_url: redis_url.into(),
+            key_prefix: "test:".into(),
+            database_url: database_url.into(),
+        },
+        auth: draughts_validation::auth::AuthConfig::for_tests(),
     }
 }
 

@@ -1,13 +1,19 @@
-//! The move-validation service. Today it serves `draughts.v1.Rules`, stateless validation for any
-//! client; the live games it referees (`Games`, `Auth`) come next.
+//! The move-validation service: `draughts.v1.Rules` (stateless validation for any client) and the live
+//! games it referees (`draughts.v1.Games`, with `draughts.v1.Auth` for tokens and API keys).
 //!
-//! `main.rs` parses [`Config`] and calls [`run`]; the one-process platform calls [`register`] instead, to
-//! put these services on its shared port.
+//! `main.rs` parses [`Config`] and calls [`run`]; the one-process platform builds a [`Validation`] on
+//! its shared backends and calls [`Validation::register`] to put these services on its port.
 
+pub mod auth;
+pub mod games;
 pub mod grpc;
 
+use std::sync::Arc;
+
+use draughts_proto::pb::games_server::GamesServer;
 use draughts_proto::pb::rules_server::RulesServer;
-use draughts_runtime::{ServerConfig, Services, TelemetryConfig};
+use draughts_runtime::{BackendConfig, ConfigError, ServerConfig, Services, TelemetryConfig};
+use draughts_store::{Database, LiveStore};
 use tokio::net::TcpListener;
 
 /// Configuration of the validation service binary.
@@ -15,27 +21,101 @@ use tokio::net::TcpListener;
 #[command(
     name = "draughts-validation",
     version,
-    about = "draughts.v1.Rules: stateless move validation"
+    about = "Move validation (draughts.v1.Rules) and live games (draughts.v1.Games, draughts.v1.Auth)"
 )]
 pub struct Config {
     #[command(flatten)]
     pub server: ServerConfig,
     #[command(flatten)]
     pub telemetry: TelemetryConfig,
+    #[command(flatten)]
+    pub backends: BackendConfig,
+    #[command(flatten)]
+    pub auth: auth::AuthConfig,
 }
 
 impl Config {
-    pub fn validate(&self) -> Result<(), draughts_runtime::ConfigError> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.server.validate()?;
-        self.telemetry.validate()
+        self.telemetry.validate()?;
+        self.backends.validate()?;
+        self.auth.validate()
+    }
+
+    /// Port 0 on loopback, embedded backends, test secrets.
+    pub fn for_tests() -> Config {
+        Config {
+            server: ServerConfig::for_tests(),
+            telemetry: TelemetryConfig {
+                log: "warn".into(),
+                log_format: "text".into(),
+                otlp_endpoint: None,
+                metrics_listen: "off".into(),
+            },
+            backends: BackendConfig::embedded_for_tests(),
+            auth: auth::AuthConfig::for_tests(),
+        }
     }
 }
 
-/// Adds this service's gRPC servers to a host.
-pub fn register(services: &mut Services, server: &ServerConfig) {
-    services.add(
-        RulesServer::new(grpc::RulesService).max_decoding_message_size(server.max_message_bytes),
-    );
+/// Starting the service failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("backend: {0}")]
+    Store(#[from] draughts_store::StoreError),
+    #[error("games: {0}")]
+    Games(#[from] games::GamesError),
+    #[error(transparent)]
+    Serve(#[from] draughts_runtime::ServeError),
+}
+
+/// Adds the stateless `Rules` service to a host.
+pub fn register_rules(services: &mut Services, server: &ServerConfig) {
+    services.add(RulesServer::new(grpc::RulesService).max_decoding_message_size(server.max_message_bytes));
+}
+
+/// The stateful part: live games and authentication over shared backends.
+#[derive(Clone, Debug)]
+pub struct Validation {
+    pub games: games::GamesCore,
+    pub auth: auth::Authenticator,
+}
+
+impl Validation {
+    /// Builds the domain on connected backends (applies the durable schema).
+    pub async fn new(
+        live: Arc<dyn LiveStore>,
+        db: Database,
+        auth_config: &auth::AuthConfig,
+        clock: Arc<dyn games::Clock>,
+    ) -> Result<Validation, StartError> {
+        let auth = auth::Authenticator::new(auth_config.clone(), live.clone())?;
+        let games = games::GamesCore::new(live, db, clock).await?;
+        Ok(Validation { games, auth })
+    }
+
+    /// Adds Rules, Games and Auth to a host (Games and Auth behind the authentication layer).
+    pub fn register(&self, services: &mut Services, server: &ServerConfig) {
+        register_rules(services, server);
+        let games = GamesServer::new(games::grpc::GamesService::new(self.games.clone()))
+            .max_decoding_message_size(server.max_message_bytes);
+        services.add(tower::Layer::layer(&auth::AuthLayer::new(self.auth.clone()), games));
+        auth::register_auth(services, &self.auth, server.max_message_bytes);
+    }
+
+    /// Runs the clock and archive timers until `shutdown` resolves.
+    pub async fn run_timers(self, shutdown: impl std::future::Future<Output = ()>) {
+        self.games.run_timers(shutdown).await
+    }
+}
+
+/// Connects the backends named in the configuration.
+pub async fn connect(backends: &BackendConfig) -> Result<(Arc<dyn LiveStore>, Database), StartError> {
+    let live = draughts_store::open_live_store(&backends.redis_url, &backends.key_prefix).await?;
+    let db = Database::connect(&backends.database_url).await?;
+    Ok((live, db))
 }
 
 /// Serves until `shutdown` resolves.
@@ -43,8 +123,22 @@ pub async fn run(
     config: Config,
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), draughts_runtime::ServeError> {
+) -> Result<(), StartError> {
+    config.validate()?;
+    let (live, db) = connect(&config.backends).await?;
+    let v = Validation::new(live, db, &config.auth, Arc::new(games::SystemClock)).await?;
     let mut services = Services::new();
-    register(&mut services, &config.server);
-    draughts_runtime::serve(&config.server, services, listener, shutdown).await
+    v.register(&mut services, &config.server);
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let timers = tokio::spawn(v.run_timers(async move {
+        let _ = stop_rx.changed().await;
+    }));
+    let result = draughts_runtime::serve(&config.server, services, listener, async move {
+        shutdown.await;
+    })
+    .await;
+    let _ = stop_tx.send(true);
+    let _ = timers.await;
+    result?;
+    Ok(())
 }

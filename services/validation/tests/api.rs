@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 
 use draughts_proto::pb;
 use draughts_proto::pb::rules_client::RulesClient;
-use draughts_runtime::{ServerConfig, TelemetryConfig};
 use draughts_validation::Config;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::Code;
@@ -20,15 +19,7 @@ struct Server {
 
 impl Server {
     async fn start() -> Server {
-        let config = Config {
-            server: ServerConfig::for_tests(),
-            telemetry: TelemetryConfig {
-                log: "warn".into(),
-                log_format: "text".into(),
-                otlp_endpoint: None,
-                metrics_listen: "off".into(),
-            },
-        };
+        let config = Config::for_tests();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();

@@ -1,0 +1,658 @@
+//! Credentials: guest tokens, identity-provider tokens, API keys, and the per-caller rate limits.
+//! Plain async code over a [`LiveStore`]; no tonic types.
+//!
+//! # Stored data
+//!
+//! Every name below is built in this file only ([`api_key_record_name`], [`rate_counter_name`]).
+//!
+//! | live store name | kind | contents |
+//! |---|---|---|
+//! | `auth:apikey:{key_id}` | versioned key, no TTL | [`ApiKeyRecord`] as JSON |
+//! | `auth:rate:{bucket}:{window}` | rate counter (`hit`), 60 s | calls of `bucket` in minute `window` (Unix ms / 60000) |
+//!
+//! `key_id` is the first 16 hex digits of the key's SHA-256; the record holds the whole hash, never the
+//! key. Buckets: `guest:…` / `player:…` (the player id), `apikey:{key_id}` (per key, not per owner), and
+//! `addr:{ip}` for anonymous calls.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use draughts_runtime::ConfigError;
+use draughts_store::{ErrorCode, LiveStore, now_unix_ms};
+use jsonwebtoken::errors::ErrorKind as JwtErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::config::{AuthConfig, GUEST_ISSUER};
+use super::layer::AuthLayer;
+use super::{AuthError, Principal, PrincipalKind, Scope, Scopes};
+
+/// The rate-limit window.
+pub const RATE_WINDOW: Duration = Duration::from_secs(60);
+
+/// Clock skew allowed on `exp` and `nbf`, in seconds.
+const LEEWAY_SECS: u64 = 30;
+
+/// Every API key starts with this.
+pub const API_KEY_PREFIX: &str = "dk_";
+
+/// Random bytes in an API key (shown as twice as many hex digits).
+const API_KEY_RANDOM_BYTES: usize = 32;
+
+/// Longest display name, in characters.
+const MAX_DISPLAY_NAME_CHARS: usize = 32;
+
+/// Longest API key owner, in bytes.
+const MAX_OWNER_BYTES: usize = 64;
+
+/// Longest identity-provider subject accepted, in bytes.
+const MAX_SUBJECT_BYTES: usize = 128;
+
+/// The owner (and display name) of the bootstrap admin key.
+const BOOTSTRAP_OWNER: &str = "admin";
+
+/// The stored form of an API key, under [`api_key_record_name`]. JSON; readers ignore unknown fields
+/// and unknown scope names.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ApiKeyRecord {
+    /// Schema version: 1.
+    pub v: u32,
+    /// SHA-256 of the whole key, lowercase hex.
+    pub key_hash: String,
+    /// The owner given at creation (the principal is `key:{owner}`).
+    pub owner: String,
+    /// Scope names (`play`, `analysis`, `admin`).
+    pub scopes: Vec<String>,
+    /// Calls per minute; 0 = the configured default for API keys.
+    #[serde(default)]
+    pub rate_limit_per_minute: u32,
+    /// Creation time, Unix epoch milliseconds.
+    #[serde(default)]
+    pub created_at_ms: u64,
+}
+
+/// The live-store name of the record of the API key with id `key_id`.
+fn api_key_record_name(key_id: &str) -> String {
+    format!("auth:apikey:{key_id}")
+}
+
+/// The live-store name of the rate counter of `bucket` in minute `window`.
+fn rate_counter_name(bucket: &str, window: u64) -> String {
+    format!("auth:rate:{bucket}:{window}")
+}
+
+/// The public id of an API key: the first 16 hex digits of its SHA-256 (not secret).
+pub fn api_key_id(key: &str) -> String {
+    let mut id = hex::encode(Sha256::digest(key.as_bytes()));
+    id.truncate(16);
+    id
+}
+
+/// The claims of this platform's guest tokens.
+#[derive(Debug, Serialize, Deserialize)]
+struct GuestClaims {
+    iss: String,
+    aud: String,
+    /// `guest:<32 hex>`.
+    sub: String,
+    /// The display name.
+    name: String,
+    /// Issued at, Unix seconds.
+    iat: u64,
+    /// Expires at, Unix seconds.
+    exp: u64,
+}
+
+/// The claims read from an identity provider's token (others are ignored; `exp`, `nbf`, `iss`, `aud`
+/// are checked by the validation).
+#[derive(Debug, Deserialize)]
+struct PlayerClaims {
+    sub: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    preferred_username: Option<String>,
+}
+
+/// Only the issuer, read before verification to pick the key.
+#[derive(Debug, Deserialize)]
+struct IssuerPeek {
+    #[serde(default)]
+    iss: Option<String>,
+}
+
+/// A new guest identity and its token.
+#[derive(Clone, Debug)]
+pub struct IssuedGuest {
+    /// The guest token (send as `authorization: Bearer <token>`).
+    pub token: String,
+    pub principal: Principal,
+    /// When the token stops being accepted, Unix epoch milliseconds.
+    pub expires_at_ms: u64,
+}
+
+/// An authenticated caller with what the rate limiter needs.
+#[derive(Clone, Debug)]
+pub(crate) struct Caller {
+    pub(crate) principal: Principal,
+    pub(crate) rate_bucket: String,
+    pub(crate) rate_limit_per_minute: u32,
+}
+
+/// Checks credentials, issues guest tokens, manages API keys and counts calls. Cheap to clone (one
+/// `Arc`); every replica given the same configuration and live store behaves the same.
+#[derive(Clone)]
+pub struct Authenticator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: AuthConfig,
+    store: Arc<dyn LiveStore>,
+    guest_signing: EncodingKey,
+    guest_key: DecodingKey,
+    guest_validation: Validation,
+    /// The identity provider's key and validation, if configured.
+    player_key: Option<(DecodingKey, Validation)>,
+    /// SHA-256 of the bootstrap admin key, if configured.
+    admin_key_hash: Option<[u8; 32]>,
+}
+
+impl fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("config", &self.inner.config)
+            .field("store", &self.inner.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authenticator {
+    /// Validates `config` and builds the keys.
+    pub fn new(
+        config: AuthConfig,
+        store: Arc<dyn LiveStore>,
+    ) -> Result<Authenticator, ConfigError> {
+        config.validate()?;
+        let secret = config.token_secret.as_bytes();
+        let unusable = |_| ConfigError("token-secret is not a usable HS256 secret".into());
+        let guest_signing = EncodingKey::from_secret(secret).map_err(unusable)?;
+        let guest_key = DecodingKey::from_secret(secret).map_err(unusable)?;
+        let mut guest_validation = Validation::new(Algorithm::HS256);
+        guest_validation.leeway = LEEWAY_SECS;
+        guest_validation.set_issuer(&[GUEST_ISSUER]);
+        guest_validation.set_audience(&[GUEST_ISSUER]);
+        guest_validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+
+        let player_key = config.idp_key()?.map(|(key, algorithm)| {
+            let mut validation = Validation::new(algorithm);
+            validation.leeway = LEEWAY_SECS;
+            validation.validate_nbf = true;
+            let mut required = vec!["exp", "sub"];
+            if let Some(issuer) = &config.jwt_issuer {
+                validation.set_issuer(&[issuer]);
+                required.push("iss");
+            }
+            match &config.jwt_audience {
+                Some(audience) => {
+                    validation.set_audience(&[audience]);
+                    required.push("aud");
+                }
+                None => validation.validate_aud = false,
+            }
+            validation.set_required_spec_claims(&required);
+            (key, validation)
+        });
+        let admin_key_hash = config
+            .admin_api_key
+            .as_deref()
+            .map(|key| Sha256::digest(key.as_bytes()).into());
+        Ok(Authenticator {
+            inner: Arc::new(Inner {
+                config,
+                store,
+                guest_signing,
+                guest_key,
+                guest_validation,
+                player_key,
+                admin_key_hash,
+            }),
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &AuthConfig {
+        &self.inner.config
+    }
+
+    /// The tower layer that checks every request of a server with this authenticator.
+    pub fn layer(&self) -> AuthLayer {
+        AuthLayer::new(self.clone())
+    }
+
+    /// Checks the `authorization` metadata: `Ok(None)` without it (an anonymous call), the caller for
+    /// valid credentials, an error otherwise. Does not count the call (the layer does).
+    pub async fn authenticate(
+        &self,
+        headers: &http::HeaderMap,
+    ) -> Result<Option<Principal>, AuthError> {
+        Ok(self.caller(headers).await?.map(|caller| caller.principal))
+    }
+
+    pub(crate) async fn caller(
+        &self,
+        headers: &http::HeaderMap,
+    ) -> Result<Option<Caller>, AuthError> {
+        let Some(token) = bearer_token(headers)? else {
+            return Ok(None);
+        };
+        let caller = if token.starts_with(API_KEY_PREFIX) {
+            self.api_key_caller(token).await?
+        } else if token.bytes().filter(|b| *b == b'.').count() == 2 {
+            self.token_caller(token)?
+        } else {
+            return Err(AuthError::InvalidToken("neither a JWT nor an API key"));
+        };
+        Ok(Some(caller))
+    }
+
+    /// Counts one call of `bucket` in the current minute; RESOURCE_EXHAUSTED past `limit`.
+    ///
+    /// If the live store cannot count, the call goes through (logged): the limit protects the
+    /// service, and refusing every call while the store is down would turn a store outage into a
+    /// full outage for calls that do not need it.
+    pub(crate) async fn count_call(&self, bucket: &str, limit: u32) -> Result<(), AuthError> {
+        let window_ms = RATE_WINDOW.as_millis() as u64;
+        let now_ms = now_unix_ms();
+        let window = now_ms / window_ms;
+        let count = match self
+            .inner
+            .store
+            .hit(&rate_counter_name(bucket, window), RATE_WINDOW)
+            .await
+        {
+            Ok(count) => count,
+            Err(e) => {
+                tracing::warn!(
+                    error = &e as &(dyn std::error::Error + 'static),
+                    "rate counter unavailable; call let through"
+                );
+                return Ok(());
+            }
+        };
+        if count > u64::from(limit) {
+            let window_end_ms = (window + 1) * window_ms;
+            let retry_after_secs = (window_end_ms - now_ms).div_ceil(1000).max(1);
+            return Err(AuthError::RateLimited { retry_after_secs });
+        }
+        Ok(())
+    }
+
+    /// The rate limit of anonymous calls.
+    pub(crate) fn anonymous_limit(&self) -> u32 {
+        self.inner.config.rate_limit_anonymous_per_minute
+    }
+
+    /// Whether anonymous callers' addresses come from `x-forwarded-for`.
+    pub(crate) fn trust_forwarded_for(&self) -> bool {
+        self.inner.config.trust_forwarded_for
+    }
+
+    /// Issues a guest identity: a fresh `guest:<random>` id with scope PLAY and a token for it.
+    /// `display_name` is trimmed; empty gives "Guest xxxx".
+    pub fn issue_guest(&self, display_name: &str) -> Result<IssuedGuest, AuthError> {
+        let id = random_hex(16);
+        let display_name = match display_name.trim() {
+            "" => format!("Guest {}", &id[..4]),
+            name => checked_display_name(name)?.to_owned(),
+        };
+        let now_secs = now_unix_ms() / 1000;
+        let exp = now_secs + self.inner.config.guest_token_ttl_secs;
+        let claims = GuestClaims {
+            iss: GUEST_ISSUER.to_owned(),
+            aud: GUEST_ISSUER.to_owned(),
+            sub: format!("guest:{id}"),
+            name: display_name.clone(),
+            iat: now_secs,
+            exp,
+        };
+        let token = jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &self.inner.guest_signing,
+        )
+        .map_err(AuthError::Signing)?;
+        Ok(IssuedGuest {
+            token,
+            principal: guest_principal(claims.sub, display_name),
+            expires_at_ms: exp * 1000,
+        })
+    }
+
+    /// Creates an API key for `owner` with `scopes` (and its own calls-per-minute limit, `None` or 0 =
+    /// the configured default) and returns it: `dk_` + 64 hex digits. Only its hash is stored; its id
+    /// is [`api_key_id`].
+    pub async fn create_api_key(
+        &self,
+        owner: &str,
+        scopes: Scopes,
+        rate_limit_per_minute: Option<u32>,
+    ) -> Result<String, AuthError> {
+        check_owner(owner)?;
+        if scopes.is_empty() {
+            return Err(AuthError::InvalidArgument(
+                "an API key needs at least one scope".into(),
+            ));
+        }
+        let mut attempts = 0;
+        loop {
+            let key = format!("{API_KEY_PREFIX}{}", random_hex(API_KEY_RANDOM_BYTES));
+            let record = ApiKeyRecord {
+                v: 1,
+                key_hash: hex::encode(Sha256::digest(key.as_bytes())),
+                owner: owner.to_owned(),
+                scopes: scopes.iter().map(|s| s.name().to_owned()).collect(),
+                rate_limit_per_minute: rate_limit_per_minute.unwrap_or(0),
+                created_at_ms: now_unix_ms(),
+            };
+            let value = serde_json::to_vec(&record).map_err(AuthError::CorruptRecord)?;
+            let name = api_key_record_name(&api_key_id(&key));
+            match self
+                .inner
+                .store
+                .put(&name, Bytes::from(value), None, None)
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(key_id = %api_key_id(&key), owner, %scopes, "API key created");
+                    return Ok(key);
+                }
+                // A 64-bit id collision: astronomically rare, but a new key costs nothing.
+                Err(e) if e.code() == ErrorCode::Conflict && attempts < 3 => attempts += 1,
+                Err(e) => return Err(AuthError::Store(e)),
+            }
+        }
+    }
+
+    /// Revokes the API key named by its id or by the key itself; returns whether one was revoked now.
+    pub async fn revoke_api_key(&self, key_or_id: &str) -> Result<bool, AuthError> {
+        let key_or_id = key_or_id.trim();
+        let key_id = if key_or_id.starts_with(API_KEY_PREFIX) {
+            if self.is_bootstrap_key(key_or_id) {
+                return Err(AuthError::InvalidArgument(
+                    "the bootstrap admin key is configuration: remove admin-api-key to revoke it"
+                        .into(),
+                ));
+            }
+            api_key_id(key_or_id)
+        } else if key_or_id.len() == 16 && is_lower_hex(key_or_id) {
+            key_or_id.to_owned()
+        } else {
+            return Err(AuthError::InvalidArgument(
+                "key_id must be an API key id (16 hex digits) or an API key".into(),
+            ));
+        };
+        let revoked = self
+            .inner
+            .store
+            .delete(&api_key_record_name(&key_id))
+            .await
+            .map_err(AuthError::Store)?;
+        if revoked {
+            tracing::info!(key_id, "API key revoked");
+        }
+        Ok(revoked)
+    }
+
+    fn is_bootstrap_key(&self, key: &str) -> bool {
+        self.inner.admin_key_hash.is_some_and(|expected| {
+            let hash: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+            constant_time_eq(&hash, &expected)
+        })
+    }
+
+    async fn api_key_caller(&self, key: &str) -> Result<Caller, AuthError> {
+        if self.is_bootstrap_key(key) {
+            return Ok(Caller {
+                principal: Principal {
+                    player_id: format!("key:{BOOTSTRAP_OWNER}"),
+                    display_name: BOOTSTRAP_OWNER.to_owned(),
+                    kind: PrincipalKind::ApiKey,
+                    scopes: Scopes::ALL,
+                },
+                rate_bucket: format!("apikey:{BOOTSTRAP_OWNER}"),
+                rate_limit_per_minute: self.inner.config.rate_limit_api_key_per_minute,
+            });
+        }
+        let body = &key[API_KEY_PREFIX.len()..];
+        if body.len() != 2 * API_KEY_RANDOM_BYTES || !is_lower_hex(body) {
+            return Err(AuthError::InvalidToken("malformed API key"));
+        }
+        let key_id = api_key_id(key);
+        let Some((value, _version)) = self
+            .inner
+            .store
+            .get(&api_key_record_name(&key_id))
+            .await
+            .map_err(AuthError::Store)?
+        else {
+            return Err(AuthError::UnknownApiKey);
+        };
+        let record: ApiKeyRecord =
+            serde_json::from_slice(&value).map_err(AuthError::CorruptRecord)?;
+        let hash = Sha256::digest(key.as_bytes());
+        let stored = hex::decode(&record.key_hash).unwrap_or_default();
+        if !constant_time_eq(&hash, &stored) {
+            // Same id, different key: a forged key built to collide with the id.
+            return Err(AuthError::UnknownApiKey);
+        }
+        let limit = match record.rate_limit_per_minute {
+            0 => self.inner.config.rate_limit_api_key_per_minute,
+            own => own,
+        };
+        Ok(Caller {
+            principal: Principal {
+                player_id: format!("key:{}", record.owner),
+                display_name: record.owner,
+                kind: PrincipalKind::ApiKey,
+                scopes: record
+                    .scopes
+                    .iter()
+                    .filter_map(|name| name.parse::<Scope>().ok())
+                    .collect(),
+            },
+            rate_bucket: format!("apikey:{key_id}"),
+            rate_limit_per_minute: limit,
+        })
+    }
+
+    fn token_caller(&self, token: &str) -> Result<Caller, AuthError> {
+        let peek: IssuerPeek = jsonwebtoken::dangerous::insecure_decode_claims(token)
+            .map_err(|_| AuthError::InvalidToken("malformed token"))?;
+        if peek.iss.as_deref() == Some(GUEST_ISSUER) {
+            let claims: GuestClaims =
+                jsonwebtoken::decode(token, &self.inner.guest_key, &self.inner.guest_validation)
+                    .map_err(jwt_error)?
+                    .claims;
+            let is_guest_id = claims
+                .sub
+                .strip_prefix("guest:")
+                .is_some_and(|id| id.len() == 32 && is_lower_hex(id));
+            if !is_guest_id {
+                return Err(AuthError::InvalidToken("malformed subject"));
+            }
+            return Ok(Caller {
+                rate_bucket: claims.sub.clone(),
+                principal: guest_principal(claims.sub, claims.name),
+                rate_limit_per_minute: self.inner.config.rate_limit_guest_per_minute,
+            });
+        }
+        let Some((key, validation)) = &self.inner.player_key else {
+            return Err(AuthError::InvalidToken(
+                "this server accepts no identity-provider tokens",
+            ));
+        };
+        let claims: PlayerClaims = jsonwebtoken::decode(token, key, validation)
+            .map_err(jwt_error)?
+            .claims;
+        let subject_ok = !claims.sub.is_empty()
+            && claims.sub.len() <= MAX_SUBJECT_BYTES
+            && !claims.sub.chars().any(char::is_control);
+        if !subject_ok {
+            return Err(AuthError::InvalidToken("malformed subject"));
+        }
+        let display_name = [claims.name, claims.preferred_username]
+            .into_iter()
+            .flatten()
+            .map(|name| name.trim().to_owned())
+            .find(|name| checked_display_name(name).is_ok())
+            .unwrap_or_else(|| claims.sub.clone());
+        let player_id = format!("player:{}", claims.sub);
+        Ok(Caller {
+            rate_bucket: player_id.clone(),
+            principal: Principal {
+                player_id,
+                display_name,
+                kind: PrincipalKind::Player,
+                scopes: Scopes::PLAY.with(Scope::Analysis),
+            },
+            rate_limit_per_minute: self.inner.config.rate_limit_player_per_minute,
+        })
+    }
+}
+
+fn guest_principal(player_id: String, display_name: String) -> Principal {
+    Principal {
+        player_id,
+        display_name,
+        kind: PrincipalKind::Guest,
+        scopes: Scopes::PLAY,
+    }
+}
+
+/// The credential of `authorization: Bearer <credential>`, `None` without the header.
+fn bearer_token(headers: &http::HeaderMap) -> Result<Option<&str>, AuthError> {
+    let mut values = headers.get_all(http::header::AUTHORIZATION).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(AuthError::MalformedHeader);
+    }
+    let value = value.to_str().map_err(|_| AuthError::MalformedHeader)?;
+    let (scheme, credential) = value
+        .trim()
+        .split_once(' ')
+        .ok_or(AuthError::MalformedHeader)?;
+    let credential = credential.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || credential.is_empty() {
+        return Err(AuthError::MalformedHeader);
+    }
+    Ok(Some(credential))
+}
+
+fn jwt_error(error: jsonwebtoken::errors::Error) -> AuthError {
+    match error.kind() {
+        JwtErrorKind::ExpiredSignature => AuthError::Expired,
+        JwtErrorKind::InvalidSignature => AuthError::InvalidToken("bad signature"),
+        JwtErrorKind::InvalidAlgorithm => AuthError::InvalidToken("signing algorithm not accepted"),
+        JwtErrorKind::ImmatureSignature => AuthError::InvalidToken("token not valid yet"),
+        JwtErrorKind::InvalidIssuer => AuthError::InvalidToken("wrong issuer"),
+        JwtErrorKind::InvalidAudience => AuthError::InvalidToken("wrong audience"),
+        JwtErrorKind::MissingRequiredClaim(_) => {
+            AuthError::InvalidToken("missing a required claim")
+        }
+        _ => AuthError::InvalidToken("malformed token"),
+    }
+}
+
+fn checked_display_name(name: &str) -> Result<&str, AuthError> {
+    let n_chars = name.chars().count();
+    if n_chars == 0 || n_chars > MAX_DISPLAY_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(AuthError::InvalidArgument(format!(
+            "display_name must be 1 to {MAX_DISPLAY_NAME_CHARS} characters without control characters"
+        )));
+    }
+    Ok(name)
+}
+
+fn check_owner(owner: &str) -> Result<(), AuthError> {
+    let ok = !owner.is_empty()
+        && owner.len() <= MAX_OWNER_BYTES
+        && owner
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(AuthError::InvalidArgument(format!(
+            "owner must be 1 to {MAX_OWNER_BYTES} ASCII letters, digits, '.', '_' or '-'"
+        )))
+    }
+}
+
+fn random_hex(n_bytes: usize) -> String {
+    let mut bytes = vec![0u8; n_bytes];
+    rand::rng().fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+fn is_lower_hex(text: &str) -> bool {
+    text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Compares without an early exit, so timing does not tell how much of a hash matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(value: &str) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::AUTHORIZATION, value.parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn bearer_metadata() {
+        assert_eq!(bearer_token(&http::HeaderMap::new()).unwrap(), None);
+        assert_eq!(bearer_token(&headers("Bearer abc")).unwrap(), Some("abc"));
+        assert_eq!(bearer_token(&headers("bearer  abc ")).unwrap(), Some("abc"));
+        for bad in ["Basic abc", "Bearer", "Bearer ", "abc"] {
+            assert!(
+                matches!(bearer_token(&headers(bad)), Err(AuthError::MalformedHeader)),
+                "{bad}"
+            );
+        }
+        let mut twice = headers("Bearer a");
+        twice.append(http::header::AUTHORIZATION, "Bearer b".parse().unwrap());
+        assert!(bearer_token(&twice).is_err());
+    }
+
+    #[test]
+    fn names_and_ids() {
+        assert_eq!(api_key_id("dk_x").len(), 16);
+        assert_eq!(
+            rate_counter_name("addr:1.2.3.4", 7),
+            "auth:rate:addr:1.2.3.4:7"
+        );
+        assert_eq!(
+            api_key_record_name("0123456789abcdef"),
+            "auth:apikey:0123456789abcdef"
+        );
+        assert!(check_owner("acme-bot.v2").is_ok());
+        assert!(check_owner("").is_err() && check_owner("a b").is_err());
+        assert!(checked_display_name("Ann").is_ok());
+        assert!(checked_display_name("a\nb").is_err());
+        assert!(checked_display_name(&"x".repeat(33)).is_err());
+        assert!(constant_time_eq(b"ab", b"ab") && !constant_time_eq(b"ab", b"ac"));
+        assert!(!constant_time_eq(b"ab", b"abc"));
+    }
+}

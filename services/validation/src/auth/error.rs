@@ -1,0 +1,93 @@
+//! Every failure of authentication and of the `Auth` service, and its kind.
+
+use draughts_proto::{ErrorKind, ServiceError};
+use draughts_store::{ErrorCode, StoreError};
+
+use super::Scope;
+
+/// Why a call is refused. Messages are sentences for the client: they never carry the credential, a
+/// claim value or a backend's error text.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// The `authorization` metadata is not `Bearer <token>` (or appears more than once).
+    #[error("authorization metadata must be \"Bearer <token>\"")]
+    MalformedHeader,
+    /// The bearer token is not a token this server accepts; the reason is a fixed phrase.
+    #[error("invalid token: {0}")]
+    InvalidToken(&'static str),
+    /// A well-signed token past its `exp`.
+    #[error("token expired: get a new one")]
+    Expired,
+    /// An API key of the right shape that is not (or no longer) stored.
+    #[error("unknown or revoked API key")]
+    UnknownApiKey,
+    /// An anonymous call to a method that needs credentials.
+    #[error("this call needs credentials: authorization metadata \"Bearer <token>\"")]
+    Unauthenticated,
+    /// The caller lacks the scope the call needs.
+    #[error("this call needs the {0} scope")]
+    MissingScope(Scope),
+    /// The caller's rate limit for the current window is used up.
+    #[error("rate limit exceeded: retry in {retry_after_secs} s")]
+    RateLimited {
+        /// Seconds until the window ends (at least 1).
+        retry_after_secs: u64,
+    },
+    /// A bad request field (display name, owner, scopes, key id); the text says which and why.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The live store failed (kind Unavailable when unreachable, else Internal; never shown).
+    #[error("authentication store unavailable")]
+    Store(#[source] StoreError),
+    /// Signing a guest token failed (kind Internal; never shown).
+    #[error("signing a token failed")]
+    Signing(#[source] jsonwebtoken::errors::Error),
+    /// A stored API key record could not be read (kind Internal; never shown).
+    #[error("unreadable API key record")]
+    CorruptRecord(#[source] serde_json::Error),
+}
+
+impl ServiceError for AuthError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            AuthError::MalformedHeader
+            | AuthError::InvalidToken(_)
+            | AuthError::Expired
+            | AuthError::UnknownApiKey
+            | AuthError::Unauthenticated => ErrorKind::Unauthenticated,
+            AuthError::MissingScope(_) => ErrorKind::PermissionDenied,
+            AuthError::RateLimited { .. } => ErrorKind::ResourceExhausted,
+            AuthError::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            AuthError::Store(e) if e.code() == ErrorCode::Unavailable => ErrorKind::Unavailable,
+            AuthError::Store(_) | AuthError::Signing(_) | AuthError::CorruptRecord(_) => {
+                ErrorKind::Internal
+            }
+        }
+    }
+}
+
+impl AuthError {
+    /// The gRPC status: [`ServiceError::to_status`], plus `retry-after` metadata (whole seconds) on
+    /// RESOURCE_EXHAUSTED. Internal failures are logged here, since their text never reaches the client.
+    pub fn into_status(self) -> tonic::Status {
+        if self.kind() == ErrorKind::Internal || self.kind() == ErrorKind::Unavailable {
+            tracing::error!(
+                error = &self as &(dyn std::error::Error + 'static),
+                "authentication failed"
+            );
+        }
+        let mut status = self.to_status();
+        if let AuthError::RateLimited { retry_after_secs } = self {
+            status
+                .metadata_mut()
+                .insert("retry-after", retry_after_secs.into());
+        }
+        status
+    }
+}
+
+impl From<AuthError> for tonic::Status {
+    fn from(e: AuthError) -> tonic::Status {
+        e.into_status()
+    }
+}

@@ -1,0 +1,145 @@
+//! The tower layer that authenticates and rate-limits every request of the server it wraps.
+
+use std::future::Future;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tonic::server::NamedService;
+use tonic::transport::server::TcpConnectInfo;
+use tower::{Layer, Service};
+
+use super::{AuthError, Authenticator, Principal};
+
+/// Wraps a generated tonic server (or anything serving `http::Request`s) so that each request is
+/// authenticated ([`Authenticator::authenticate`]) and counted against its caller's rate limit before it
+/// reaches the server. The handler finds an `Option<Principal>` in the request extensions (`None`:
+/// anonymous); a refused request is answered here with its gRPC status (RESOURCE_EXHAUSTED carries
+/// `retry-after` metadata).
+#[derive(Clone, Debug)]
+pub struct AuthLayer {
+    auth: Authenticator,
+}
+
+impl AuthLayer {
+    pub fn new(auth: Authenticator) -> AuthLayer {
+        AuthLayer { auth }
+    }
+}
+
+impl<S> Layer<S> for AuthLayer {
+    type Service = Authenticated<S>;
+
+    fn layer(&self, inner: S) -> Authenticated<S> {
+        Authenticated {
+            inner,
+            auth: self.auth.clone(),
+        }
+    }
+}
+
+/// A service behind [`AuthLayer`]; keeps the wrapped server's gRPC name.
+#[derive(Clone, Debug)]
+pub struct Authenticated<S> {
+    inner: S,
+    auth: Authenticator,
+}
+
+impl<S: NamedService> NamedService for Authenticated<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S, B, R> Service<http::Request<B>> for Authenticated<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<R>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    B: Send + 'static,
+    R: Default,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        // The clone that was made ready is the one to call; leave a fresh clone in its place.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let auth = self.auth.clone();
+        // Only the head is looked at (and borrowed across awaits); the body is not `Sync`.
+        let (mut head, body) = req.into_parts();
+        Box::pin(async move {
+            match admit(&auth, &head).await {
+                Ok(principal) => {
+                    head.extensions.insert(principal);
+                    inner.call(http::Request::from_parts(head, body)).await
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, method = head.uri.path(), "call refused");
+                    Ok(e.into_status().into_http())
+                }
+            }
+        })
+    }
+}
+
+/// Authenticates and counts one request.
+async fn admit(
+    auth: &Authenticator,
+    head: &http::request::Parts,
+) -> Result<Option<Principal>, AuthError> {
+    match auth.caller(&head.headers).await? {
+        Some(caller) => {
+            auth.count_call(&caller.rate_bucket, caller.rate_limit_per_minute)
+                .await?;
+            Ok(Some(caller.principal))
+        }
+        None => {
+            let bucket = match client_ip(head, auth.trust_forwarded_for()) {
+                Some(ip) => format!("addr:{ip}"),
+                None => "addr:unknown".to_owned(),
+            };
+            auth.count_call(&bucket, auth.anonymous_limit()).await?;
+            Ok(None)
+        }
+    }
+}
+
+/// The caller's address: the last `x-forwarded-for` entry when trusted (the one our proxy appended;
+/// earlier entries are the client's word), else the TCP peer.
+fn client_ip(head: &http::request::Parts, trust_forwarded_for: bool) -> Option<IpAddr> {
+    if trust_forwarded_for {
+        let forwarded = head
+            .headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .next_back()
+            .and_then(|entry| entry.trim().parse::<IpAddr>().ok());
+        if forwarded.is_some() {
+            return forwarded;
+        }
+    }
+    head.extensions
+        .get::<TcpConnectInfo>()
+        .and_then(|info| info.remote_addr())
+        .map(|addr| addr.ip())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwarded_for_only_when_trusted() {
+        let (mut head, ()) = http::Request::new(()).into_parts();
+        head.headers
+            .insert("x-forwarded-for", "10.0.0.9, 203.0.113.7".parse().unwrap());
+        assert_eq!(client_ip(&head, false), None);
+        assert_eq!(client_ip(&head, true), Some("203.0.113.7".parse().unwrap()));
+    }
+}

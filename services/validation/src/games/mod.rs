@@ -1,0 +1,13 @@
+//! Live games: the server referees every game (`draughts.v1.Games`).
+//!
+//! - [`record`]: the stored game and the pure rules of play around the engine (turns, clocks, offers).
+//! - [`service`]: the domain over the shared backends (compare-and-set, schedules, archive, events).
+//! - [`pdn`]: PDN export.
+//! - [`grpc`]: the gRPC edge (authenticate, convert, call, convert back).
+
+pub mod grpc;
+pub mod pdn;
+pub mod record;
+pub mod service;
+
+pub use service::{Clock, GamesCore, GamesError, SystemClock, TokioClock};

@@ -1,0 +1,119 @@
+//! PDN export of a game: the standard seven tags plus GameType, FEN (when not the start position),
+//! TimeControl and the termination reason, then the moves numbered from the first mover.
+
+use draughts_engine::{Position, Variant};
+
+use super::record::{GameRecord, TimeControlRec};
+use super::service::{GamesError, GamesResult};
+
+/// The result text of a record: `2-0`/`0-2`/`1-1` for international and brazilian, `1-0`/`0-1`/`1/2-1/2`
+/// for the others, `*` while ongoing or aborted.
+pub fn result_text(record: &GameRecord) -> String {
+    let ten = matches!(record.variant.as_str(), "international" | "brazilian");
+    let Some(r) = &record.result else {
+        return "*".into();
+    };
+    match (r.outcome.as_str(), ten) {
+        ("white", true) => "2-0",
+        ("black", true) => "0-2",
+        ("draw", true) => "1-1",
+        ("white", false) => "1-0",
+        ("black", false) => "0-1",
+        ("draw", false) => "1/2-1/2",
+        _ => "*",
+    }
+    .into()
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// The game in PDN.
+pub fn export(record: &GameRecord) -> GamesResult<String> {
+    let rules = record.rules()?;
+    let variant: Variant = rules.variant();
+    let start = Position::from_fen(rules, &record.start_fen)
+        .map_err(|e| GamesError::Invalid(e.to_string()))?;
+    let date = {
+        // Civil date from Unix ms (UTC), without a date crate: days since 1970-01-01.
+        let days = (record.created_ms / 86_400_000) as i64;
+        let (y, m, d) = civil_from_days(days);
+        format!("{y:04}.{m:02}.{d:02}")
+    };
+    let result = result_text(record);
+    let mut out = String::new();
+    let tag = |out: &mut String, k: &str, v: &str| {
+        out.push_str(&format!("[{k} \"{}\"]\n", escape(v)));
+    };
+    tag(&mut out, "Event", if record.rated { "Rated game" } else { "Casual game" });
+    tag(&mut out, "Site", "draughts platform");
+    tag(&mut out, "Date", &date);
+    tag(&mut out, "Round", "-");
+    tag(&mut out, "White", &record.white.name);
+    tag(&mut out, "Black", &record.black.name);
+    tag(&mut out, "Result", &result);
+    tag(&mut out, "GameType", &variant.pdn_game_type().to_string());
+    if start != Position::start(rules) {
+        tag(&mut out, "SetUp", "1");
+        tag(&mut out, "FEN", &record.start_fen);
+    }
+    let tc = match record.time {
+        TimeControlRec::Fischer { base_ms, increment_ms } => {
+            format!("{}+{}", base_ms / 1000, increment_ms / 1000)
+        }
+        TimeControlRec::Correspondence { days_per_move } => format!("{days_per_move} days per move"),
+    };
+    tag(&mut out, "TimeControl", &tc);
+    if let Some(r) = &record.result {
+        tag(&mut out, "Termination", &r.description);
+    }
+    out.push('\n');
+    let mut line = String::new();
+    for (i, m) in record.moves.iter().enumerate() {
+        if i % 2 == 0 {
+            line.push_str(&format!("{}. ", i / 2 + 1));
+        }
+        line.push_str(&m.text);
+        line.push(' ');
+    }
+    line.push_str(&result);
+    // Wrap at about 80 columns, as PDN readers expect lines of moderate length.
+    let mut col = 0;
+    for word in line.split(' ') {
+        if col > 0 && col + word.len() + 1 > 80 {
+            out.push('\n');
+            col = 0;
+        } else if col > 0 {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += word.len();
+    }
+    out.push('\n');
+    Ok(out)
+}
+
+/// Howard Hinnant's days-from-civil inverse: (year, month, day) of a day count since 1970-01-01.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn civil_dates() {
+        assert_eq!(super::civil_from_days(0), (1970, 1, 1));
+        assert_eq!(super::civil_from_days(20_422), (2025, 11, 30));
+    }
+}

@@ -1,0 +1,514 @@
+//! The stored form of a live game and the pure rules of play around the engine: turns, clocks, draw
+//! offers, aborts, results. No I/O here: [`super::service`] loads, calls these, and stores.
+//!
+//! Schema (JSON in the live store under `game:{id}`, field `v` = 1): see [`GameRecord`]. Readers ignore
+//! unknown fields, so fields can be added without a version bump.
+
+use draughts_engine::{
+    Color, DrawReason, Game, GameResult, GameStatus, Move, Position, RuleOptions, RuleSet, Variant,
+    WinReason,
+};
+use serde::{Deserialize, Serialize};
+
+/// A player as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlayerRec {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub guest: bool,
+    #[serde(default)]
+    pub computer: bool,
+}
+
+/// A time control as stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TimeControlRec {
+    Fischer { base_ms: u64, increment_ms: u64 },
+    Correspondence { days_per_move: u32 },
+}
+
+const DAY_MS: u64 = 24 * 3600 * 1000;
+
+impl TimeControlRec {
+    /// Time each side has at the start (Fischer) or for each move (correspondence), in ms.
+    pub fn initial_ms(&self) -> u64 {
+        match *self {
+            TimeControlRec::Fischer { base_ms, .. } => base_ms,
+            TimeControlRec::Correspondence { days_per_move } => u64::from(days_per_move) * DAY_MS,
+        }
+    }
+}
+
+/// One played move: squares as PDN numbers (replayed against the legal moves), its text, and both
+/// clocks after it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MoveRec {
+    pub from: u32,
+    pub to: u32,
+    #[serde(default)]
+    pub captured: Vec<u32>,
+    pub text: String,
+    pub at_ms: u64,
+    pub white_ms: u64,
+    pub black_ms: u64,
+}
+
+/// Something that happened, in order; the history a watcher receives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventRec {
+    Created { seq: u64, at_ms: u64 },
+    Move { seq: u64, at_ms: u64, ply: u32 },
+    DrawOffered { seq: u64, at_ms: u64, by: ColorRec },
+    DrawDeclined { seq: u64, at_ms: u64, by: ColorRec },
+    Finished { seq: u64, at_ms: u64 },
+}
+
+impl EventRec {
+    pub fn seq(&self) -> u64 {
+        match self {
+            EventRec::Created { seq, .. }
+            | EventRec::Move { seq, .. }
+            | EventRec::DrawOffered { seq, .. }
+            | EventRec::DrawDeclined { seq, .. }
+            | EventRec::Finished { seq, .. } => *seq,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColorRec {
+    White,
+    Black,
+}
+
+impl From<Color> for ColorRec {
+    fn from(c: Color) -> Self {
+        match c {
+            Color::White => ColorRec::White,
+            Color::Black => ColorRec::Black,
+        }
+    }
+}
+impl From<ColorRec> for Color {
+    fn from(c: ColorRec) -> Self {
+        match c {
+            ColorRec::White => Color::White,
+            ColorRec::Black => Color::Black,
+        }
+    }
+}
+
+/// How a game ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultRec {
+    /// `white`, `black`, `draw` or `aborted`.
+    pub outcome: String,
+    /// `no_pieces`, `no_moves`, `resignation`, `time`, `repetition`, `no_progress`, `endgame_rule`,
+    /// `agreement`, `aborted`.
+    pub reason: String,
+    pub description: String,
+}
+
+/// A live game as stored (schema version 1).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameRecord {
+    pub v: u32,
+    pub id: String,
+    pub variant: String,
+    /// Canonical option list (`no-mandatory-capture,move-limit=40`), empty for none.
+    #[serde(default)]
+    pub options: String,
+    pub white: PlayerRec,
+    pub black: PlayerRec,
+    pub time: TimeControlRec,
+    pub rated: bool,
+    pub start_fen: String,
+    #[serde(default)]
+    pub moves: Vec<MoveRec>,
+    /// Remaining time of each side when the current turn started, ms.
+    pub white_ms: u64,
+    pub black_ms: u64,
+    /// When the current turn started (Unix ms).
+    pub turn_started_ms: u64,
+    #[serde(default)]
+    pub draw_offer: Option<ColorRec>,
+    #[serde(default)]
+    pub result: Option<ResultRec>,
+    pub created_ms: u64,
+    #[serde(default)]
+    pub finished_ms: Option<u64>,
+    #[serde(default)]
+    pub events: Vec<EventRec>,
+    /// Set once the finished game is in the durable store and on the finished-games stream.
+    #[serde(default)]
+    pub archived: bool,
+}
+
+/// Why an action is refused (mapped to gRPC codes by the service's error type).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlayError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Refused(String),
+    #[error("only the game's players may do that")]
+    NotAPlayer,
+}
+
+pub type PlayResult<T> = Result<T, PlayError>;
+
+impl GameRecord {
+    /// A new game (validated) at `now`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: String,
+        rules: RuleSet,
+        time: TimeControlRec,
+        white: PlayerRec,
+        black: PlayerRec,
+        rated: bool,
+        start: &Position,
+        now: u64,
+    ) -> PlayResult<GameRecord> {
+        if white.id == black.id {
+            return Err(PlayError::Invalid("white and black must be different players".into()));
+        }
+        let game = Game::new(*start);
+        if game.status() != GameStatus::Ongoing {
+            return Err(PlayError::Invalid("the start position is already decided".into()));
+        }
+        let initial = time.initial_ms();
+        Ok(GameRecord {
+            v: 1,
+            id,
+            variant: rules.variant().key().to_string(),
+            options: rules.options().to_string(),
+            white,
+            black,
+            time,
+            rated,
+            start_fen: start.to_fen(),
+            moves: Vec::new(),
+            white_ms: initial,
+            black_ms: initial,
+            turn_started_ms: now,
+            draw_offer: None,
+            result: None,
+            created_ms: now,
+            finished_ms: None,
+            events: vec![EventRec::Created { seq: 1, at_ms: now }],
+            archived: false,
+        })
+    }
+
+    pub fn rules(&self) -> PlayResult<RuleSet> {
+        let variant: Variant = self
+            .variant
+            .parse()
+            .map_err(|_| PlayError::Invalid(format!("stored game has unknown variant {}", self.variant)))?;
+        let options = RuleOptions::parse(&self.options)
+            .map_err(|e| PlayError::Invalid(e.to_string()))?;
+        RuleSet::with_options(variant, options).map_err(|e| PlayError::Invalid(e.to_string()))
+    }
+
+    pub fn start_position(&self) -> PlayResult<Position> {
+        Position::from_fen(self.rules()?, &self.start_fen).map_err(|e| PlayError::Invalid(e.to_string()))
+    }
+
+    /// Replays the moves into an engine game (draw-rule counters and repetitions included).
+    pub fn replay(&self) -> PlayResult<Game> {
+        let mut game = Game::new(self.start_position()?);
+        for (i, m) in self.moves.iter().enumerate() {
+            let pos = *game.position();
+            let mv = find_move(&pos, m)
+                .ok_or_else(|| PlayError::Invalid(format!("stored move {} ({}) no longer replays", i + 1, m.text)))?;
+            game.play(&mv).map_err(|e| PlayError::Invalid(e.to_string()))?;
+        }
+        Ok(game)
+    }
+
+    pub fn is_over(&self) -> bool {
+        self.result.is_some()
+    }
+
+    pub fn ply(&self) -> u32 {
+        self.moves.len() as u32
+    }
+
+    pub fn color_of(&self, player_id: &str) -> Option<Color> {
+        if self.white.id == player_id {
+            Some(Color::White)
+        } else if self.black.id == player_id {
+            Some(Color::Black)
+        } else {
+            None
+        }
+    }
+
+    fn side_to_move(&self) -> PlayResult<Color> {
+        Ok(self.replay_position()?.side_to_move())
+    }
+
+    fn replay_position(&self) -> PlayResult<Position> {
+        Ok(*self.replay()?.position())
+    }
+
+    fn next_seq(&self) -> u64 {
+        self.events.last().map_or(1, |e| e.seq() + 1)
+    }
+
+    fn remaining(&self, side: Color) -> u64 {
+        match side {
+            Color::White => self.white_ms,
+            Color::Black => self.black_ms,
+        }
+    }
+
+    /// Remaining time of each side at `now` (the side to move's clock runs).
+    pub fn clocks_at(&self, side_to_move: Color, now: u64) -> (u64, u64) {
+        if self.is_over() {
+            return (self.white_ms, self.black_ms);
+        }
+        let spent = now.saturating_sub(self.turn_started_ms);
+        match side_to_move {
+            Color::White => (self.white_ms.saturating_sub(spent), self.black_ms),
+            Color::Black => (self.white_ms, self.black_ms.saturating_sub(spent)),
+        }
+    }
+
+    /// When the side to move's flag falls (Unix ms), for an ongoing game.
+    pub fn deadline(&self, side_to_move: Color) -> u64 {
+        self.turn_started_ms + self.remaining(side_to_move)
+    }
+
+    fn finish(&mut self, result: ResultRec, now: u64) {
+        let seq = self.next_seq();
+        self.result = Some(result);
+        self.finished_ms = Some(now);
+        self.draw_offer = None;
+        self.events.push(EventRec::Finished { seq, at_ms: now });
+    }
+
+    /// Ends the game on time if the side to move's flag has fallen at `now`. Returns whether it did.
+    pub fn check_flag(&mut self, now: u64) -> PlayResult<bool> {
+        if self.is_over() {
+            return Ok(false);
+        }
+        let side = self.side_to_move()?;
+        if now < self.deadline(side) {
+            return Ok(false);
+        }
+        // Settle the clock of the side that ran out at zero.
+        match side {
+            Color::White => self.white_ms = 0,
+            Color::Black => self.black_ms = 0,
+        }
+        let r = GameResult::Win {
+            winner: !side,
+            reason: WinReason::Time,
+        };
+        self.finish(result_rec(&r), now);
+        Ok(true)
+    }
+
+    /// Plays `player`'s move (already resolved against the current position) at `now`.
+    pub fn play(&mut self, player: Color, game: &mut Game, mv: &Move, now: u64) -> PlayResult<()> {
+        if self.is_over() {
+            return Err(PlayError::Refused("the game is over".into()));
+        }
+        let pos = *game.position();
+        if pos.side_to_move() != player {
+            return Err(PlayError::Refused("it is not your turn".into()));
+        }
+        if self.check_flag(now)? {
+            return Err(PlayError::Refused("your time is up: the game is lost on time".into()));
+        }
+        let text = pos.move_to_text(mv);
+        let board = pos.board();
+        let mut captured: Vec<u32> = mv.captured().map(|s| board.number(s)).collect();
+        captured.sort_unstable();
+        game.play(mv).map_err(|e| PlayError::Refused(e.to_string()))?;
+        let spent = now.saturating_sub(self.turn_started_ms);
+        let (increment, reset) = match self.time {
+            TimeControlRec::Fischer { increment_ms, .. } => (increment_ms, None),
+            TimeControlRec::Correspondence { .. } => (0, Some(self.time.initial_ms())),
+        };
+        let clock = match player {
+            Color::White => &mut self.white_ms,
+            Color::Black => &mut self.black_ms,
+        };
+        *clock = reset.unwrap_or_else(|| clock.saturating_sub(spent) + increment);
+        self.turn_started_ms = now;
+        self.moves.push(MoveRec {
+            from: board.number(mv.from()),
+            to: board.number(mv.to()),
+            captured,
+            text,
+            at_ms: now,
+            white_ms: self.white_ms,
+            black_ms: self.black_ms,
+        });
+        // A standing offer lapses when a move is played (except the offerer's own move).
+        if self.draw_offer.is_some_and(|c| Color::from(c) != player) {
+            self.draw_offer = None;
+        }
+        let seq = self.next_seq();
+        self.events.push(EventRec::Move {
+            seq,
+            at_ms: now,
+            ply: self.ply(),
+        });
+        if let GameStatus::Finished(r) = game.status() {
+            self.finish(result_rec(&r), now);
+        }
+        Ok(())
+    }
+
+    pub fn resign(&mut self, player: Color, now: u64) -> PlayResult<()> {
+        self.ensure_ongoing(now)?;
+        let r = GameResult::Win {
+            winner: !player,
+            reason: WinReason::Resignation,
+        };
+        self.finish(result_rec(&r), now);
+        Ok(())
+    }
+
+    pub fn offer_draw(&mut self, player: Color, now: u64) -> PlayResult<()> {
+        self.ensure_ongoing(now)?;
+        match self.draw_offer {
+            Some(c) if Color::from(c) == player => {
+                return Err(PlayError::Refused("you have already offered a draw".into()));
+            }
+            Some(_) => return self.accept_draw(player, now),
+            None => {}
+        }
+        self.draw_offer = Some(player.into());
+        let seq = self.next_seq();
+        self.events.push(EventRec::DrawOffered {
+            seq,
+            at_ms: now,
+            by: player.into(),
+        });
+        Ok(())
+    }
+
+    pub fn accept_draw(&mut self, player: Color, now: u64) -> PlayResult<()> {
+        self.ensure_ongoing(now)?;
+        match self.draw_offer {
+            Some(c) if Color::from(c) != player => {
+                self.finish(result_rec(&GameResult::Draw(DrawReason::Agreement)), now);
+                Ok(())
+            }
+            _ => Err(PlayError::Refused("there is no draw offer from your opponent to accept".into())),
+        }
+    }
+
+    pub fn decline_draw(&mut self, player: Color, now: u64) -> PlayResult<()> {
+        self.ensure_ongoing(now)?;
+        match self.draw_offer {
+            Some(c) if Color::from(c) != player => {
+                self.draw_offer = None;
+                let seq = self.next_seq();
+                self.events.push(EventRec::DrawDeclined {
+                    seq,
+                    at_ms: now,
+                    by: player.into(),
+                });
+                Ok(())
+            }
+            _ => Err(PlayError::Refused("there is no draw offer from your opponent to decline".into())),
+        }
+    }
+
+    /// Cancels the game while each side has not yet moved (fewer than two plies).
+    pub fn abort(&mut self, _player: Color, now: u64) -> PlayResult<()> {
+        self.ensure_ongoing(now)?;
+        if self.moves.len() >= 2 {
+            return Err(PlayError::Refused("too late to abort: both sides have moved".into()));
+        }
+        self.finish(
+            ResultRec {
+                outcome: "aborted".into(),
+                reason: "aborted".into(),
+                description: "aborted".into(),
+            },
+            now,
+        );
+        Ok(())
+    }
+
+    /// The caller claims the win because the opponent's time is up.
+    pub fn claim_timeout(&mut self, player: Color, now: u64) -> PlayResult<()> {
+        if self.is_over() {
+            return Err(PlayError::Refused("the game is over".into()));
+        }
+        let side = self.side_to_move()?;
+        if side == player {
+            return Err(PlayError::Refused("it is your turn: only the opponent's time can run out".into()));
+        }
+        if !self.check_flag(now)? {
+            let left = self.deadline(side).saturating_sub(now);
+            return Err(PlayError::Refused(format!(
+                "your opponent still has {} ms",
+                left
+            )));
+        }
+        Ok(())
+    }
+
+    fn ensure_ongoing(&mut self, now: u64) -> PlayResult<()> {
+        if self.is_over() {
+            return Err(PlayError::Refused("the game is over".into()));
+        }
+        if self.check_flag(now)? {
+            return Err(PlayError::Refused("the game just ended on time".into()));
+        }
+        Ok(())
+    }
+}
+
+/// The legal move of `pos` that a stored move names.
+fn find_move(pos: &Position, m: &MoveRec) -> Option<Move> {
+    let board = pos.board();
+    pos.legal_moves().into_iter().find(|mv| {
+        board.number(mv.from()) == m.from && board.number(mv.to()) == m.to && {
+            let mut c: Vec<u32> = mv.captured().map(|s| board.number(s)).collect();
+            c.sort_unstable();
+            c == m.captured
+        }
+    })
+}
+
+/// The stored form of an engine result.
+pub fn result_rec(r: &GameResult) -> ResultRec {
+    let (outcome, reason) = match r {
+        GameResult::Win { winner, reason } => (
+            winner.name(),
+            match reason {
+                WinReason::NoPieces => "no_pieces",
+                WinReason::NoMoves => "no_moves",
+                WinReason::Resignation => "resignation",
+                WinReason::Time => "time",
+            },
+        ),
+        GameResult::Draw(d) => (
+            "draw",
+            match d {
+                DrawReason::Repetition => "repetition",
+                DrawReason::NoProgress { .. } => "no_progress",
+                DrawReason::Endgame { .. } => "endgame_rule",
+                DrawReason::Agreement => "agreement",
+            },
+        ),
+    };
+    ResultRec {
+        outcome: outcome.into(),
+        reason: reason.into(),
+        description: r.describe(),
+    }
+}

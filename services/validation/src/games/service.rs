@@ -1,0 +1,613 @@
+//! Live games on the shared backends: the state of each game in the live store (compare-and-set on its
+//! version, so a move raced by two replicas is applied once), watchers woken through pub/sub, clocks
+//! driven by a deadline schedule every replica polls, and finished games archived durably and published.
+//!
+//! Names (all built in [`keys`]):
+//! - `game:{id}`: the [`GameRecord`] as JSON, versioned.
+//! - `game-events:{id}` (pub/sub channel): payload = the record's last event seq, a wake-up only; watchers
+//!   re-read the record, which is the source of truth, so a lost message costs latency, never an event.
+//! - `player-games:{player}`: JSON list of the player's ongoing game ids, versioned.
+//! - `game-deadlines` (schedule): game id -> when the side to move's flag falls.
+//! - `game-archive` (schedule): game id -> finished game to archive (set BEFORE the finishing write, so a
+//!   crash right after it still archives: at-least-once, made idempotent by the game id).
+//! - `games.finished` (stream): one entry per finished game, the event ratings and analysis consume.
+//!
+//! `games.finished` entry payload, JSON, schema version 1 (readers ignore unknown fields; consumers must
+//! treat `game_id` as the idempotency key, since an entry may be delivered more than once):
+//! ```json
+//! {"v":1,"game_id":"g_...","variant":"international","options":"","rated":true,
+//!  "white":{"id":"player:1","name":"Ann","guest":false,"computer":false},
+//!  "black":{"id":"guest:x","name":"Bob","guest":true,"computer":false},
+//!  "outcome":"white","reason":"resignation","result":"2-0",
+//!  "time_control":{"kind":"fischer","base_ms":300000,"increment_ms":2000},
+//!  "plies":41,"finished_at_ms":1764500000000,"pdn":"[Event ...] 1. 32-28 ... 2-0",
+//!  "traceparent":"00-...-...-01"}
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use draughts_engine::{Color, Game, Move, Position, RuleSet};
+use draughts_proto::{ErrorKind, ServiceError};
+use draughts_store::{Database, LiveStore, Migration, StoreError};
+use serde::Serialize;
+
+use super::pdn;
+use super::record::{GameRecord, PlayError, PlayerRec, TimeControlRec};
+
+/// Key and stream names used by the games service.
+pub mod keys {
+    pub fn game(id: &str) -> String {
+        format!("game:{id}")
+    }
+    pub fn events(id: &str) -> String {
+        format!("game-events:{id}")
+    }
+    pub fn player_games(player: &str) -> String {
+        format!("player-games:{player}")
+    }
+    pub const DEADLINES: &str = "game-deadlines";
+    pub const ARCHIVE: &str = "game-archive";
+    /// The finished-games stream (see the module docs for its schema).
+    pub const FINISHED: &str = "games.finished";
+}
+
+/// Durable schema of finished games.
+pub const MIGRATIONS: &[Migration<'static>] = &[Migration {
+    version: 1,
+    name: "finished_games",
+    sql: "CREATE TABLE IF NOT EXISTS finished_games (
+            game_id TEXT PRIMARY KEY,
+            variant TEXT NOT NULL,
+            white_id TEXT NOT NULL,
+            black_id TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            result TEXT NOT NULL,
+            rated BIGINT NOT NULL,
+            plies BIGINT NOT NULL,
+            finished_at_ms BIGINT NOT NULL,
+            pdn TEXT NOT NULL,
+            record TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS finished_games_white ON finished_games (white_id, finished_at_ms);
+        CREATE INDEX IF NOT EXISTS finished_games_black ON finished_games (black_id, finished_at_ms);",
+}];
+
+/// Time source (Unix ms). Tests use [`TokioClock`] so that paused tokio time drives the clocks.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    fn now_ms(&self) -> u64;
+}
+
+/// The system clock.
+#[derive(Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+}
+
+/// Wall time that advances with tokio's clock (so `tokio::time::pause`/`advance` move it).
+#[derive(Debug)]
+pub struct TokioClock {
+    base_ms: u64,
+    base: tokio::time::Instant,
+}
+
+impl Default for TokioClock {
+    fn default() -> Self {
+        TokioClock {
+            base_ms: SystemClock.now_ms(),
+            base: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl Clock for TokioClock {
+    fn now_ms(&self) -> u64 {
+        self.base_ms + self.base.elapsed().as_millis() as u64
+    }
+}
+
+/// Why a games operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GamesError {
+    #[error("no game with id '{0}'")]
+    NotFound(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Refused(String),
+    #[error("only the game's players may do that")]
+    NotAPlayer,
+    #[error("the game changed at the same moment (another request won); re-read it and try again")]
+    Conflict,
+    #[error(transparent)]
+    Move(#[from] draughts_engine::ResolveError),
+    #[error("state backend: {0}")]
+    Store(StoreError),
+    #[error("{0}")]
+    Corrupt(String),
+}
+
+impl From<StoreError> for GamesError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict { .. } => GamesError::Conflict,
+            e => GamesError::Store(e),
+        }
+    }
+}
+
+impl From<PlayError> for GamesError {
+    fn from(e: PlayError) -> Self {
+        match e {
+            PlayError::Invalid(m) => GamesError::Invalid(m),
+            PlayError::Refused(m) => GamesError::Refused(m),
+            PlayError::NotAPlayer => GamesError::NotAPlayer,
+        }
+    }
+}
+
+impl ServiceError for GamesError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            GamesError::NotFound(_) => ErrorKind::NotFound,
+            GamesError::Invalid(_) => ErrorKind::InvalidArgument,
+            GamesError::Refused(_) => ErrorKind::FailedPrecondition,
+            GamesError::NotAPlayer => ErrorKind::PermissionDenied,
+            GamesError::Conflict => ErrorKind::Conflict,
+            GamesError::Move(draughts_engine::ResolveError::Malformed(_)) => ErrorKind::InvalidArgument,
+            GamesError::Move(_) => ErrorKind::FailedPrecondition,
+            GamesError::Corrupt(_) => ErrorKind::Internal,
+            GamesError::Store(e) => match e.code() {
+                draughts_store::ErrorCode::Unavailable => ErrorKind::Unavailable,
+                _ => ErrorKind::Internal,
+            },
+        }
+    }
+}
+
+pub type GamesResult<T> = Result<T, GamesError>;
+
+/// What a new game needs.
+#[derive(Clone, Debug)]
+pub struct NewGame {
+    pub rules: RuleSet,
+    pub time: TimeControlRec,
+    pub white: PlayerRec,
+    pub black: PlayerRec,
+    pub rated: bool,
+    pub start: Position,
+}
+
+/// A finished game as stored durably (for listings).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FinishedSummary {
+    pub game_id: String,
+    pub variant: String,
+    pub white_id: String,
+    pub black_id: String,
+    pub record: GameRecord,
+    pub finished_at_ms: u64,
+}
+
+#[derive(Serialize)]
+struct FinishedEvent<'a> {
+    v: u32,
+    game_id: &'a str,
+    variant: &'a str,
+    options: &'a str,
+    rated: bool,
+    white: &'a PlayerRec,
+    black: &'a PlayerRec,
+    outcome: &'a str,
+    reason: &'a str,
+    result: &'a str,
+    time_control: &'a TimeControlRec,
+    plies: u32,
+    finished_at_ms: u64,
+    pdn: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    traceparent: Option<String>,
+}
+
+/// The games domain over the shared backends. Cheap to clone; any number of replicas may run it.
+#[derive(Clone, Debug)]
+pub struct GamesCore {
+    live: Arc<dyn LiveStore>,
+    db: Database,
+    clock: Arc<dyn Clock>,
+}
+
+fn encode(record: &GameRecord) -> GamesResult<Bytes> {
+    serde_json::to_vec(record)
+        .map(Bytes::from)
+        .map_err(|e| GamesError::Invalid(format!("cannot encode game: {e}")))
+}
+
+fn decode(id: &str, bytes: &[u8]) -> GamesResult<GameRecord> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        tracing::error!(game_id = id, error = %e, "stored game does not decode");
+        GamesError::Corrupt(format!("stored game {id} does not decode"))
+    })
+}
+
+fn new_game_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let t = SystemClock.now_ms();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let pid = u64::from(std::process::id());
+    // Unique across replicas with high probability: time, process, counter, mixed with a random seed.
+    let seed = std::collections::hash_map::RandomState::new();
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = seed.build_hasher();
+    h.write_u64(t ^ (pid << 32) ^ n);
+    format!("g{:x}{:012x}", t, h.finish() & 0xFFFF_FFFF_FFFF)
+}
+
+impl GamesCore {
+    /// Connects the domain to its backends and applies the durable schema.
+    pub async fn new(live: Arc<dyn LiveStore>, db: Database, clock: Arc<dyn Clock>) -> GamesResult<Self> {
+        db.migrate(MIGRATIONS).await?;
+        live.ensure_group(keys::FINISHED, "archive-check").await.ok();
+        Ok(GamesCore { live, db, clock })
+    }
+
+    pub fn now(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    pub fn live(&self) -> &Arc<dyn LiveStore> {
+        &self.live
+    }
+
+    /// Loads a game and its version.
+    pub async fn load(&self, id: &str) -> GamesResult<(GameRecord, u64)> {
+        if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return Err(GamesError::Invalid(format!("'{}' is not a game id", id.chars().take(64).collect::<String>())));
+        }
+        match self.live.get(&keys::game(id)).await? {
+            Some((bytes, version)) => Ok((decode(id, &bytes)?, version)),
+            None => Err(GamesError::NotFound(id.to_string())),
+        }
+    }
+
+    /// Creates a game.
+    pub async fn create(&self, new: NewGame) -> GamesResult<GameRecord> {
+        let now = self.now();
+        let record = GameRecord::new(
+            new_game_id(),
+            new.rules,
+            new.time,
+            new.white,
+            new.black,
+            new.rated,
+            &new.start,
+            now,
+        )?;
+        self.live.put(&keys::game(&record.id), encode(&record)?, None, None).await?;
+        let side = new.start.side_to_move();
+        self.live.schedule(keys::DEADLINES, &record.id, record.deadline(side)).await?;
+        for p in [&record.white.id, &record.black.id] {
+            self.update_player_games(p, &record.id, true).await?;
+        }
+        self.notify(&record).await;
+        Ok(record)
+    }
+
+    /// Applies an action to a game with compare-and-set. `f` gets the record and the replayed engine game.
+    /// On a lost race the caller gets [`GamesError::Conflict`] and nothing was applied.
+    pub async fn act<F>(&self, id: &str, f: F) -> GamesResult<GameRecord>
+    where
+        F: FnOnce(&mut GameRecord, &mut Game, u64) -> GamesResult<()>,
+    {
+        let (mut record, version) = self.load(id).await?;
+        let now = self.now();
+        let mut game = record.replay()?;
+        let was_over = record.is_over();
+        f(&mut record, &mut game, now)?;
+        self.save(record, version, was_over).await
+    }
+
+    async fn save(&self, record: GameRecord, version: u64, was_over: bool) -> GamesResult<GameRecord> {
+        let finished_now = !was_over && record.is_over();
+        if finished_now {
+            // Before the write: a crash after it still gets the game archived.
+            self.live.schedule(keys::ARCHIVE, &record.id, self.now()).await?;
+        }
+        self.live
+            .put(&keys::game(&record.id), encode(&record)?, Some(version), None)
+            .await?;
+        if finished_now {
+            self.live.cancel(keys::DEADLINES, &record.id).await?;
+            if let Err(e) = self.archive(&record).await {
+                tracing::warn!(game_id = %record.id, error = %e, "archiving deferred to the schedule");
+            }
+        } else if !record.is_over() {
+            let side = record.replay()?.position().side_to_move();
+            self.live
+                .schedule(keys::DEADLINES, &record.id, record.deadline(side))
+                .await?;
+        }
+        self.notify(&record).await;
+        Ok(record)
+    }
+
+    async fn notify(&self, record: &GameRecord) {
+        let seq = record.events.last().map_or(0, |e| e.seq());
+        if let Err(e) = self
+            .live
+            .publish(&keys::events(&record.id), Bytes::from(seq.to_string()))
+            .await
+        {
+            tracing::warn!(game_id = %record.id, error = %e, "watchers not notified (they poll)");
+        }
+    }
+
+    /// Plays the move of `player_id`.
+    pub async fn play_move(
+        &self,
+        id: &str,
+        player_id: &str,
+        resolve: impl FnOnce(&Position) -> Result<Move, draughts_engine::ResolveError>,
+        expected_ply: Option<u32>,
+    ) -> GamesResult<GameRecord> {
+        self.act(id, |record, game, now| {
+            let color = record.color_of(player_id).ok_or(GamesError::NotAPlayer)?;
+            if let Some(p) = expected_ply
+                && p != record.ply()
+            {
+                return Err(GamesError::Refused(format!(
+                    "expected ply {p} but the game is at ply {}: your view is stale",
+                    record.ply()
+                )));
+            }
+            if record.is_over() {
+                return Err(GamesError::Refused("the game is over".into()));
+            }
+            if game.position().side_to_move() != color {
+                return Err(GamesError::Refused("it is not your turn".into()));
+            }
+            let mv = resolve(game.position())?;
+            record.play(color, game, &mv, now)?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// A player action (resign, draw offers, abort, timeout claim).
+    pub async fn player_action(
+        &self,
+        id: &str,
+        player_id: &str,
+        action: fn(&mut GameRecord, Color, u64) -> Result<(), PlayError>,
+    ) -> GamesResult<GameRecord> {
+        self.act(id, |record, _game, now| {
+            let color = record.color_of(player_id).ok_or(GamesError::NotAPlayer)?;
+            action(record, color, now)?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Ends the game on time if its flag has fallen; retried on conflicts. Used by the timer loop.
+    pub async fn enforce_clock(&self, id: &str) -> GamesResult<()> {
+        for _ in 0..5 {
+            let (mut record, version) = match self.load(id).await {
+                Ok(x) => x,
+                Err(GamesError::NotFound(_)) => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            if record.is_over() {
+                return Ok(());
+            }
+            let now = self.now();
+            if !record.check_flag(now)? {
+                // Not due (a move was played since): schedule its real deadline.
+                let side = record.replay()?.position().side_to_move();
+                self.live.schedule(keys::DEADLINES, id, record.deadline(side)).await?;
+                return Ok(());
+            }
+            match self.save(record, version, false).await {
+                Ok(_) => return Ok(()),
+                Err(GamesError::Conflict) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(GamesError::Conflict)
+    }
+
+    /// Stores a finished game durably, publishes it on `games.finished`, and marks it archived.
+    /// Idempotent: the database row is keyed by the game id.
+    pub async fn archive(&self, record: &GameRecord) -> GamesResult<()> {
+        let Some(result) = &record.result else {
+            return Ok(());
+        };
+        if record.archived {
+            self.live.cancel(keys::ARCHIVE, &record.id).await?;
+            return Ok(());
+        }
+        let pdn_text = pdn::export(record)?;
+        let result_text = pdn::result_text(record);
+        let finished_at = record.finished_ms.unwrap_or(record.created_ms);
+        let json = serde_json::to_string(record).map_err(|e| GamesError::Invalid(e.to_string()))?;
+        let inserted = sqlx_insert(&self.db, record, result, &result_text, finished_at, &pdn_text, &json).await?;
+        if inserted {
+            let carrier = draughts_runtime::propagation::inject_map();
+            let event = FinishedEvent {
+                v: 1,
+                game_id: &record.id,
+                variant: &record.variant,
+                options: &record.options,
+                rated: record.rated && result.outcome != "aborted",
+                white: &record.white,
+                black: &record.black,
+                outcome: &result.outcome,
+                reason: &result.reason,
+                result: &result_text,
+                time_control: &record.time,
+                plies: record.ply(),
+                finished_at_ms: finished_at,
+                pdn: &pdn_text,
+                traceparent: carrier.get("traceparent").cloned(),
+            };
+            let payload = serde_json::to_vec(&event).map_err(|e| GamesError::Invalid(e.to_string()))?;
+            self.live.append(keys::FINISHED, Bytes::from(payload)).await?;
+        }
+        for p in [&record.white.id, &record.black.id] {
+            self.update_player_games(p, &record.id, false).await?;
+        }
+        // Mark archived (best effort: a repeat is harmless).
+        if let Ok((mut current, version)) = self.load(&record.id).await
+            && !current.archived
+        {
+            current.archived = true;
+            let _ = self
+                .live
+                .put(&keys::game(&record.id), encode(&current)?, Some(version), None)
+                .await;
+        }
+        self.live.cancel(keys::ARCHIVE, &record.id).await?;
+        Ok(())
+    }
+
+    async fn update_player_games(&self, player: &str, game: &str, add: bool) -> GamesResult<()> {
+        let key = keys::player_games(player);
+        for _ in 0..10 {
+            let (mut ids, version): (Vec<String>, Option<u64>) = match self.live.get(&key).await? {
+                Some((b, v)) => (serde_json::from_slice(&b).unwrap_or_default(), Some(v)),
+                None => (Vec::new(), None),
+            };
+            let present = ids.iter().any(|g| g == game);
+            if add == present {
+                return Ok(());
+            }
+            if add {
+                ids.push(game.to_string());
+            } else {
+                ids.retain(|g| g != game);
+            }
+            let bytes = serde_json::to_vec(&ids).map_err(|e| GamesError::Invalid(e.to_string()))?;
+            match self.live.put(&key, Bytes::from(bytes), version, None).await {
+                Ok(_) => return Ok(()),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(GamesError::Conflict)
+    }
+
+    /// A player's ongoing games.
+    pub async fn ongoing(&self, player: &str) -> GamesResult<Vec<GameRecord>> {
+        let ids: Vec<String> = match self.live.get(&keys::player_games(player)).await? {
+            Some((b, _)) => serde_json::from_slice(&b).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let mut out = Vec::new();
+        for id in ids {
+            if let Ok((r, _)) = self.load(&id).await
+                && !r.is_over()
+            {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A player's most recent finished games.
+    pub async fn recent(&self, player: &str, limit: u32) -> GamesResult<Vec<GameRecord>> {
+        let rows: Vec<(String,)> = draughts_store::sqlx::query_as(
+            "SELECT record FROM finished_games WHERE white_id = $1 OR black_id = $2 ORDER BY finished_at_ms DESC LIMIT $3",
+        )
+        .bind(player)
+        .bind(player)
+        .bind(i64::from(limit))
+        .fetch_all(self.db.pool())
+        .await
+        .map_err(StoreError::from)?;
+        rows.into_iter()
+            .map(|(json,)| decode("finished", json.as_bytes()))
+            .collect()
+    }
+
+    /// Runs the clock and archive schedules until `shutdown` resolves. Every replica runs one; each due
+    /// game is handed to exactly one of them.
+    pub async fn run_timers(self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        loop {
+            let now = self.now();
+            match self.live.take_due(keys::DEADLINES, now, 100).await {
+                Ok(ids) => {
+                    for id in ids {
+                        if let Err(e) = self.enforce_clock(&id).await {
+                            tracing::warn!(game_id = %id, error = %e, "clock check failed; retrying soon");
+                            let _ = self.live.schedule(keys::DEADLINES, &id, now + 500).await;
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "deadline schedule unavailable"),
+            }
+            if let Ok(ids) = self.live.take_due(keys::ARCHIVE, now, 100).await {
+                for id in ids {
+                    let r = match self.load(&id).await {
+                        Ok((r, _)) => self.archive(&r).await,
+                        Err(GamesError::NotFound(_)) => Ok(()),
+                        Err(e) => Err(e),
+                    };
+                    if let Err(e) = r {
+                        tracing::warn!(game_id = %id, error = %e, "archiving failed; retrying soon");
+                        let _ = self.live.schedule(keys::ARCHIVE, &id, now + 1000).await;
+                    }
+                }
+            }
+            // Sleep until the next deadline, at most 250 ms (another replica may add an earlier one).
+            let wait = match self.live.next_due(keys::DEADLINES).await {
+                Ok(Some((_, at))) => at.saturating_sub(self.now()).clamp(1, 250),
+                _ => 250,
+            };
+            tokio::select! {
+                _ = &mut shutdown => return,
+                _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn sqlx_insert(
+    db: &Database,
+    record: &GameRecord,
+    result: &super::record::ResultRec,
+    result_text: &str,
+    finished_at: u64,
+    pdn_text: &str,
+    json: &str,
+) -> GamesResult<bool> {
+    let done = draughts_store::sqlx::query(
+        "INSERT INTO finished_games (game_id, variant, white_id, black_id, outcome, reason, result, rated, plies, finished_at_ms, pdn, record)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (game_id) DO NOTHING",
+    )
+    .bind(record.id.clone())
+    .bind(record.variant.clone())
+    .bind(record.white.id.clone())
+    .bind(record.black.id.clone())
+    .bind(result.outcome.clone())
+    .bind(result.reason.clone())
+    .bind(result_text.to_string())
+    .bind(i64::from(record.rated))
+    .bind(i64::from(record.ply()))
+    .bind(finished_at as i64)
+    .bind(pdn_text.to_string())
+    .bind(json.to_string())
+    .execute(db.pool())
+    .await
+    .map_err(StoreError::from)?;
+    Ok(done.rows_affected() > 0)
+}

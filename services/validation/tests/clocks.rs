@@ -1,0 +1,133 @@
+//! Clocks kept by the server, on paused tokio time (`TokioClock` follows it): a flag falls with nobody calling, the increment is
+//! added after each move, correspondence deadlines end the game.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use draughts_engine::{Position, RuleSet, Variant};
+use draughts_store::{Database, open_live_store};
+use draughts_validation::games::record::{PlayerRec, TimeControlRec};
+use draughts_validation::games::service::NewGame;
+use draughts_validation::games::{GamesCore, TokioClock};
+
+async fn core() -> GamesCore {
+    let live = open_live_store("memory://", "t:").await.unwrap();
+    let db = Database::connect("sqlite::memory:").await.unwrap();
+    let core = GamesCore::new(live, db, Arc::new(TokioClock::default())).await.unwrap();
+    // Pause only now: connecting the database uses real timeouts that paused time would expire at once.
+    tokio::time::pause();
+    core
+}
+
+/// Equal within 2 ms: the tokio clock was read once before time was paused.
+#[track_caller]
+fn close(a: u64, b: u64) {
+    assert!(a.abs_diff(b) <= 2, "{a} != {b} (within 2 ms)");
+}
+
+fn player(id: &str) -> PlayerRec {
+    PlayerRec { id: id.into(), name: id.into(), guest: true, computer: false }
+}
+
+fn new_game(time: TimeControlRec) -> NewGame {
+    let rules = RuleSet::new(Variant::English);
+    NewGame {
+        rules,
+        time,
+        white: player("guest:w"),
+        black: player("guest:b"),
+        rated: false,
+        start: Position::start(rules),
+    }
+}
+
+async fn play(core: &GamesCore, id: &str, who: &str, mv: &str) {
+    let text = mv.to_string();
+    core.play_move(id, who, move |pos| pos.parse_move(&text), None).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_flag_falls_with_nobody_calling() {
+    let core = core().await;
+    let timers = tokio::spawn(core.clone().run_timers(std::future::pending()));
+    let g = core
+        .create(new_game(TimeControlRec::Fischer { base_ms: 60_000, increment_ms: 0 }))
+        .await
+        .unwrap();
+    // English: Black moves first and uses 10 s.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    play(&core, &g.id, "guest:b", "11-15").await;
+    let (r, _) = core.load(&g.id).await.unwrap();
+    close(r.black_ms, 50_000);
+    assert!(r.result.is_none());
+    // White thinks for 59 s: still on.
+    tokio::time::sleep(Duration::from_secs(59)).await;
+    assert!(core.load(&g.id).await.unwrap().0.result.is_none());
+    // ...and past 60 s the server ends the game by itself.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (r, _) = core.load(&g.id).await.unwrap();
+    let result = r.result.expect("the flag fell");
+    assert_eq!((result.outcome.as_str(), result.reason.as_str()), ("black", "time"));
+    assert_eq!(r.white_ms, 0);
+    // Archived durably and published on the finished stream.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(core.live().len("games.finished").await.unwrap(), 1);
+    let recent = core.recent("guest:w", 10).await.unwrap();
+    assert_eq!(recent.len(), 1);
+    timers.abort();
+}
+
+#[tokio::test]
+async fn the_increment_is_added_after_each_move() {
+    let core = core().await;
+    let g = core
+        .create(new_game(TimeControlRec::Fischer { base_ms: 30_000, increment_ms: 5_000 }))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    play(&core, &g.id, "guest:b", "11-15").await;
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    play(&core, &g.id, "guest:w", "23-19").await;
+    let (r, _) = core.load(&g.id).await.unwrap();
+    close(r.black_ms, 30_000 - 3_000 + 5_000);
+    close(r.white_ms, 30_000 - 7_000 + 5_000);
+    close(r.moves[1].white_ms, 28_000);
+    // A move after the flag fell is refused and the game is lost on time.
+    tokio::time::sleep(Duration::from_secs(33)).await;
+    let err = core
+        .play_move(&g.id, "guest:b", |pos| pos.parse_move("8-11"), None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("time"), "{err}");
+    core.enforce_clock(&g.id).await.unwrap();
+    let result = core.load(&g.id).await.unwrap().0.result.unwrap();
+    assert_eq!((result.outcome.as_str(), result.reason.as_str()), ("white", "time"));
+}
+
+#[tokio::test]
+async fn correspondence_deadline_and_timeout_claim() {
+    let core = core().await;
+    let g = core
+        .create(new_game(TimeControlRec::Correspondence { days_per_move: 2 }))
+        .await
+        .unwrap();
+    play(&core, &g.id, "guest:b", "11-15").await;
+    // A day and a half later White moves: Black gets two full days again.
+    tokio::time::sleep(Duration::from_secs(36 * 3600)).await;
+    play(&core, &g.id, "guest:w", "23-19").await;
+    let (r, _) = core.load(&g.id).await.unwrap();
+    assert_eq!(r.white_ms, 2 * 86_400_000, "a full period again after the move");
+    // White claims too early: refused.
+    let early = core
+        .player_action(&g.id, "guest:w", draughts_validation::games::record::GameRecord::claim_timeout)
+        .await
+        .unwrap_err();
+    assert!(early.to_string().contains("still has"), "{early}");
+    tokio::time::sleep(Duration::from_secs(2 * 86_400 + 1)).await;
+    let r = core
+        .player_action(&g.id, "guest:w", draughts_validation::games::record::GameRecord::claim_timeout)
+        .await
+        .unwrap();
+    let result = r.result.unwrap();
+    assert_eq!((result.outcome.as_str(), result.reason.as_str()), ("white", "time"));
+}
