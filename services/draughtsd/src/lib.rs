@@ -39,6 +39,14 @@ impl Config {
     }
 }
 
+/// A random 64-hex-digit secret, for the embedded default when no token secret is configured.
+pub fn random_secret() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
 /// Starting the platform failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

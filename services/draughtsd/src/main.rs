@@ -3,7 +3,11 @@ use draughtsd::Config;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let config = Config::parse();
+    let mut config = Config::parse();
+    let ephemeral_secret = config.auth.token_secret.is_empty();
+    if ephemeral_secret {
+        config.auth.token_secret = draughtsd::random_secret();
+    }
     config.validate()?;
     let _telemetry = draughts_runtime::telemetry::init("draughtsd", &config.telemetry)?;
     if let Some(addr) = config.telemetry.metrics_addr()? {
@@ -11,6 +15,11 @@ async fn main() -> anyhow::Result<()> {
             draughts_runtime::telemetry::serve_metrics(addr, draughts_runtime::shutdown_signal())
                 .await?;
         tracing::info!(%bound, "metrics on http://{bound}/metrics");
+    }
+    if ephemeral_secret {
+        tracing::warn!(
+            "no DRAUGHTS_TOKEN_SECRET given: using a random one, so guest tokens end with this process"
+        );
     }
     let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, "draughtsd listening (gRPC and gRPC-Web)");

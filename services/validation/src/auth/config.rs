@@ -18,8 +18,14 @@ pub const MIN_SECRET_BYTES: usize = 32;
 #[derive(Clone, clap::Args)]
 pub struct AuthConfig {
     /// Secret that signs this platform's guest tokens (HS256), at least 32 bytes. Every replica must
-    /// share it; changing it signs every guest out.
-    #[arg(long, env = "DRAUGHTS_TOKEN_SECRET", hide_env_values = true)]
+    /// share it; changing it signs every guest out. Required by the services; the one-process platform
+    /// makes a random one when it is not given (guest tokens then end with the process).
+    #[arg(
+        long,
+        env = "DRAUGHTS_TOKEN_SECRET",
+        hide_env_values = true,
+        default_value = ""
+    )]
     pub token_secret: String,
     /// The identity provider's key for player tokens: an HS256 secret (at least 32 bytes), or a PEM
     /// public key (text starting with -----BEGIN: RSA for RS256, P-256 for ES256). Unset: only guest
