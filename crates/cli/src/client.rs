@@ -18,21 +18,24 @@ pub struct ClientArgs {
         global = true
     )]
     server: String,
+    /// Token or API key sent as `authorization: Bearer ...` (from `client guest`).
+    #[arg(long, env = "DRAUGHTS_TOKEN", global = true, hide_env_values = true)]
+    token: Option<String>,
     #[command(subcommand)]
     command: ClientCommand,
 }
 
 #[derive(Args, Debug)]
-struct Target {
+pub(crate) struct Target {
     /// Rule set: international, english, italian, russian, brazilian, spanish, czech or turkish.
     #[arg(long, short = 'v')]
-    variant: String,
+    pub(crate) variant: String,
     /// Position in PDN FEN (default: the start position).
     #[arg(long, short = 'f', default_value = "")]
-    fen: String,
+    pub(crate) fen: String,
     /// House-rule options: no-mandatory-capture, promote-mid-capture, move-limit=N.
     #[arg(long, short = 'o', default_value = "")]
-    options: String,
+    pub(crate) options: String,
 }
 
 #[derive(Subcommand, Debug)]
@@ -62,16 +65,31 @@ enum ClientCommand {
     Parse(Target),
     /// grpc.health.v1: is the server serving.
     Health,
+    /// Auth.CreateGuest: prints a guest token (use it with --token or DRAUGHTS_TOKEN).
+    Guest {
+        #[arg(long, default_value = "")]
+        name: String,
+    },
+    /// Games.CreateGame: a game between you (--token) and an opponent id.
+    Create(crate::games_cli::CreateArgs),
+    /// Play a game from the terminal: your moves from stdin, the opponent's as they come.
+    Play { game_id: String },
+    /// Play a whole game against the built-in opponent (a simple engine-backed player).
+    Bot(crate::games_cli::BotArgs),
+    /// Games.WatchGame: print every event of a game until it ends.
+    Watch { game_id: String },
+    /// Games.ExportPdn.
+    Pdn { game_id: String },
 }
 
-fn rules(t: &Target) -> Result<Option<pb::RuleSet>, CliError> {
+pub(crate) fn rules_of(t: &Target) -> Result<Option<pb::RuleSet>, CliError> {
     let variant: draughts_engine::Variant = t.variant.parse()?;
     let options = draughts_engine::RuleOptions::parse(&t.options)?;
     let rs = draughts_engine::RuleSet::with_options(variant, options)?;
     Ok(Some(draughts_proto::convert::rules_to_wire(rs)))
 }
 
-fn status_error(e: tonic::Status) -> CliError {
+pub(crate) fn status_error(e: tonic::Status) -> CliError {
     CliError(format!("{:?}: {}", e.code(), e.message()))
 }
 
@@ -117,11 +135,12 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
         .await
         .map_err(|e| CliError(format!("cannot connect to {}: {e}", args.server)))?;
     let mut rules_client = RulesClient::new(channel.clone());
+    let token = args.token.clone();
     match args.command {
         ClientCommand::Moves(t) => {
             let r = rules_client
                 .list_moves(pb::ListMovesRequest {
-                    rules: rules(&t)?,
+                    rules: rules_of(&t)?,
                     fen: t.fen.clone(),
                 })
                 .await
@@ -135,7 +154,7 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
         ClientCommand::Validate { target, mv } => {
             let r = rules_client
                 .validate_move(pb::ValidateMoveRequest {
-                    rules: rules(&target)?,
+                    rules: rules_of(&target)?,
                     fen: target.fen.clone(),
                     r#move: Some(text(&mv)),
                 })
@@ -157,7 +176,7 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
         ClientCommand::Apply { target, moves } => {
             let r = rules_client
                 .apply_moves(pb::ApplyMovesRequest {
-                    rules: rules(&target)?,
+                    rules: rules_of(&target)?,
                     fen: target.fen.clone(),
                     moves: moves.iter().map(|m| text(m)).collect(),
                 })
@@ -181,7 +200,9 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
                 options: String::new(),
             };
             let r = rules_client
-                .start_position(pb::StartPositionRequest { rules: rules(&t)? })
+                .start_position(pb::StartPositionRequest {
+                    rules: rules_of(&t)?,
+                })
                 .await
                 .map_err(status_error)?
                 .into_inner();
@@ -192,7 +213,7 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
         ClientCommand::Parse(t) => {
             let r = rules_client
                 .parse_position(pb::ParsePositionRequest {
-                    rules: rules(&t)?,
+                    rules: rules_of(&t)?,
                     fen: t.fen.clone(),
                 })
                 .await
@@ -216,6 +237,24 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
                 .map(|s| s.as_str_name())
                 .unwrap_or("UNKNOWN");
             println!("{status}");
+        }
+        ClientCommand::Guest { name } => {
+            let g = crate::games_cli::create_guest(&channel, &name).await?;
+            println!("{}", g.token);
+            eprintln!("guest {} (export DRAUGHTS_TOKEN=... to use it)", g.id);
+        }
+        ClientCommand::Create(a) => crate::games_cli::create(&channel, token.as_deref(), a).await?,
+        ClientCommand::Play { game_id } => {
+            crate::games_cli::play(&channel, token.as_deref(), &game_id).await?
+        }
+        ClientCommand::Bot(a) => crate::games_cli::bot(&channel, token.as_deref(), a).await?,
+        ClientCommand::Watch { game_id } => crate::games_cli::watch(&channel, &game_id).await?,
+        ClientCommand::Pdn { game_id } => {
+            let r = pb::games_client::GamesClient::new(channel)
+                .export_pdn(pb::GetGameRequest { game_id })
+                .await
+                .map_err(status_error)?;
+            print!("{}", r.into_inner().pdn);
         }
     }
     Ok(())

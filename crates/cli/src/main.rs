@@ -1,6 +1,8 @@
 //! `draughts`: a thin command-line tool over the engine crate, and a client of the platform's API.
 
+mod ai_cmds;
 mod client;
+mod games_cli;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -33,6 +35,8 @@ enum Command {
     Bench(BenchArgs),
     /// Call the platform's gRPC API (a running `draughtsd` or service).
     Client(client::ClientArgs),
+    #[command(flatten)]
+    Ai(ai_cmds::AiCommand),
 }
 
 #[derive(Args, Debug)]
@@ -171,6 +175,7 @@ fn main() -> ExitCode {
         Command::Play(a) => play(a),
         Command::Bench(a) => bench(a),
         Command::Client(a) => client::run(a),
+        Command::Ai(a) => ai_cmds::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

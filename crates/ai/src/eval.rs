@@ -1,0 +1,342 @@
+//! Static evaluation, one weight table per variant.
+//!
+//! Scores are in centi-men (a man is worth [`Weights::man`] = 100) from the side to move's point of view.
+//! Every number the evaluation uses lives in a [`Weights`] table (one `static` per variant), so tuning means
+//! editing data, not code. The board-shape tables (rows, centre, back row, forward neighbours) are built
+//! once per board from the engine's square coordinates.
+
+use draughts_engine::{Board, BoardKind, Color, Position, Variant};
+
+/// The tunable numbers of the evaluation of one variant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Weights {
+    /// A man (the unit: 100).
+    pub man: i32,
+    /// A king. Flying kings are worth about three men, short kings (english, italian) about one and a half.
+    pub king: i32,
+    /// Bonus per man by the number of rows it has advanced from its own back row (index 0 = back row).
+    /// Small, rising values: "tempo" in draughts terms.
+    pub advance: [i32; 10],
+    /// Bonus per man on a centre square.
+    pub centre: i32,
+    /// Bonus per man still on its own back row while the opponent has men (guards the promotion row).
+    pub back_row: i32,
+    /// Bonus for a man one step from promotion with a free square to promote on (half of it two steps away
+    /// on a free path).
+    pub runaway: i32,
+    /// Bonus for having a king when the opponent has none.
+    pub sole_king: i32,
+    /// In drawn-looking king endings (a lone king against too few pieces to win, see [`Weights::lone_king_holds`])
+    /// the score is divided by this.
+    pub draw_divisor: i32,
+    /// A lone king (no men) holds the draw against at most this many pieces (0: never). International and
+    /// brazilian: 3 (FMJD endgame rule, 16 moves); the other flying-king variants: 2; short kings: 0.
+    pub lone_king_holds: u32,
+}
+
+/// International (10x10, flying kings).
+pub static INTERNATIONAL: Weights = Weights {
+    man: 100,
+    king: 300,
+    advance: [0, 1, 2, 3, 4, 6, 8, 11, 15, 0],
+    centre: 4,
+    back_row: 3,
+    runaway: 120,
+    sole_king: 40,
+    draw_divisor: 16,
+    lone_king_holds: 3,
+};
+
+/// Brazilian: international rules on 8x8.
+pub static BRAZILIAN: Weights = Weights {
+    king: 280,
+    advance: [0, 2, 4, 6, 9, 13, 18, 0, 0, 0],
+    centre: 5,
+    back_row: 4,
+    runaway: 110,
+    ..INTERNATIONAL
+};
+
+/// Russian: flying kings, promotion mid-chain, free capture choice.
+pub static RUSSIAN: Weights = Weights {
+    lone_king_holds: 2,
+    ..BRAZILIAN
+};
+
+/// Czech: flying kings, men capture forward only.
+pub static CZECH: Weights = Weights {
+    lone_king_holds: 2,
+    ..BRAZILIAN
+};
+
+/// Spanish: flying kings, men capture forward only, mirrored board.
+pub static SPANISH: Weights = Weights {
+    lone_king_holds: 2,
+    ..BRAZILIAN
+};
+
+/// English (American checkers): short kings.
+pub static ENGLISH: Weights = Weights {
+    man: 100,
+    king: 150,
+    advance: [0, 1, 2, 4, 6, 9, 13, 0, 0, 0],
+    centre: 5,
+    back_row: 6,
+    runaway: 60,
+    sole_king: 20,
+    draw_divisor: 1,
+    lone_king_holds: 0,
+};
+
+/// Italian: short kings that men may not capture.
+pub static ITALIAN: Weights = Weights {
+    king: 160,
+    ..ENGLISH
+};
+
+/// Turkish: orthogonal moves, 16 men, flying orthogonal kings.
+pub static TURKISH: Weights = Weights {
+    man: 100,
+    king: 250,
+    advance: [0, 0, 2, 4, 6, 9, 13, 0, 0, 0],
+    centre: 2,
+    back_row: 0,
+    runaway: 100,
+    sole_king: 40,
+    draw_divisor: 8,
+    lone_king_holds: 1,
+};
+
+impl Weights {
+    /// The weight table of a variant.
+    pub fn of(variant: Variant) -> &'static Weights {
+        match variant {
+            Variant::International => &INTERNATIONAL,
+            Variant::Brazilian => &BRAZILIAN,
+            Variant::Russian => &RUSSIAN,
+            Variant::Czech => &CZECH,
+            Variant::Spanish => &SPANISH,
+            Variant::English => &ENGLISH,
+            Variant::Italian => &ITALIAN,
+            Variant::Turkish => &TURKISH,
+        }
+    }
+}
+
+/// Board-shape masks for one colour.
+#[derive(Clone, Debug)]
+struct Side {
+    /// `rows[r]`: squares `r` rows ahead of this colour's back row.
+    rows: [u64; 10],
+    back_row: u64,
+    /// Squares one row before promotion, and two rows before.
+    one_to_go: u64,
+    two_to_go: u64,
+    /// Forward neighbours of each bit (the squares a man on it moves to; sideways excluded).
+    forward: [u64; 64],
+}
+
+/// The evaluation of one variant: its weights and its board tables.
+#[derive(Clone, Debug)]
+pub struct Evaluator {
+    variant: Variant,
+    weights: Weights,
+    white: Side,
+    black: Side,
+    centre: u64,
+}
+
+impl Evaluator {
+    /// The evaluator of a variant with its default weights.
+    pub fn new(variant: Variant) -> Evaluator {
+        Evaluator::with_weights(variant, Weights::of(variant).clone())
+    }
+
+    /// The evaluator of a variant with other weights (for tuning).
+    pub fn with_weights(variant: Variant, weights: Weights) -> Evaluator {
+        let board = variant.rules().board.board();
+        let size = board.size;
+        let turkish = board.kind == BoardKind::Turkish;
+        let mut white = empty_side();
+        let mut black = empty_side();
+        let mut centre = 0u64;
+        let (lo, hi) = if size == 10 { (2, 7) } else { (2, 5) };
+        for sq in board.squares() {
+            let bit = 1u64 << sq.bit();
+            let (file, rank) = board.coords(sq);
+            let white_row = usize::from(rank);
+            let black_row = usize::from(size - 1 - rank);
+            white.rows[white_row] |= bit;
+            black.rows[black_row] |= bit;
+            if (lo..=hi).contains(&file) && (lo..=hi).contains(&rank) {
+                centre |= bit;
+            }
+            white.forward[sq.bit() as usize] = forward(board, file, rank, 1, turkish);
+            black.forward[sq.bit() as usize] = forward(board, file, rank, -1, turkish);
+        }
+        for side in [&mut white, &mut black] {
+            side.back_row = side.rows[0];
+            side.one_to_go = side.rows[usize::from(size) - 2];
+            side.two_to_go = side.rows[usize::from(size) - 3];
+        }
+        Evaluator {
+            variant,
+            weights,
+            white,
+            black,
+            centre,
+        }
+    }
+
+    pub fn variant(&self) -> Variant {
+        self.variant
+    }
+
+    pub fn weights(&self) -> &Weights {
+        &self.weights
+    }
+
+    /// The value of one side's pieces (men and kings) in centi-men.
+    pub fn material(&self, pos: &Position, color: Color) -> i32 {
+        let (men, kings) = pos.material(color);
+        men as i32 * self.weights.man + kings as i32 * self.weights.king
+    }
+
+    /// The score of a position for the side to move, in centi-men.
+    #[inline]
+    pub fn evaluate(&self, pos: &Position) -> i32 {
+        let w = &self.weights;
+        let white = pos.pieces(Color::White).0;
+        let black = pos.pieces(Color::Black).0;
+        let kings = pos.kings().0;
+        let empty = !(white | black);
+        let wm = white & !kings;
+        let bm = black & !kings;
+        let wk = (white & kings).count_ones() as i32;
+        let bk = (black & kings).count_ones() as i32;
+        let n_wm = wm.count_ones() as i32;
+        let n_bm = bm.count_ones() as i32;
+
+        let mut score = (n_wm - n_bm) * w.man + (wk - bk) * w.king;
+        score += self.men_terms(&self.white, wm, bm, empty);
+        score -= self.men_terms(&self.black, bm, wm, empty);
+        if wk > 0 && bk == 0 {
+            score += w.sole_king;
+        } else if bk > 0 && wk == 0 {
+            score -= w.sole_king;
+        }
+
+        // Drawn-looking king endings: a lone king against too few pieces.
+        if w.lone_king_holds > 0 {
+            let lone = |m: i32, k: i32| m == 0 && k == 1;
+            let n_white = (n_wm + wk) as u32;
+            let n_black = (n_bm + bk) as u32;
+            if (lone(n_bm, bk) && n_white <= w.lone_king_holds)
+                || (lone(n_wm, wk) && n_black <= w.lone_king_holds)
+            {
+                score /= w.draw_divisor;
+            }
+        }
+
+        match pos.side_to_move() {
+            Color::White => score,
+            Color::Black => -score,
+        }
+    }
+
+    /// Positional terms of one side's men: advancement, centre, back row, runaways.
+    #[inline(always)]
+    fn men_terms(&self, side: &Side, own_men: u64, opp_men: u64, empty: u64) -> i32 {
+        let w = &self.weights;
+        let mut s = 0;
+        for (row, weight) in side.rows.iter().zip(w.advance.iter()) {
+            s += (own_men & row).count_ones() as i32 * weight;
+        }
+        s += (own_men & self.centre).count_ones() as i32 * w.centre;
+        if opp_men != 0 {
+            s += (own_men & side.back_row).count_ones() as i32 * w.back_row;
+        }
+        let mut near = own_men & side.one_to_go;
+        while near != 0 {
+            let bit = near.trailing_zeros() as usize;
+            near &= near - 1;
+            if side.forward[bit] & empty != 0 {
+                s += w.runaway;
+            }
+        }
+        let mut near = own_men & side.two_to_go;
+        while near != 0 {
+            let bit = near.trailing_zeros() as usize;
+            near &= near - 1;
+            let mut next = side.forward[bit] & empty;
+            while next != 0 {
+                let b = next.trailing_zeros() as usize;
+                next &= next - 1;
+                if side.forward[b] & empty == side.forward[b] && side.forward[b] != 0 {
+                    s += w.runaway / 2;
+                    break;
+                }
+            }
+        }
+        s
+    }
+}
+
+fn empty_side() -> Side {
+    Side {
+        rows: [0; 10],
+        back_row: 0,
+        one_to_go: 0,
+        two_to_go: 0,
+        forward: [0; 64],
+    }
+}
+
+/// The squares a man on (file, rank) moves forward to (`dir` = +1 for White, -1 for Black).
+fn forward(board: &Board, file: u8, rank: u8, dir: i8, turkish: bool) -> u64 {
+    let next_rank = i16::from(rank) + i16::from(dir);
+    if !(0..i16::from(board.size)).contains(&next_rank) {
+        return 0;
+    }
+    let r = next_rank as u8;
+    let files: &[i16] = if turkish { &[0] } else { &[-1, 1] };
+    let mut mask = 0;
+    for df in files {
+        let f = i16::from(file) + df;
+        if (0..i16::from(board.size)).contains(&f)
+            && let Some(sq) = board.square_at(f as u8, r)
+        {
+            mask |= 1u64 << sq.bit();
+        }
+    }
+    mask
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_positions_are_balanced() {
+        for v in Variant::ALL {
+            let e = Evaluator::new(v);
+            let pos = Position::start(v);
+            assert_eq!(e.evaluate(&pos), 0, "{v}");
+        }
+    }
+
+    #[test]
+    fn a_lone_king_against_three_is_drawish_in_international() {
+        let e = Evaluator::new(Variant::International);
+        let pos = Position::from_fen(Variant::International, "W:WK10,K20,K30:BK45").unwrap();
+        assert!(e.evaluate(&pos) < 100, "{}", e.evaluate(&pos));
+        let pos = Position::from_fen(Variant::International, "W:WK10,K20,K30,K40:BK45").unwrap();
+        assert!(e.evaluate(&pos) > 600);
+    }
+
+    #[test]
+    fn short_kings_are_worth_less_than_flying_kings() {
+        assert!(ENGLISH.king < INTERNATIONAL.king);
+        assert!(ITALIAN.king < RUSSIAN.king);
+    }
+}

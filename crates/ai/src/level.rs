@@ -1,0 +1,149 @@
+//! Playing levels 1 to 8 and the players the match runner uses.
+//!
+//! | level | depth | nodes | time cap | noise (centi-men) | idea |
+//! |---|---|---|---|---|---|
+//! | 1 | 1 | - | - | 150 | sees only what it takes and what it hangs at once; often picks a worse move |
+//! | 2 | 2 | - | - | 90 | one reply deep, still careless |
+//! | 3 | 3 | - | - | 50 | |
+//! | 4 | 4 | - | - | 25 | |
+//! | 5 | 6 | - | - | 10 | rarely strays from the best move |
+//! | 6 | - | 15 000 | 1 s | 0 | a club player: a few plies of real search |
+//! | 7 | - | 100 000 | 2 s | 0 | |
+//! | 8 | - | 1 500 000 | 5 s | 0 | full strength at a fast move time (about half a second a move) |
+//!
+//! With noise, every root move is searched to the level's depth (multi-PV over all moves) and the move with
+//! the best `score + uniform(0, noise)` is played, so the beginner's mistakes are "almost best" moves that
+//! lose something a deeper look would have seen, not random moves. The noise is drawn from a seeded
+//! generator, so a game is reproducible from its seed.
+
+use std::time::Duration;
+
+use draughts_engine::{Color, Count, Move, Position};
+
+use crate::eval::Weights;
+use crate::search::{Limits, RootState, SearchResult, Searcher};
+
+/// One playing level.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Level {
+    pub level: u8,
+    pub depth: Option<u32>,
+    pub nodes: Option<u64>,
+    pub time: Option<Duration>,
+    /// Random bonus, up to this many centi-men, added to each root move's score before choosing.
+    pub noise: i32,
+}
+
+/// The lowest and highest levels.
+pub const MIN_LEVEL: u8 = 1;
+pub const MAX_LEVEL: u8 = 8;
+
+impl Level {
+    /// Level `n` (1..=8); `None` outside.
+    pub fn new(n: u8) -> Option<Level> {
+        let (depth, nodes, time_ms, noise) = match n {
+            1 => (Some(1), None, None, 150),
+            2 => (Some(2), None, None, 90),
+            3 => (Some(3), None, None, 50),
+            4 => (Some(4), None, None, 25),
+            5 => (Some(6), None, None, 10),
+            6 => (None, Some(15_000), Some(1_000), 0),
+            7 => (None, Some(100_000), Some(2_000), 0),
+            8 => (None, Some(1_500_000), Some(5_000), 0),
+            _ => return None,
+        };
+        Some(Level {
+            level: n,
+            depth,
+            nodes,
+            time: time_ms.map(Duration::from_millis),
+            noise,
+        })
+    }
+
+    /// The search limits of this level (multi-PV over every move when it plays with noise).
+    pub fn limits(&self, n_moves: usize) -> Limits {
+        Limits {
+            depth: self.depth,
+            nodes: self.nodes,
+            time: self.time,
+            multipv: if self.noise > 0 { n_moves } else { 1 },
+        }
+    }
+
+    /// Chooses a move (`None` if there is none).
+    pub fn choose(&self, searcher: &mut Searcher, root: &RootState, rng: &mut Rng) -> Option<Move> {
+        let n_moves = root.position.legal_moves().len();
+        if n_moves <= 1 {
+            return root.position.legal_moves().first().copied();
+        }
+        let result = searcher.search(root, &self.limits(n_moves), |_| {});
+        self.pick(&result, rng)
+    }
+
+    fn pick(&self, result: &SearchResult, rng: &mut Rng) -> Option<Move> {
+        if self.noise <= 0 || result.lines.len() <= 1 {
+            return result.best;
+        }
+        result
+            .lines
+            .iter()
+            .filter(|l| !l.pv.is_empty())
+            .max_by_key(|l| {
+                l.raw
+                    .saturating_add(rng.below(self.noise as u64 + 1) as i32)
+            })
+            .map(|l| l.pv[0])
+            .or(result.best)
+    }
+}
+
+/// The one-ply greedy player: the move that leaves the best material balance, ties broken at random.
+pub fn greedy_move(pos: &Position, rng: &mut Rng) -> Option<Move> {
+    let weights = Weights::of(pos.variant());
+    let me = pos.side_to_move();
+    let value = |p: &Position, c: Color| {
+        let (m, k) = p.material(c);
+        m as i32 * weights.man + k as i32 * weights.king
+    };
+    let mut list = Vec::new();
+    pos.legal_moves_into(&mut list, Count::Unique);
+    let mut best: Vec<Move> = Vec::new();
+    let mut best_score = i32::MIN;
+    for mv in list {
+        let next = pos.play_unchecked(&mv);
+        let s = value(&next, me) - value(&next, !me);
+        if s > best_score {
+            best_score = s;
+            best.clear();
+        }
+        if s == best_score {
+            best.push(mv);
+        }
+    }
+    if best.is_empty() {
+        return None;
+    }
+    Some(best[rng.below(best.len() as u64) as usize])
+}
+
+/// A small deterministic random generator (splitmix64): enough for move noise and openings.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (`n` > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+}

@@ -1,0 +1,40 @@
+//! Search, evaluation and playing levels for every variant of `draughts-engine`.
+//!
+//! A pure library: no I/O and no async runtime. The caller owns threads and clocks; a search is cancelled
+//! through a [`StopHandle`] shared with another thread.
+//!
+//! ```
+//! use draughts_ai::{Limits, RootState, Score, Searcher};
+//! use draughts_engine::{Position, Variant};
+//!
+//! // English: a few pieces each, search eight plies deep.
+//! let pos = Position::from_fen(Variant::English, "W:W21,25:B14,17").unwrap();
+//! let mut searcher = Searcher::new(Variant::English);
+//! let result = searcher.search(&RootState::new(pos), &Limits::depth(8), |_info| {});
+//! assert!(result.best.is_some());
+//! assert!(matches!(result.score(), Some(Score::CentiMen(_) | Score::WinIn(_) | Score::LossIn(_))));
+//! ```
+//!
+//! Modules:
+//! - [`eval`]: the static evaluation, with one weight table per variant (data, for tuning);
+//! - [`search`]: iterative deepening PVS with a transposition table, quiescence, draw rules and limits;
+//! - [`level`]: playing levels 1 to 8 and the one-ply greedy player;
+//! - [`hub`]: the Hub protocol's line, position and move formats (the loop lives in the CLI);
+//! - [`openings`], [`stats`]: balanced match openings and Elo estimates.
+
+pub mod bench;
+pub mod eval;
+pub mod hub;
+pub mod level;
+pub mod openings;
+pub mod search;
+pub mod stats;
+pub mod tt;
+
+pub use eval::{Evaluator, Weights};
+pub use level::{Level, Rng, greedy_move};
+pub use search::{
+    Info, Limits, Line, RootState, Score, SearchOptions, SearchResult, Searcher, StopHandle,
+    search_position,
+};
+pub use stats::{EloEstimate, Tally};

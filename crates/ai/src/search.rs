@@ -1,0 +1,852 @@
+//! Iterative deepening principal variation search.
+//!
+//! - Negamax alpha-beta with a null window for every move after the first (PVS), late move reductions for
+//!   quiet moves, and a one-ply extension when a side has a single legal move (forced captures).
+//! - Quiescence: at depth 0 a position where the side to move can capture is searched on, capture by
+//!   capture, so the search never stops in the middle of an exchange; captures are forced, so there is no
+//!   "stand pat" unless the `no-mandatory-capture` option is on.
+//! - Move ordering: the transposition-table move, captures (most pieces first), promotions, two killers
+//!   per ply, then the history table.
+//! - Draw rules: a position repeated since the last capture or man move is a draw (one repetition is
+//!   enough inside the search), and so is the variant's no-progress count running out; the evaluation
+//!   knows the lone-king endings.
+//! - Limits: depth, nodes, time, any combination, plus a cancel flag read every 1024 nodes. With a depth
+//!   or node limit only, the result is deterministic (same position, same fresh [`Searcher`]).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use draughts_engine::{Count, Game, Move, Position, ProgressReset, RuleSet};
+
+use crate::eval::Evaluator;
+use crate::tt::{Bound, Tt, signature};
+
+/// A won position scores `WIN - plies to the win`; a lost one the negation.
+pub const WIN: i32 = 30_000;
+/// Scores beyond this (in absolute value) are wins or losses in a known number of plies.
+pub const WIN_THRESHOLD: i32 = WIN - 1_000;
+const INF: i32 = 31_000;
+/// The deepest ply the search goes (extensions and quiescence included).
+pub const MAX_PLY: usize = 120;
+const MAX_DEPTH: u32 = 100;
+const CHECK_EVERY: u64 = 1024;
+
+/// A search score as users read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Score {
+    /// An evaluation in centi-men (100 = one man), for the side to move.
+    CentiMen(i32),
+    /// The side to move wins in this many plies.
+    WinIn(u32),
+    /// The side to move loses in this many plies.
+    LossIn(u32),
+}
+
+impl Score {
+    /// Converts an internal score.
+    pub fn from_internal(score: i32) -> Score {
+        if score > WIN_THRESHOLD {
+            Score::WinIn((WIN - score) as u32)
+        } else if score < -WIN_THRESHOLD {
+            Score::LossIn((WIN + score) as u32)
+        } else {
+            Score::CentiMen(score)
+        }
+    }
+
+    /// In men, as the Hub protocol wants it (wins as +/- 100 minus a little per ply).
+    pub fn men(&self) -> f64 {
+        match *self {
+            Score::CentiMen(c) => f64::from(c) / 100.0,
+            Score::WinIn(n) => 100.0 - f64::from(n) / 100.0,
+            Score::LossIn(n) => -100.0 + f64::from(n) / 100.0,
+        }
+    }
+}
+
+impl std::fmt::Display for Score {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Score::CentiMen(c) => write!(f, "{:+.2}", f64::from(*c) / 100.0),
+            Score::WinIn(n) => write!(f, "win in {n} plies"),
+            Score::LossIn(n) => write!(f, "loss in {n} plies"),
+        }
+    }
+}
+
+/// When to stop searching. Unset limits do not apply; with none at all the search runs to
+/// the maximum depth or until cancelled.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub depth: Option<u32>,
+    pub nodes: Option<u64>,
+    pub time: Option<Duration>,
+    /// Number of best lines to report (at least 1).
+    pub multipv: usize,
+}
+
+impl Limits {
+    pub fn depth(depth: u32) -> Limits {
+        Limits {
+            depth: Some(depth),
+            ..Limits::default()
+        }
+    }
+    pub fn nodes(nodes: u64) -> Limits {
+        Limits {
+            nodes: Some(nodes),
+            ..Limits::default()
+        }
+    }
+    pub fn time(time: Duration) -> Limits {
+        Limits {
+            time: Some(time),
+            ..Limits::default()
+        }
+    }
+}
+
+/// What the search starts from: the position plus what the draw rules need from the game so far.
+#[derive(Clone, Debug)]
+pub struct RootState {
+    pub position: Position,
+    /// Hashes of the earlier positions since the last capture or man move, oldest first.
+    pub history: Vec<u64>,
+    /// Plies already counted toward the variant's no-progress draw.
+    pub no_progress_plies: u32,
+}
+
+impl RootState {
+    /// A position with no history.
+    pub fn new(position: Position) -> RootState {
+        RootState {
+            position,
+            history: Vec::new(),
+            no_progress_plies: 0,
+        }
+    }
+
+    /// The current position of a game, with its repetition history and no-progress count.
+    pub fn from_game(game: &Game) -> RootState {
+        let mut pos = *game.start_position();
+        let mut history = Vec::new();
+        for mv in game.moves() {
+            history.push(pos.hash());
+            if mv.is_capture() || !mv.is_king_move() {
+                history.clear();
+            }
+            pos = pos.play_unchecked(mv);
+        }
+        RootState {
+            position: pos,
+            history,
+            no_progress_plies: game.no_progress_plies(),
+        }
+    }
+}
+
+/// One finished line of one depth.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    pub score: Score,
+    /// The internal score (centi-men, or `±(WIN - plies)`).
+    pub raw: i32,
+    pub pv: Vec<Move>,
+}
+
+/// Progress after each finished depth (sent to the caller's callback).
+#[derive(Clone, Debug)]
+pub struct Info {
+    pub depth: u32,
+    /// The deepest ply reached.
+    pub seldepth: u32,
+    /// Best first; `multipv` lines at most.
+    pub lines: Vec<Line>,
+    pub nodes: u64,
+    pub elapsed: Duration,
+}
+
+impl Info {
+    /// Nodes per second.
+    pub fn nps(&self) -> f64 {
+        self.nodes as f64 / self.elapsed.as_secs_f64().max(1e-6)
+    }
+}
+
+/// The outcome of a search.
+#[derive(Clone, Debug)]
+pub struct SearchResult {
+    /// The best move; `None` only when the side to move has no legal move.
+    pub best: Option<Move>,
+    /// The expected answer, if known.
+    pub ponder: Option<Move>,
+    /// The lines of the last finished depth (empty if none finished, or no move).
+    pub lines: Vec<Line>,
+    pub depth: u32,
+    pub seldepth: u32,
+    pub nodes: u64,
+    pub elapsed: Duration,
+    /// Whether the search stopped on a limit or cancel before its maximum depth.
+    pub stopped: bool,
+}
+
+impl SearchResult {
+    pub fn score(&self) -> Option<Score> {
+        self.lines.first().map(|l| l.score)
+    }
+    pub fn nps(&self) -> f64 {
+        self.nodes as f64 / self.elapsed.as_secs_f64().max(1e-6)
+    }
+}
+
+/// Options of a searcher.
+#[derive(Clone, Debug)]
+pub struct SearchOptions {
+    /// Transposition table size in MiB.
+    pub tt_megabytes: usize,
+    /// Keep only these bits of the position hash as the table key (tests: force collisions).
+    pub tt_key_mask: u64,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            tt_megabytes: 16,
+            tt_key_mask: !0,
+        }
+    }
+}
+
+/// A cancel flag shared with other threads: `stop()` ends the running search within a few milliseconds.
+#[derive(Clone, Debug, Default)]
+pub struct StopHandle(Arc<AtomicBool>);
+
+impl StopHandle {
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+    pub fn is_stopped(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+    pub fn reset(&self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
+}
+
+/// Killer moves, history and move lists: the searcher's scratch state.
+#[derive(Debug)]
+pub struct Searcher {
+    tt: Tt,
+    eval: Evaluator,
+    stop: StopHandle,
+    killers: Vec<[Option<Move>; 2]>,
+    history: Vec<i32>,
+    lists: Vec<Vec<Move>>,
+    scores: Vec<Vec<i32>>,
+    /// Hashes of the root history and the current path (the position at `ply` is at `base + ply`).
+    stack: Vec<u64>,
+    /// For each ply: plies since the last capture or man move (repetition window).
+    reversible: Vec<u32>,
+    /// For each ply: plies toward the no-progress draw.
+    no_progress: Vec<u32>,
+    pv: Vec<Vec<Move>>,
+    base: usize,
+    nodes: u64,
+    seldepth: u32,
+    node_limit: u64,
+    deadline: Option<Instant>,
+    aborted: bool,
+    rules: RuleSet,
+    /// Plies of the no-progress draw (0: none), and what resets the count.
+    no_progress_limit: u32,
+    reset_on_man_move: bool,
+    repetition: bool,
+    mandatory: bool,
+    root_excluded: Vec<Move>,
+}
+
+impl Searcher {
+    pub fn new(rules: impl Into<RuleSet>) -> Searcher {
+        Searcher::with_options(rules, &SearchOptions::default())
+    }
+
+    pub fn with_options(rules: impl Into<RuleSet>, options: &SearchOptions) -> Searcher {
+        let rules = rules.into();
+        let mut s = Searcher {
+            tt: Tt::with_key_mask(options.tt_megabytes, options.tt_key_mask),
+            eval: Evaluator::new(rules.variant()),
+            stop: StopHandle::default(),
+            killers: vec![[None; 2]; MAX_PLY + 2],
+            history: vec![0; 64 * 64],
+            lists: (0..MAX_PLY + 2).map(|_| Vec::with_capacity(64)).collect(),
+            scores: (0..MAX_PLY + 2).map(|_| Vec::with_capacity(64)).collect(),
+            stack: Vec::with_capacity(512),
+            reversible: vec![0; MAX_PLY + 2],
+            no_progress: vec![0; MAX_PLY + 2],
+            pv: (0..MAX_PLY + 2)
+                .map(|_| Vec::with_capacity(MAX_PLY))
+                .collect(),
+            base: 0,
+            nodes: 0,
+            seldepth: 0,
+            node_limit: u64::MAX,
+            deadline: None,
+            aborted: false,
+            rules,
+            no_progress_limit: 0,
+            reset_on_man_move: true,
+            repetition: true,
+            mandatory: true,
+            root_excluded: Vec::new(),
+        };
+        s.set_rules(rules);
+        s
+    }
+
+    fn set_rules(&mut self, rules: RuleSet) {
+        if self.eval.variant() != rules.variant() {
+            self.eval = Evaluator::new(rules.variant());
+            self.tt.clear();
+        }
+        self.rules = rules;
+        let draw = rules.draw_rules();
+        self.no_progress_limit = draw.no_progress.map_or(0, |np| 2 * u32::from(np.moves));
+        self.reset_on_man_move = draw
+            .no_progress
+            .is_none_or(|np| np.reset == ProgressReset::CaptureOrManMove);
+        self.repetition = true;
+        self.mandatory = rules.mandatory_capture();
+    }
+
+    /// The flag that cancels this searcher's searches (clone it to another thread).
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// The evaluation in use.
+    pub fn evaluator(&self) -> &Evaluator {
+        &self.eval
+    }
+
+    /// Forgets the transposition table, killers and history (a new game; makes searches reproducible).
+    pub fn clear(&mut self) {
+        self.tt.clear();
+        self.history.iter_mut().for_each(|h| *h = 0);
+        self.killers.iter_mut().for_each(|k| *k = [None; 2]);
+    }
+
+    /// Searches a root until a limit; `on_info` is called after every finished depth.
+    pub fn search(
+        &mut self,
+        root: &RootState,
+        limits: &Limits,
+        mut on_info: impl FnMut(&Info),
+    ) -> SearchResult {
+        let start = Instant::now();
+        self.set_rules(root.position.rule_set());
+        self.tt.new_search();
+        self.history.iter_mut().for_each(|h| *h /= 8);
+        self.killers.iter_mut().for_each(|k| *k = [None; 2]);
+        self.nodes = 0;
+        self.seldepth = 0;
+        self.aborted = false;
+        self.node_limit = limits.nodes.unwrap_or(u64::MAX).max(1);
+        self.deadline = limits.time.map(|t| start + t);
+        self.stack.clear();
+        self.stack.extend_from_slice(&root.history);
+        self.base = self.stack.len();
+        self.stack.push(root.position.hash());
+        self.reversible[0] = root.history.len() as u32;
+        self.no_progress[0] = root.no_progress_plies;
+
+        let pos = root.position;
+        let mut root_moves = Vec::new();
+        pos.legal_moves_into(&mut root_moves, Count::Unique);
+        let mut result = SearchResult {
+            best: root_moves.first().copied(),
+            ponder: None,
+            lines: Vec::new(),
+            depth: 0,
+            seldepth: 0,
+            nodes: 0,
+            elapsed: Duration::ZERO,
+            stopped: false,
+        };
+        if root_moves.is_empty() {
+            result.lines.push(Line {
+                score: Score::LossIn(0),
+                raw: -WIN,
+                pv: Vec::new(),
+            });
+            return result;
+        }
+        let multipv = limits.multipv.clamp(1, root_moves.len());
+        let max_depth = limits.depth.unwrap_or(MAX_DEPTH).clamp(1, MAX_DEPTH);
+        // Root moves in the order of the previous depth's scores.
+        let mut order: Vec<(Move, i32)> = root_moves.iter().map(|m| (*m, 0)).collect();
+
+        for depth in 1..=max_depth {
+            let mut lines: Vec<Line> = Vec::new();
+            self.root_excluded.clear();
+            for _ in 0..multipv {
+                let score = self.root(&pos, depth as i32, &order);
+                if self.aborted {
+                    break;
+                }
+                let pv = self.pv[0].clone();
+                let Some(first) = pv.first().copied() else {
+                    break;
+                };
+                self.root_excluded.push(first);
+                lines.push(Line {
+                    score: Score::from_internal(score),
+                    raw: score,
+                    pv,
+                });
+            }
+            if self.aborted {
+                // A partial depth counts only for lines that finished (multi-PV keeps earlier lines).
+                if lines.is_empty() || lines.len() < multipv {
+                    break;
+                }
+            }
+            // Next depth: the lines first, in their order, then the rest as before.
+            let mut next: Vec<(Move, i32)> = lines.iter().map(|l| (l.pv[0], l.raw)).collect();
+            let rest: Vec<(Move, i32)> = order
+                .iter()
+                .filter(|(m, _)| !lines.iter().any(|l| l.pv[0] == *m))
+                .copied()
+                .collect();
+            next.extend(rest);
+            order = next;
+            result.best = Some(lines[0].pv[0]);
+            result.ponder = lines[0].pv.get(1).copied();
+            result.lines = lines;
+            result.depth = depth;
+            result.seldepth = self.seldepth;
+            let info = Info {
+                depth,
+                seldepth: self.seldepth,
+                lines: result.lines.clone(),
+                nodes: self.nodes,
+                elapsed: start.elapsed(),
+            };
+            on_info(&info);
+            if self.aborted {
+                break;
+            }
+            // A forced win or loss found at full width needs no deeper search.
+            if multipv == 1 && result.lines[0].raw.abs() > WIN_THRESHOLD {
+                let plies = (WIN - result.lines[0].raw.abs()) as u32;
+                if plies < depth {
+                    break;
+                }
+            }
+            if root_moves.len() == 1 && limits.depth.is_none() && limits.nodes.is_none() {
+                break;
+            }
+            // Time: a next depth that would not finish is not started.
+            if let Some(deadline) = self.deadline {
+                let now = Instant::now();
+                if now >= deadline || (deadline - now) < start.elapsed() {
+                    self.aborted = true;
+                    break;
+                }
+            }
+        }
+        result.stopped = self.aborted;
+        result.nodes = self.nodes;
+        result.elapsed = start.elapsed();
+        result
+    }
+
+    /// One root search at `depth` (excluding `root_excluded`), leaving the PV in `pv[0]`.
+    fn root(&mut self, pos: &Position, depth: i32, order: &[(Move, i32)]) -> i32 {
+        let mut alpha = -INF;
+        let beta = INF;
+        self.pv[0].clear();
+        let moves: Vec<Move> = order
+            .iter()
+            .map(|(m, _)| *m)
+            .filter(|m| !self.root_excluded.contains(m))
+            .collect();
+        let single = order.len() == 1;
+        let hash = pos.hash();
+        let mut best = -INF;
+        let mut best_move = None;
+        for (i, mv) in moves.iter().enumerate() {
+            let child = pos.play_unchecked(mv);
+            self.push(mv, &child, 0);
+            let ext = i32::from(single);
+            let score = if i == 0 {
+                -self.alpha_beta(&child, depth - 1 + ext, -beta, -alpha, 1, true)
+            } else {
+                let s = -self.alpha_beta(&child, depth - 1 + ext, -alpha - 1, -alpha, 1, false);
+                if s > alpha && !self.aborted {
+                    -self.alpha_beta(&child, depth - 1 + ext, -beta, -alpha, 1, true)
+                } else {
+                    s
+                }
+            };
+            self.stack.pop();
+            if self.aborted {
+                break;
+            }
+            if score > best {
+                best = score;
+                best_move = Some(*mv);
+                if score > alpha {
+                    alpha = score;
+                    self.set_pv(0, *mv);
+                }
+            }
+        }
+        if !self.aborted && self.root_excluded.is_empty() {
+            let sig = best_move.map_or(0, |m| signature(&m));
+            self.tt
+                .store(hash, sig, to_tt(best, 0), depth, Bound::Exact);
+        }
+        best
+    }
+
+    #[inline]
+    fn set_pv(&mut self, ply: usize, mv: Move) {
+        let (head, tail) = self.pv.split_at_mut(ply + 1);
+        let line = &mut head[ply];
+        line.clear();
+        line.push(mv);
+        line.extend_from_slice(&tail[0]);
+    }
+
+    /// Records the move from ply `ply` to `ply + 1` for the draw rules.
+    #[inline]
+    fn push(&mut self, mv: &Move, child: &Position, ply: usize) {
+        self.stack.push(child.hash());
+        let irreversible = mv.is_capture() || !mv.is_king_move();
+        self.reversible[ply + 1] = if irreversible {
+            0
+        } else {
+            self.reversible[ply] + 1
+        };
+        let reset = if self.reset_on_man_move {
+            irreversible
+        } else {
+            mv.is_capture() || mv.promotes()
+        };
+        self.no_progress[ply + 1] = if reset { 0 } else { self.no_progress[ply] + 1 };
+    }
+
+    /// Whether the position at `ply` is drawn by the rules (repetition or no progress).
+    #[inline]
+    fn is_rule_draw(&self, ply: usize) -> bool {
+        if self.no_progress_limit > 0 && self.no_progress[ply] >= self.no_progress_limit {
+            return true;
+        }
+        if self.repetition {
+            let top = self.base + ply;
+            let hash = self.stack[top];
+            let window = self.reversible[ply] as usize;
+            let mut back = 4;
+            while back <= window && back <= top {
+                if self.stack[top - back] == hash {
+                    return true;
+                }
+                back += 2;
+            }
+        }
+        false
+    }
+
+    #[inline]
+    fn check_limits(&mut self) {
+        if self.nodes >= self.node_limit {
+            self.aborted = true;
+            return;
+        }
+        if self.nodes.is_multiple_of(CHECK_EVERY) {
+            if self.stop.is_stopped() {
+                self.aborted = true;
+            } else if let Some(d) = self.deadline
+                && Instant::now() >= d
+            {
+                self.aborted = true;
+            }
+        }
+    }
+
+    fn alpha_beta(
+        &mut self,
+        pos: &Position,
+        depth: i32,
+        mut alpha: i32,
+        mut beta: i32,
+        ply: usize,
+        pv_node: bool,
+    ) -> i32 {
+        self.pv[ply].clear();
+        if depth <= 0 || ply >= MAX_PLY {
+            return self.quiesce(pos, alpha, beta, ply);
+        }
+        self.nodes += 1;
+        self.check_limits();
+        if self.aborted {
+            return 0;
+        }
+        if ply as u32 > self.seldepth {
+            self.seldepth = ply as u32;
+        }
+        if self.is_rule_draw(ply) {
+            return 0;
+        }
+        // Mate distance pruning.
+        alpha = alpha.max(-WIN + ply as i32);
+        beta = beta.min(WIN - ply as i32 - 1);
+        if alpha >= beta {
+            return alpha;
+        }
+
+        let hash = self.stack[self.base + ply];
+        let mut tt_move = 0;
+        if let Some(e) = self.tt.probe(hash) {
+            tt_move = e.mv;
+            if !pv_node && i32::from(e.depth) >= depth {
+                let s = from_tt(i32::from(e.score), ply);
+                let cut = match e.bound {
+                    Bound::Exact => true,
+                    Bound::Lower => s >= beta,
+                    Bound::Upper => s <= alpha,
+                };
+                if cut {
+                    return s;
+                }
+            }
+        }
+
+        let mut list = std::mem::take(&mut self.lists[ply]);
+        let mut scores = std::mem::take(&mut self.scores[ply]);
+        pos.legal_moves_into(&mut list, Count::Unique);
+        if list.is_empty() {
+            self.lists[ply] = list;
+            self.scores[ply] = scores;
+            return -WIN + ply as i32;
+        }
+        self.score_moves(&list, &mut scores, tt_move, ply);
+        let quiet_node = !list[0].is_capture();
+        let ext = i32::from(list.len() == 1 && ply < MAX_PLY / 2);
+
+        let original_alpha = alpha;
+        let mut best = -INF;
+        let mut best_move = None;
+        let n = list.len();
+        for i in 0..n {
+            pick(&mut list, &mut scores, i);
+            let mv = list[i];
+            let child = pos.play_unchecked(&mv);
+            self.push(&mv, &child, ply);
+            let new_depth = depth - 1 + ext;
+            let mut score;
+            if i == 0 {
+                score = -self.alpha_beta(&child, new_depth, -beta, -alpha, ply + 1, pv_node);
+            } else {
+                // Late quiet moves are searched shallower first.
+                let mut reduction = 0;
+                if quiet_node && depth >= 3 && i >= 3 && !mv.promotes() && scores[i] < KILLER_2 {
+                    reduction = if i >= 8 && depth >= 5 { 2 } else { 1 };
+                }
+                score = -self.alpha_beta(
+                    &child,
+                    new_depth - reduction,
+                    -alpha - 1,
+                    -alpha,
+                    ply + 1,
+                    false,
+                );
+                if score > alpha && reduction > 0 && !self.aborted {
+                    score = -self.alpha_beta(&child, new_depth, -alpha - 1, -alpha, ply + 1, false);
+                }
+                if score > alpha && score < beta && pv_node && !self.aborted {
+                    score = -self.alpha_beta(&child, new_depth, -beta, -alpha, ply + 1, true);
+                }
+            }
+            self.stack.pop();
+            if self.aborted {
+                break;
+            }
+            if score > best {
+                best = score;
+                best_move = Some(mv);
+                if score > alpha {
+                    alpha = score;
+                    if pv_node {
+                        self.set_pv(ply, mv);
+                    }
+                    if score >= beta {
+                        if !mv.is_capture() {
+                            self.reward(&mv, depth, ply);
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        self.lists[ply] = list;
+        self.scores[ply] = scores;
+        if self.aborted {
+            return 0;
+        }
+        let bound = if best >= beta {
+            Bound::Lower
+        } else if best > original_alpha {
+            Bound::Exact
+        } else {
+            Bound::Upper
+        };
+        let sig = best_move.map_or(0, |m| signature(&m));
+        self.tt.store(hash, sig, to_tt(best, ply), depth, bound);
+        best
+    }
+
+    fn reward(&mut self, mv: &Move, depth: i32, ply: usize) {
+        let k = &mut self.killers[ply];
+        if k[0] != Some(*mv) {
+            k[1] = k[0];
+            k[0] = Some(*mv);
+        }
+        let h = &mut self.history[history_index(mv)];
+        *h = (*h + depth * depth).min(1 << 20);
+    }
+
+    fn score_moves(&self, list: &[Move], scores: &mut Vec<i32>, tt_move: u32, ply: usize) {
+        scores.clear();
+        let killers = self.killers[ply];
+        for mv in list {
+            let s = if tt_move != 0 && signature(mv) == tt_move {
+                TT_MOVE
+            } else if mv.is_capture() {
+                CAPTURE + mv.n_captured() as i32 * 1000 + i32::from(mv.promotes()) * 500
+            } else if mv.promotes() {
+                PROMOTION
+            } else if Some(*mv) == killers[0] {
+                KILLER_1
+            } else if Some(*mv) == killers[1] {
+                KILLER_2
+            } else {
+                self.history[history_index(mv)]
+            };
+            scores.push(s);
+        }
+    }
+
+    fn quiesce(&mut self, pos: &Position, mut alpha: i32, beta: i32, ply: usize) -> i32 {
+        self.nodes += 1;
+        self.check_limits();
+        if self.aborted {
+            return 0;
+        }
+        if ply as u32 > self.seldepth {
+            self.seldepth = ply as u32;
+        }
+        if ply >= MAX_PLY {
+            return self.eval.evaluate(pos);
+        }
+        if !pos.has_capture() {
+            // A side with no capture and no move has lost; men only blocked is rare, so only check
+            // when the side to move has few pieces.
+            if pos.pieces(pos.side_to_move()).count() <= 3 && pos.legal_moves().is_empty() {
+                return -WIN + ply as i32;
+            }
+            return self.eval.evaluate(pos);
+        }
+        let mut best = -INF;
+        if !self.mandatory {
+            best = self.eval.evaluate(pos);
+            if best >= beta {
+                return best;
+            }
+            alpha = alpha.max(best);
+        }
+        let mut list = std::mem::take(&mut self.lists[ply]);
+        let mut scores = std::mem::take(&mut self.scores[ply]);
+        pos.legal_moves_into(&mut list, Count::Unique);
+        scores.clear();
+        scores.extend(
+            list.iter()
+                .map(|m| m.n_captured() as i32 * 16 + i32::from(m.promotes())),
+        );
+        for i in 0..list.len() {
+            pick(&mut list, &mut scores, i);
+            let mv = list[i];
+            if !mv.is_capture() {
+                continue;
+            }
+            let child = pos.play_unchecked(&mv);
+            let score = -self.quiesce(&child, -beta, -alpha, ply + 1);
+            if self.aborted {
+                break;
+            }
+            if score > best {
+                best = score;
+                if score > alpha {
+                    alpha = score;
+                    if score >= beta {
+                        break;
+                    }
+                }
+            }
+        }
+        self.lists[ply] = list;
+        self.scores[ply] = scores;
+        best
+    }
+}
+
+const TT_MOVE: i32 = 1 << 30;
+const CAPTURE: i32 = 1 << 29;
+const PROMOTION: i32 = 1 << 28;
+const KILLER_1: i32 = (1 << 27) + 1;
+const KILLER_2: i32 = 1 << 27;
+
+#[inline]
+fn history_index(mv: &Move) -> usize {
+    (mv.from().bit() as usize & 63) * 64 + (mv.to().bit() as usize & 63)
+}
+
+/// Moves the best-scored move of `i..` to `i`.
+#[inline]
+fn pick(list: &mut [Move], scores: &mut [i32], i: usize) {
+    let mut best = i;
+    for j in i + 1..list.len() {
+        if scores[j] > scores[best] {
+            best = j;
+        }
+    }
+    list.swap(i, best);
+    scores.swap(i, best);
+}
+
+fn to_tt(score: i32, ply: usize) -> i32 {
+    if score > WIN_THRESHOLD {
+        score + ply as i32
+    } else if score < -WIN_THRESHOLD {
+        score - ply as i32
+    } else {
+        score
+    }
+}
+
+fn from_tt(score: i32, ply: usize) -> i32 {
+    if score > WIN_THRESHOLD {
+        score - ply as i32
+    } else if score < -WIN_THRESHOLD {
+        score + ply as i32
+    } else {
+        score
+    }
+}
+
+/// Searches one position with a fresh searcher (convenience for tools and tests).
+pub fn search_position(root: &RootState, limits: &Limits) -> SearchResult {
+    let mut s = Searcher::new(root.position.rule_set());
+    s.search(root, limits, |_| {})
+}

@@ -1,0 +1,932 @@
+//! The AI commands of the `draughts` tool: `analyse`, `bestmove`, `hub`, `match` and `search-bench`.
+//!
+//! All search logic is in `draughts-ai`; this module owns the I/O around it: argument parsing, output
+//! formats, the Hub command loop (stdin reader + one search thread) and external Hub engine processes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command as Process, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use draughts_ai::hub::{self, HubError};
+use draughts_ai::level::{MAX_LEVEL, MIN_LEVEL};
+use draughts_ai::openings::balanced_openings;
+use draughts_ai::{
+    Info, Level, Limits, Line, Rng, RootState, Score, SearchResult, Searcher, StopHandle, Tally,
+    greedy_move,
+};
+use draughts_engine::{
+    Color, Game, GameResult, GameStatus, Move, Position, RuleOptions, RuleSet, Variant,
+};
+use serde::Serialize;
+
+use crate::{CliError, PositionArgs, position};
+
+/// The AI subcommands (flattened into the tool's command list).
+#[derive(Subcommand, Debug)]
+pub(crate) enum AiCommand {
+    /// Search a position: score, best move and principal variation, one line per finished depth.
+    Analyse(AnalyseArgs),
+    /// The move a playing level (1 = beginner .. 8 = full strength) would play.
+    Bestmove(BestmoveArgs),
+    /// Speak the Hub protocol (version 2, as Scan 3.1 defines it) on stdin/stdout.
+    Hub,
+    /// Play a match between two engines (our levels, `greedy`, or an external Hub engine command).
+    Match(MatchArgs),
+    /// Search speed: nodes per second and time to depth on fixed middlegame positions per variant.
+    SearchBench(SearchBenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct AnalyseArgs {
+    #[command(flatten)]
+    position: PositionArgs,
+    /// Maximum depth in plies.
+    #[arg(long, short = 'd')]
+    depth: Option<u32>,
+    /// Maximum number of nodes.
+    #[arg(long)]
+    nodes: Option<u64>,
+    /// Maximum time in milliseconds (default 3000 when no limit is given).
+    #[arg(long)]
+    movetime: Option<u64>,
+    /// Number of best lines.
+    #[arg(long, default_value_t = 1)]
+    multipv: usize,
+    /// Transposition table size in MiB.
+    #[arg(long, default_value_t = 64)]
+    hash: usize,
+    /// Print JSON, one object per line (one per depth and line, then the result).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct BestmoveArgs {
+    #[command(flatten)]
+    position: PositionArgs,
+    /// Playing level, 1 to 8.
+    #[arg(long, short = 'l')]
+    level: u8,
+    /// Seed of the level's randomness (default: from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct MatchArgs {
+    /// Rule set.
+    #[arg(long, short = 'v')]
+    variant: String,
+    /// House-rule options.
+    #[arg(long, short = 'o', default_value = "")]
+    options: String,
+    /// First engine: a level `1`..`8` (or `level:N`), `greedy`, or a Hub engine command (`hub:CMD` or CMD).
+    #[arg(long)]
+    a: String,
+    /// Second engine, same forms.
+    #[arg(long)]
+    b: String,
+    /// Number of games (each opening is played twice, colours swapped).
+    #[arg(long, default_value_t = 20)]
+    games: u32,
+    /// Time per move in milliseconds for Hub engines; for our levels it replaces the level's time cap.
+    #[arg(long)]
+    movetime: Option<u64>,
+    /// Seed for the levels' randomness.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// A game still going after this many plies is scored a draw.
+    #[arg(long, default_value_t = 400)]
+    max_plies: u32,
+    /// Print the final report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct SearchBenchArgs {
+    /// Only this variant (default: all eight).
+    #[arg(long, short = 'v')]
+    variant: Option<String>,
+    /// Depth (default: per variant).
+    #[arg(long, short = 'd')]
+    depth: Option<u32>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(cmd: AiCommand) -> Result<(), CliError> {
+    match cmd {
+        AiCommand::Analyse(a) => analyse(a),
+        AiCommand::Bestmove(a) => bestmove(a),
+        AiCommand::Hub => hub_loop(),
+        AiCommand::Match(a) => run_match(a),
+        AiCommand::SearchBench(a) => search_bench(a),
+    }
+}
+
+/// The moves of a line in the variant's notation.
+fn pv_text(pos: &Position, pv: &[Move]) -> Vec<String> {
+    let mut p = *pos;
+    let mut out = Vec::new();
+    for mv in pv {
+        if !p.is_legal(mv) {
+            break;
+        }
+        out.push(p.move_to_text(mv));
+        p = p.play_unchecked(mv);
+    }
+    out
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum ScoreJson {
+    Men(f64),
+    WinInPlies(u32),
+    LossInPlies(u32),
+}
+
+fn score_json(s: Score) -> ScoreJson {
+    match s {
+        Score::CentiMen(c) => ScoreJson::Men(f64::from(c) / 100.0),
+        Score::WinIn(n) => ScoreJson::WinInPlies(n),
+        Score::LossIn(n) => ScoreJson::LossInPlies(n),
+    }
+}
+
+#[derive(Serialize)]
+struct DepthJson {
+    depth: u32,
+    seldepth: u32,
+    multipv: usize,
+    score: ScoreJson,
+    nodes: u64,
+    nps: f64,
+    seconds: f64,
+    pv: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct ResultJson {
+    bestmove: Option<String>,
+    ponder: Option<String>,
+    score: Option<ScoreJson>,
+    depth: u32,
+    nodes: u64,
+    nps: f64,
+    seconds: f64,
+    lines: Vec<Vec<String>>,
+}
+
+fn print_line<T: Serialize>(value: &T) {
+    if let Ok(text) = serde_json::to_string(value) {
+        println!("{text}");
+    }
+}
+
+fn analyse(a: AnalyseArgs) -> Result<(), CliError> {
+    let pos = position(&a.position)?;
+    let movetime = match (a.depth, a.nodes, a.movetime) {
+        (None, None, None) => Some(3000),
+        (_, _, t) => t,
+    };
+    let limits = Limits {
+        depth: a.depth,
+        nodes: a.nodes,
+        time: movetime.map(Duration::from_millis),
+        multipv: a.multipv.max(1),
+    };
+    let options = draughts_ai::SearchOptions {
+        tt_megabytes: a.hash.clamp(1, 4096),
+        ..Default::default()
+    };
+    let mut searcher = Searcher::with_options(pos.rule_set(), &options);
+    let json = a.json;
+    let on_info = |info: &Info| {
+        for (i, line) in info.lines.iter().enumerate() {
+            let pv = pv_text(&pos, &line.pv);
+            if json {
+                print_line(&DepthJson {
+                    depth: info.depth,
+                    seldepth: info.seldepth,
+                    multipv: i + 1,
+                    score: score_json(line.score),
+                    nodes: info.nodes,
+                    nps: info.nps(),
+                    seconds: info.elapsed.as_secs_f64(),
+                    pv,
+                });
+            } else {
+                let multi = if info.lines.len() > 1 {
+                    format!("multipv {} ", i + 1)
+                } else {
+                    String::new()
+                };
+                println!(
+                    "depth {:>2}/{:<2} {multi}score {:<18} nodes {:>10} nps {:>6.2}M time {:>7.3}s pv {}",
+                    info.depth,
+                    info.seldepth,
+                    line.score.to_string(),
+                    info.nodes,
+                    info.nps() / 1e6,
+                    info.elapsed.as_secs_f64(),
+                    pv.join(" ")
+                );
+            }
+        }
+        let _ = std::io::stdout().flush();
+    };
+    let result = searcher.search(&RootState::new(pos), &limits, on_info);
+    print_result(&pos, &result, json);
+    Ok(())
+}
+
+fn print_result(pos: &Position, result: &SearchResult, json: bool) {
+    let best = result.best.map(|m| pos.move_to_text(&m));
+    let ponder = result
+        .best
+        .zip(result.ponder)
+        .map(|(b, p)| pos.play_unchecked(&b).move_to_text(&p));
+    if json {
+        print_line(&ResultJson {
+            bestmove: best,
+            ponder,
+            score: result.score().map(score_json),
+            depth: result.depth,
+            nodes: result.nodes,
+            nps: result.nps(),
+            seconds: result.elapsed.as_secs_f64(),
+            lines: result
+                .lines
+                .iter()
+                .map(|l: &Line| pv_text(pos, &l.pv))
+                .collect(),
+        });
+        return;
+    }
+    match best {
+        None => println!("no legal move"),
+        Some(b) => {
+            let score = result.score().map(|s| s.to_string()).unwrap_or_default();
+            println!(
+                "bestmove {b}{} (score {score}, depth {}, {} nodes, {:.2}M nodes/s)",
+                ponder.map(|p| format!(" ponder {p}")).unwrap_or_default(),
+                result.depth,
+                result.nodes,
+                result.nps() / 1e6
+            );
+        }
+    }
+}
+
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn level(n: u8) -> Result<Level, CliError> {
+    Level::new(n).ok_or_else(|| {
+        CliError(format!(
+            "level must be from {MIN_LEVEL} to {MAX_LEVEL}, got {n}"
+        ))
+    })
+}
+
+#[derive(Serialize)]
+struct BestmoveJson {
+    level: u8,
+    bestmove: Option<String>,
+}
+
+fn bestmove(a: BestmoveArgs) -> Result<(), CliError> {
+    let pos = position(&a.position)?;
+    let level = level(a.level)?;
+    let mut rng = Rng::new(a.seed.unwrap_or_else(clock_seed));
+    let mut searcher = Searcher::new(pos.rule_set());
+    let mv = level.choose(&mut searcher, &RootState::new(pos), &mut rng);
+    let text = mv.map(|m| pos.move_to_text(&m));
+    if a.json {
+        print_line(&BestmoveJson {
+            level: level.level,
+            bestmove: text,
+        });
+    } else {
+        match text {
+            Some(t) => println!("{t}"),
+            None => return Err(CliError("no legal move".into())),
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Hub protocol loop.
+
+/// Writes one protocol line (stdout is shared by the reader loop and the search thread; `println!` locks).
+fn send(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+struct HubSession {
+    rules: RuleSet,
+    root: Option<RootState>,
+    limits: Limits,
+    searcher: Arc<Mutex<Searcher>>,
+    stop: StopHandle,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl HubSession {
+    fn wait_search(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.stop.stop();
+            let _ = t.join();
+        }
+    }
+}
+
+fn hub_loop() -> Result<(), CliError> {
+    let rules = RuleSet::new(Variant::International);
+    let searcher = Searcher::new(rules);
+    let stop = searcher.stop_handle();
+    let mut s = HubSession {
+        rules,
+        root: None,
+        limits: Limits::default(),
+        searcher: Arc::new(Mutex::new(searcher)),
+        stop,
+        thread: None,
+    };
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Some(cmd) = hub::parse_line(&line) else {
+            continue;
+        };
+        // Joins a finished search thread so that `thread` is `Some` only while searching.
+        if s.thread.as_ref().is_some_and(|t| t.is_finished()) {
+            s.wait_search();
+        }
+        let searching = s.thread.is_some();
+        match cmd.command.as_str() {
+            "ping" => send("pong"),
+            "stop" => s.stop.stop(),
+            "ponder-hit" => {}
+            "quit" => break,
+            _ if searching => {
+                // Only ping, ponder-hit and stop may come during a search; anything else ends it first.
+                s.wait_search();
+                hub_command(&mut s, &cmd);
+            }
+            _ => hub_command(&mut s, &cmd),
+        }
+    }
+    s.wait_search();
+    Ok(())
+}
+
+fn hub_command(s: &mut HubSession, cmd: &hub::Line) {
+    match cmd.command.as_str() {
+        "hub" => {
+            send(&format!(
+                "id name=draughts version={} author=\"draughts platform\" country=\"\"",
+                env!("CARGO_PKG_VERSION")
+            ));
+            let mut names = vec!["normal"];
+            names.extend(Variant::ALL.iter().map(|v| v.key()));
+            send(&format!(
+                "param name=variant value={} type=enum values=\"{}\"",
+                hub::variant_name(s.rules.variant()),
+                names.join(" ")
+            ));
+            send("wait");
+        }
+        "set-param" => {
+            if cmd.get("name") == Some("variant")
+                && let Some(v) = cmd.get("value").and_then(hub::parse_variant)
+            {
+                s.rules = RuleSet::new(v);
+                s.root = None;
+            }
+        }
+        "init" => send("ready"),
+        "new-game" => {
+            if let Ok(mut searcher) = s.searcher.lock() {
+                searcher.clear();
+            }
+        }
+        "pos" => match hub_position(s.rules, cmd) {
+            Ok(root) => s.root = Some(root),
+            Err(e) => send(&format!("error message={}", hub::quote(&e.to_string()))),
+        },
+        "level" => s.limits = hub_limits(cmd),
+        "go" => start_search(s, cmd.has("analyze")),
+        _ => {}
+    }
+}
+
+fn hub_position(rules: RuleSet, cmd: &hub::Line) -> Result<RootState, HubError> {
+    let text = cmd.get("pos").unwrap_or_default();
+    let pos = match text {
+        "" => Position::start(rules),
+        t => hub::parse_position(rules, t)?,
+    };
+    let mut game = Game::new(pos);
+    for mv_text in cmd.get("moves").unwrap_or_default().split_whitespace() {
+        let mv = hub::parse_move(game.position(), mv_text)?;
+        if game.play(&mv).is_err() {
+            break;
+        }
+    }
+    Ok(RootState::from_game(&game))
+}
+
+fn secs(v: Option<&str>) -> Option<Duration> {
+    v.and_then(|t| t.parse::<f64>().ok())
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .map(|t| Duration::from_secs_f64(t.min(1e6)))
+}
+
+fn hub_limits(cmd: &hub::Line) -> Limits {
+    let mut limits = Limits::default();
+    if cmd.has("infinite") {
+        return limits;
+    }
+    limits.depth = cmd.get("depth").and_then(|d| d.parse().ok());
+    limits.nodes = cmd.get("nodes").and_then(|d| d.parse().ok());
+    if let Some(t) = secs(cmd.get("move-time")) {
+        limits.time = Some(t);
+    } else if let Some(total) = secs(cmd.get("time")) {
+        let inc = secs(cmd.get("inc")).unwrap_or_default();
+        let moves: u32 = cmd
+            .get("moves")
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(30)
+            .clamp(1, 60);
+        let budget = total / moves + inc.mul_f64(0.8);
+        limits.time = Some(budget.min(total.mul_f64(0.5)));
+    }
+    limits
+}
+
+fn start_search(s: &mut HubSession, analyze: bool) {
+    let root = s
+        .root
+        .clone()
+        .unwrap_or_else(|| RootState::new(Position::start(s.rules)));
+    let limits = s.limits.clone();
+    let searcher = Arc::clone(&s.searcher);
+    s.stop.reset();
+    let _ = analyze;
+    s.thread = Some(std::thread::spawn(move || {
+        let Ok(mut searcher) = searcher.lock() else {
+            return;
+        };
+        let pos = root.position;
+        let result = searcher.search(&root, &limits, |info| {
+            if let Some(line) = info.lines.first() {
+                let pv: Vec<String> = pv_hub(&pos, &line.pv);
+                send(&format!(
+                    "info depth={} score={:.2} nodes={} time={:.3} nps={:.2} pv=\"{}\"",
+                    info.depth,
+                    line.score.men(),
+                    info.nodes,
+                    info.elapsed.as_secs_f64(),
+                    info.nps() / 1e6,
+                    pv.join(" ")
+                ));
+            }
+        });
+        match result.best {
+            Some(best) => {
+                let mut line = format!("done move={}", hub::write_move(&pos, &best));
+                if let Some(p) = result.ponder {
+                    line.push_str(&format!(
+                        " ponder={}",
+                        hub::write_move(&pos.play_unchecked(&best), &p)
+                    ));
+                }
+                send(&line);
+            }
+            None => send("done"),
+        }
+    }));
+}
+
+fn pv_hub(pos: &Position, pv: &[Move]) -> Vec<String> {
+    let mut p = *pos;
+    let mut out = Vec::new();
+    for mv in pv {
+        out.push(hub::write_move(&p, mv));
+        p = p.play_unchecked(mv);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Matches.
+
+/// An engine taking part in a match.
+enum Engine {
+    Level {
+        level: Level,
+        searcher: Box<Searcher>,
+        rng: Rng,
+    },
+    Greedy(Rng),
+    Hub(HubProcess),
+}
+
+/// An external engine speaking the Hub protocol on its stdin/stdout.
+struct HubProcess {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    name: String,
+}
+
+impl HubProcess {
+    fn start(command: &str, variant: Variant) -> Result<HubProcess, CliError> {
+        let mut child = Process::new("sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| CliError(format!("cannot start '{command}': {e}")))?;
+        let stdin = child.stdin.take().ok_or(CliError("no stdin".into()))?;
+        let stdout = child.stdout.take().ok_or(CliError("no stdout".into()))?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut p = HubProcess {
+            child,
+            stdin,
+            lines: rx,
+            name: command.to_string(),
+        };
+        p.send("hub")?;
+        p.wait_for("wait", Duration::from_secs(30))?;
+        p.send(&format!(
+            "set-param name=variant value={}",
+            hub::variant_name(variant)
+        ))?;
+        p.send("init")?;
+        p.wait_for("ready", Duration::from_secs(120))?;
+        Ok(p)
+    }
+
+    fn send(&mut self, line: &str) -> Result<(), CliError> {
+        writeln!(self.stdin, "{line}")
+            .and_then(|_| self.stdin.flush())
+            .map_err(|e| CliError(format!("engine '{}': {e}", self.name)))
+    }
+
+    /// Waits for a line whose command is `command`; returns it.
+    fn wait_for(&mut self, command: &str, timeout: Duration) -> Result<hub::Line, CliError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(text) => {
+                    if let Some(l) = hub::parse_line(&text)
+                        && l.command == command
+                    {
+                        return Ok(l);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(CliError(format!(
+                        "engine '{}' did not answer '{command}' in time",
+                        self.name
+                    )));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(CliError(format!("engine '{}' exited", self.name)));
+                }
+            }
+        }
+    }
+
+    fn choose(&mut self, game: &Game, movetime: Duration) -> Result<Move, CliError> {
+        let moves: Vec<String> = {
+            let mut p = *game.start_position();
+            game.moves()
+                .iter()
+                .map(|m| {
+                    let t = hub::write_move(&p, m);
+                    p = p.play_unchecked(m);
+                    t
+                })
+                .collect()
+        };
+        self.send(&format!(
+            "pos pos={} moves=\"{}\"",
+            hub::write_position(game.start_position()),
+            moves.join(" ")
+        ))?;
+        self.send(&format!("level move-time={:.3}", movetime.as_secs_f64()))?;
+        self.send("go think")?;
+        let done = self.wait_for("done", movetime * 20 + Duration::from_secs(10))?;
+        let text = done.get("move").unwrap_or_default();
+        hub::parse_move(game.position(), text)
+            .map_err(|e| CliError(format!("engine '{}' played '{text}': {e}", self.name)))
+    }
+}
+
+impl Drop for HubProcess {
+    fn drop(&mut self) {
+        let _ = self.send("quit");
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Engine {
+    fn start(
+        spec: &str,
+        rules: RuleSet,
+        movetime: Option<Duration>,
+        seed: u64,
+    ) -> Result<Engine, CliError> {
+        let lower = spec.trim().to_ascii_lowercase();
+        let level_text = lower.strip_prefix("level:").unwrap_or(&lower);
+        if let Ok(n) = level_text.parse::<u8>() {
+            let mut level = level(n)?;
+            if movetime.is_some() {
+                level.time = movetime;
+            }
+            return Ok(Engine::Level {
+                level,
+                searcher: Box::new(Searcher::new(rules)),
+                rng: Rng::new(seed),
+            });
+        }
+        if lower == "greedy" {
+            return Ok(Engine::Greedy(Rng::new(seed)));
+        }
+        let command = spec.strip_prefix("hub:").unwrap_or(spec);
+        Ok(Engine::Hub(HubProcess::start(command, rules.variant())?))
+    }
+
+    fn new_game(&mut self, seed: u64) -> Result<(), CliError> {
+        match self {
+            Engine::Level { searcher, rng, .. } => {
+                searcher.clear();
+                *rng = Rng::new(seed);
+            }
+            Engine::Greedy(rng) => *rng = Rng::new(seed),
+            Engine::Hub(p) => p.send("new-game")?,
+        }
+        Ok(())
+    }
+
+    fn choose(&mut self, game: &Game, movetime: Duration) -> Result<Move, CliError> {
+        let pos = game.position();
+        let mv = match self {
+            Engine::Level {
+                level,
+                searcher,
+                rng,
+            } => level.choose(searcher, &RootState::from_game(game), rng),
+            Engine::Greedy(rng) => greedy_move(pos, rng),
+            Engine::Hub(p) => Some(p.choose(game, movetime)?),
+        };
+        mv.ok_or_else(|| CliError("engine found no move".into()))
+    }
+}
+
+#[derive(Serialize)]
+struct MatchJson {
+    variant: &'static str,
+    a: String,
+    b: String,
+    games: u32,
+    wins: u32,
+    draws: u32,
+    losses: u32,
+    score: f64,
+    elo: f64,
+    elo_error: f64,
+    adjudicated: u32,
+    seconds: f64,
+}
+
+fn run_match(a: MatchArgs) -> Result<(), CliError> {
+    let variant: Variant = a.variant.parse()?;
+    let rules = RuleSet::with_options(variant, RuleOptions::parse(&a.options)?)?;
+    let movetime = a.movetime.map(Duration::from_millis);
+    let hub_time = movetime.unwrap_or(Duration::from_millis(100));
+    let games = a.games.max(1);
+    let mut engine_a = Engine::start(&a.a, rules, movetime, a.seed)?;
+    let mut engine_b = Engine::start(&a.b, rules, movetime, a.seed ^ 1)?;
+    let plies = match variant {
+        Variant::International | Variant::Turkish => 2,
+        _ => 3,
+    };
+    eprintln!("choosing balanced openings ({plies} plies)...");
+    let openings = balanced_openings(rules, plies, games.div_ceil(2) as usize);
+    eprintln!(
+        "{} openings; {games} games, {} vs {}",
+        openings.len(),
+        a.a,
+        a.b
+    );
+    let start = Instant::now();
+    let mut tally = Tally::default();
+    let mut adjudicated = 0;
+    for g in 0..games {
+        let opening = &openings[(g / 2) as usize % openings.len()];
+        let a_white = g % 2 == 0;
+        let mut game = Game::new(Position::start(rules));
+        for mv in opening {
+            if game.play(mv).is_err() {
+                break;
+            }
+        }
+        let game_seed = a.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(g));
+        engine_a.new_game(game_seed)?;
+        engine_b.new_game(game_seed ^ 0xABCD)?;
+        let mut result = None;
+        while game.status() == GameStatus::Ongoing {
+            if game.moves().len() as u32 >= a.max_plies {
+                adjudicated += 1;
+                break;
+            }
+            let white_to_move = game.position().side_to_move() == Color::White;
+            let engine = if white_to_move == a_white {
+                &mut engine_a
+            } else {
+                &mut engine_b
+            };
+            let mv = engine.choose(&game, hub_time)?;
+            game.play(&mv)
+                .map_err(|e| CliError(format!("illegal move from an engine: {e}")))?;
+        }
+        if let GameStatus::Finished(r) = game.status() {
+            result = Some(r);
+        }
+        let a_color = if a_white { Color::White } else { Color::Black };
+        let (text, describe) = match result {
+            Some(GameResult::Win { winner, .. }) if winner == a_color => {
+                tally.wins += 1;
+                ("A wins", result.map(|r| r.describe()))
+            }
+            Some(GameResult::Win { .. }) => {
+                tally.losses += 1;
+                ("B wins", result.map(|r| r.describe()))
+            }
+            _ => {
+                tally.draws += 1;
+                ("draw", result.map(|r| r.describe()))
+            }
+        };
+        let e = tally.elo();
+        eprintln!(
+            "game {}/{games} (A {}, {} plies): {text} ({}) | A +{} ={} -{} | {:.1}% | Elo {:+.0} ± {:.0}",
+            g + 1,
+            if a_white { "white" } else { "black" },
+            game.moves().len(),
+            describe.unwrap_or_else(|| format!("adjudicated after {} plies", a.max_plies)),
+            tally.wins,
+            tally.draws,
+            tally.losses,
+            100.0 * e.score,
+            e.elo,
+            e.error
+        );
+    }
+    let e = tally.elo();
+    let report = MatchJson {
+        variant: variant.key(),
+        a: a.a.clone(),
+        b: a.b.clone(),
+        games,
+        wins: tally.wins,
+        draws: tally.draws,
+        losses: tally.losses,
+        score: e.score,
+        elo: e.elo,
+        elo_error: e.error,
+        adjudicated,
+        seconds: start.elapsed().as_secs_f64(),
+    };
+    if a.json {
+        print_line(&report);
+    } else {
+        println!(
+            "{} {} vs {}: {} games, A +{} ={} -{} ({:.1}%), Elo {:+.0} ± {:.0} (95%), {:.0} s",
+            report.variant,
+            report.a,
+            report.b,
+            games,
+            report.wins,
+            report.draws,
+            report.losses,
+            100.0 * report.score,
+            report.elo,
+            report.elo_error,
+            report.seconds
+        );
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Search benchmark.
+
+#[derive(Serialize)]
+struct BenchJson {
+    variant: &'static str,
+    positions: usize,
+    depth: u32,
+    nodes: u64,
+    seconds: f64,
+    nodes_per_second: f64,
+    /// Mean time to reach the depth, per position.
+    mean_seconds_to_depth: f64,
+    /// CPU time of the searching thread (Linux; the wall time counts time lost to other processes).
+    cpu_seconds: Option<f64>,
+    cpu_nodes_per_second: Option<f64>,
+}
+
+/// Run time of the calling thread in seconds (Linux `/proc/thread-self/schedstat`), if available.
+fn thread_cpu_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
+}
+
+fn search_bench(a: SearchBenchArgs) -> Result<(), CliError> {
+    let variants: Vec<Variant> = match &a.variant {
+        Some(v) => vec![v.parse()?],
+        None => Variant::ALL.to_vec(),
+    };
+    let mut out = Vec::new();
+    for v in variants {
+        let fens = draughts_ai::bench::positions(v);
+        let depth = a.depth.unwrap_or_else(|| draughts_ai::bench::depth(v));
+        let mut nodes = 0;
+        let mut seconds = 0.0;
+        let cpu_start = thread_cpu_seconds();
+        for fen in &fens {
+            let pos = Position::from_fen(v, fen)?;
+            let mut searcher = Searcher::new(v);
+            let r = searcher.search(&RootState::new(pos), &Limits::depth(depth), |_| {});
+            nodes += r.nodes;
+            seconds += r.elapsed.as_secs_f64();
+        }
+        let cpu_seconds = cpu_start.zip(thread_cpu_seconds()).map(|(a, b)| b - a);
+        let e = BenchJson {
+            cpu_seconds,
+            cpu_nodes_per_second: cpu_seconds.map(|c| nodes as f64 / c.max(1e-9)),
+            variant: v.key(),
+            positions: fens.len(),
+            depth,
+            nodes,
+            seconds,
+            nodes_per_second: nodes as f64 / f64::max(seconds, 1e-9),
+            mean_seconds_to_depth: seconds / fens.len().max(1) as f64,
+        };
+        if !a.json {
+            println!(
+                "{:<14} {:>2} positions, depth {:>2}: {:>11} nodes in {:>7.3} s  {:>6.2} M nodes/s  {:>6.3} s to depth (mean){}",
+                e.variant,
+                e.positions,
+                e.depth,
+                e.nodes,
+                e.seconds,
+                e.nodes_per_second / 1e6,
+                e.mean_seconds_to_depth,
+                e.cpu_nodes_per_second
+                    .map(|n| format!("  [{:.2} M nodes per CPU-second]", n / 1e6))
+                    .unwrap_or_default()
+            );
+        }
+        out.push(e);
+    }
+    if a.json {
+        crate::print_json(&out)?;
+    }
+    Ok(())
+}

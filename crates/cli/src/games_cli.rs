@@ -1,0 +1,420 @@
+//! `draughts client` commands for live games: guests, creating, playing (against a person or the
+//! built-in opponent) and watching.
+
+use std::io::BufRead;
+
+use clap::Args;
+use draughts_engine::{Color, Position};
+use draughts_proto::pb;
+use draughts_proto::pb::games_client::GamesClient;
+use tonic::transport::Channel;
+
+use crate::CliError;
+use crate::client::{Target, rules_of, status_error};
+
+/// A guest identity.
+pub struct Guest {
+    pub id: String,
+    pub token: String,
+}
+
+pub async fn create_guest(ch: &Channel, name: &str) -> Result<Guest, CliError> {
+    let r = pb::auth_client::AuthClient::new(ch.clone())
+        .create_guest(pb::CreateGuestRequest {
+            display_name: name.into(),
+        })
+        .await
+        .map_err(status_error)?
+        .into_inner();
+    Ok(Guest {
+        id: r.player.map(|p| p.id).unwrap_or_default(),
+        token: r.token,
+    })
+}
+
+fn authed<T>(token: &str, msg: T) -> Result<tonic::Request<T>, CliError> {
+    let mut req = tonic::Request::new(msg);
+    let value = format!("Bearer {token}")
+        .parse()
+        .map_err(|_| CliError("the token has characters that can't be sent".into()))?;
+    req.metadata_mut().insert("authorization", value);
+    Ok(req)
+}
+
+fn need_token(token: Option<&str>) -> Result<&str, CliError> {
+    token.ok_or_else(|| {
+        CliError("this command needs --token (get one with `draughts client guest`)".into())
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct CreateArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The opponent's player id (e.g. from their `client guest`).
+    #[arg(long)]
+    opponent: String,
+    /// Play Black (default: White).
+    #[arg(long)]
+    black: bool,
+    /// Fischer base time, seconds.
+    #[arg(long, default_value_t = 300)]
+    base: u64,
+    /// Fischer increment, seconds.
+    #[arg(long, default_value_t = 3)]
+    increment: u64,
+    /// Correspondence instead: days per move.
+    #[arg(long)]
+    days: Option<u32>,
+    #[arg(long)]
+    rated: bool,
+}
+
+fn time_control(base: u64, increment: u64, days: Option<u32>) -> pb::TimeControl {
+    use pb::time_control::Kind;
+    pb::TimeControl {
+        kind: Some(match days {
+            Some(d) => Kind::Correspondence(pb::Correspondence { days_per_move: d }),
+            None => Kind::Fischer(pb::Fischer {
+                base_ms: base * 1000,
+                increment_ms: increment * 1000,
+            }),
+        }),
+    }
+}
+
+pub async fn create(ch: &Channel, token: Option<&str>, a: CreateArgs) -> Result<(), CliError> {
+    let token = need_token(token)?;
+    let me = pb::Player::default();
+    let them = pb::Player {
+        id: a.opponent.clone(),
+        ..Default::default()
+    };
+    let (white, black) = if a.black { (them, me) } else { (me, them) };
+    let req = pb::CreateGameRequest {
+        rules: rules_of(&a.target)?,
+        time_control: Some(time_control(a.base, a.increment, a.days)),
+        white: Some(white),
+        black: Some(black),
+        rated: a.rated,
+        fen: a.target.fen.clone(),
+    };
+    let g = GamesClient::new(ch.clone())
+        .create_game(authed(token, req)?)
+        .await
+        .map_err(status_error)?
+        .into_inner();
+    println!("{}", g.game_id);
+    Ok(())
+}
+
+fn variant_of(view: &pb::GameView) -> Result<Position, CliError> {
+    let rules = draughts_proto::convert::rule_set(view.rules.as_ref())?;
+    let fen = view.position.as_ref().map(|p| p.fen.as_str()).unwrap_or("");
+    Ok(draughts_proto::convert::position(rules, fen)?)
+}
+
+fn show(view: &pb::GameView) {
+    let clocks = view.clocks.unwrap_or_default();
+    let last = view
+        .moves
+        .last()
+        .and_then(|m| m.r#move.as_ref())
+        .map(|m| m.notation.as_str())
+        .unwrap_or("-");
+    println!(
+        "ply {}  last {}  white {:.1}s  black {:.1}s  {}",
+        view.moves.len(),
+        last,
+        clocks.white_ms as f64 / 1000.0,
+        clocks.black_ms as f64 / 1000.0,
+        view.status
+            .as_ref()
+            .map(|s| s.description.as_str())
+            .unwrap_or("")
+    );
+    if let Some(p) = &view.position {
+        println!("fen {}", p.fen);
+    }
+}
+
+fn over(view: &pb::GameView) -> bool {
+    view.status
+        .as_ref()
+        .is_some_and(|s| s.outcome != pb::Outcome::Ongoing as i32)
+}
+
+/// Plays `game_id` as the holder of `token`: reads moves from stdin when it is their turn.
+pub async fn play(ch: &Channel, token: Option<&str>, game_id: &str) -> Result<(), CliError> {
+    let token = need_token(token)?;
+    let me = pb::auth_client::AuthClient::new(ch.clone())
+        .who_am_i(authed(token, pb::WhoAmIRequest {})?)
+        .await
+        .map_err(status_error)?
+        .into_inner()
+        .player
+        .map(|p| p.id)
+        .unwrap_or_default();
+    let mut games = GamesClient::new(ch.clone());
+    let mut stdin = std::io::stdin().lock().lines();
+    loop {
+        let view = games
+            .get_game(pb::GetGameRequest {
+                game_id: game_id.into(),
+            })
+            .await
+            .map_err(status_error)?
+            .into_inner();
+        show(&view);
+        if over(&view) {
+            return Ok(());
+        }
+        let pos = variant_of(&view)?;
+        let my_color = if view.white.as_ref().is_some_and(|p| p.id == me) {
+            Color::White
+        } else {
+            Color::Black
+        };
+        if pos.side_to_move() == my_color {
+            let moves: Vec<String> = pos
+                .legal_moves()
+                .iter()
+                .map(|m| pos.move_to_text(m))
+                .collect();
+            println!("your move ({}), or 'resign' / 'draw':", moves.join(" "));
+            let Some(line) = stdin.next() else {
+                return Ok(());
+            };
+            let line = line.map_err(|e| CliError(e.to_string()))?;
+            let line = line.trim();
+            let action = pb::GameActionRequest {
+                game_id: game_id.into(),
+            };
+            let r = match line {
+                "resign" => games.resign(authed(token, action)?).await,
+                "draw" => games.offer_draw(authed(token, action)?).await,
+                "" => continue,
+                mv => {
+                    games
+                        .play_move(authed(
+                            token,
+                            pb::PlayMoveRequest {
+                                game_id: game_id.into(),
+                                r#move: Some(pb::MoveInput {
+                                    r#move: Some(pb::move_input::Move::Text(mv.into())),
+                                }),
+                                expected_ply: Some(view.moves.len() as u32),
+                            },
+                        )?)
+                        .await
+                }
+            };
+            if let Err(e) = r {
+                println!("refused: {}", e.message());
+            }
+        } else {
+            println!("waiting for the opponent...");
+            let mut stream = games
+                .watch_game(pb::WatchGameRequest {
+                    game_id: game_id.into(),
+                })
+                .await
+                .map_err(status_error)?
+                .into_inner();
+            // Skip the history, wait for the next event.
+            let seen = view.revision;
+            while let Some(e) = stream.message().await.map_err(status_error)? {
+                if e.seq > seen {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct BotArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Play Black (default: White).
+    #[arg(long)]
+    black: bool,
+    /// Fischer base time, seconds.
+    #[arg(long, default_value_t = 600)]
+    base: u64,
+    /// Fischer increment, seconds.
+    #[arg(long, default_value_t = 5)]
+    increment: u64,
+}
+
+/// The built-in opponent: takes the most pieces it can, else a move that does not hang a piece to an
+/// immediate capture, else any move (deterministic). The AI service replaces it with real search.
+fn bot_move(pos: &Position) -> Option<draughts_engine::Move> {
+    let moves = pos.legal_moves();
+    let safe = |m: &draughts_engine::Move| {
+        let next = pos.play_unchecked(m);
+        !next.has_capture()
+    };
+    moves
+        .iter()
+        .max_by_key(|m| (m.n_captured(), safe(m), m.promotes()))
+        .copied()
+}
+
+/// Plays a whole game against the built-in opponent from the terminal.
+pub async fn bot(ch: &Channel, token: Option<&str>, a: BotArgs) -> Result<(), CliError> {
+    let me = match token {
+        Some(t) => t.to_string(),
+        None => create_guest(ch, "You").await?.token,
+    };
+    let bot = create_guest(ch, "Built-in bot").await?;
+    let who = pb::auth_client::AuthClient::new(ch.clone())
+        .who_am_i(authed(&me, pb::WhoAmIRequest {})?)
+        .await
+        .map_err(status_error)?
+        .into_inner();
+    let my_id = who.player.map(|p| p.id).unwrap_or_default();
+    let mine = pb::Player {
+        id: my_id,
+        ..Default::default()
+    };
+    let theirs = pb::Player {
+        id: bot.id.clone(),
+        display_name: "Built-in bot".into(),
+        computer: true,
+        ..Default::default()
+    };
+    let (white, black) = if a.black {
+        (theirs, mine)
+    } else {
+        (mine, theirs)
+    };
+    let mut games = GamesClient::new(ch.clone());
+    let g = games
+        .create_game(authed(
+            &me,
+            pb::CreateGameRequest {
+                rules: rules_of(&a.target)?,
+                time_control: Some(time_control(a.base, a.increment, None)),
+                white: Some(white),
+                black: Some(black),
+                rated: false,
+                fen: a.target.fen.clone(),
+            },
+        )?)
+        .await
+        .map_err(status_error)?
+        .into_inner();
+    println!("game {}", g.game_id);
+    let bot_color = if a.black { Color::White } else { Color::Black };
+    let mut stdin = std::io::stdin().lock().lines();
+    loop {
+        let view = games
+            .get_game(pb::GetGameRequest {
+                game_id: g.game_id.clone(),
+            })
+            .await
+            .map_err(status_error)?
+            .into_inner();
+        show(&view);
+        if over(&view) {
+            return Ok(());
+        }
+        let pos = variant_of(&view)?;
+        let (token, text) = if pos.side_to_move() == bot_color {
+            let Some(mv) = bot_move(&pos) else {
+                return Ok(());
+            };
+            let text = pos.move_to_text(&mv);
+            println!("bot plays {text}");
+            (bot.token.as_str(), text)
+        } else {
+            let moves: Vec<String> = pos
+                .legal_moves()
+                .iter()
+                .map(|m| pos.move_to_text(m))
+                .collect();
+            println!("your move ({}), or 'resign':", moves.join(" "));
+            let Some(line) = stdin.next() else {
+                return Ok(());
+            };
+            let line = line.map_err(|e| CliError(e.to_string()))?;
+            if line.trim() == "resign" {
+                games
+                    .resign(authed(
+                        &me,
+                        pb::GameActionRequest {
+                            game_id: g.game_id.clone(),
+                        },
+                    )?)
+                    .await
+                    .map_err(status_error)?;
+                continue;
+            }
+            (me.as_str(), line.trim().to_string())
+        };
+        let r = games
+            .play_move(authed(
+                token,
+                pb::PlayMoveRequest {
+                    game_id: g.game_id.clone(),
+                    r#move: Some(pb::MoveInput {
+                        r#move: Some(pb::move_input::Move::Text(text)),
+                    }),
+                    expected_ply: Some(view.moves.len() as u32),
+                },
+            )?)
+            .await;
+        if let Err(e) = r {
+            println!("refused: {}", e.message());
+        }
+    }
+}
+
+/// Prints every event of a game until it ends.
+pub async fn watch(ch: &Channel, game_id: &str) -> Result<(), CliError> {
+    let mut stream = GamesClient::new(ch.clone())
+        .watch_game(pb::WatchGameRequest {
+            game_id: game_id.into(),
+        })
+        .await
+        .map_err(status_error)?
+        .into_inner();
+    while let Some(e) = stream.message().await.map_err(status_error)? {
+        use pb::game_event::Kind;
+        match e.kind {
+            Some(Kind::Created(g)) => println!(
+                "#{} created: {} vs {}",
+                e.seq,
+                g.white.map(|p| p.display_name).unwrap_or_default(),
+                g.black.map(|p| p.display_name).unwrap_or_default()
+            ),
+            Some(Kind::MovePlayed(m)) => {
+                let c = m.clocks.unwrap_or_default();
+                println!(
+                    "#{} ply {} {}  (white {:.1}s, black {:.1}s)",
+                    e.seq,
+                    m.ply,
+                    m.r#move.map(|x| x.notation).unwrap_or_default(),
+                    c.white_ms as f64 / 1000.0,
+                    c.black_ms as f64 / 1000.0
+                );
+            }
+            Some(Kind::DrawOffered(c)) => println!("#{} draw offered by {}", e.seq, color_name(c)),
+            Some(Kind::DrawDeclined(c)) => {
+                println!("#{} draw declined by {}", e.seq, color_name(c))
+            }
+            Some(Kind::Finished(s)) => println!("#{} {} ({})", e.seq, s.description, s.result),
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+fn color_name(c: i32) -> &'static str {
+    if c == pb::Color::White as i32 {
+        "white"
+    } else {
+        "black"
+    }
+}

@@ -1,0 +1,132 @@
+//! The AI commands end to end: the real binary, its stdin and stdout.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn draughts() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_draughts"))
+}
+
+fn run(args: &[&str]) -> (bool, String) {
+    let out = draughts().args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn analyse_streams_depths_then_the_result() {
+    let (ok, out) = run(&["analyse", "--variant", "english", "--depth", "5", "--json"]);
+    assert!(ok);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 6, "{out}");
+    assert!(lines[0].contains("\"depth\":1"));
+    assert!(lines[5].contains("\"bestmove\""));
+    let (ok, out) = run(&[
+        "analyse",
+        "--variant",
+        "russian",
+        "--nodes",
+        "5000",
+        "--multipv",
+        "2",
+    ]);
+    assert!(ok);
+    assert!(out.contains("multipv 2"), "{out}");
+    assert!(out.lines().last().unwrap().starts_with("bestmove "));
+}
+
+#[test]
+fn bestmove_plays_a_legal_move_at_every_level() {
+    for level in ["1", "4", "6"] {
+        let (ok, out) = run(&[
+            "bestmove",
+            "--variant",
+            "italian",
+            "--level",
+            level,
+            "--seed",
+            "1",
+        ]);
+        assert!(ok);
+        let mv = out.trim();
+        let (ok, _) = run(&["play", "--variant", "italian", mv]);
+        assert!(ok, "level {level} played {mv}");
+    }
+    let (ok, _) = run(&["bestmove", "--variant", "italian", "--level", "9"]);
+    assert!(!ok);
+}
+
+#[test]
+fn hub_session_answers_and_stops() {
+    let mut child = draughts()
+        .arg("hub")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut expect = |prefix: &str| -> String {
+        loop {
+            let line = lines.next().expect("a line").unwrap();
+            if line.starts_with(prefix) {
+                return line;
+            }
+        }
+    };
+    writeln!(stdin, "hub").unwrap();
+    assert!(expect("param name=variant").contains("normal"));
+    expect("wait");
+    writeln!(
+        stdin,
+        "set-param name=variant value=brazilian\nunknown-command x=1\ninit"
+    )
+    .unwrap();
+    expect("ready");
+    writeln!(stdin, "ping").unwrap();
+    expect("pong");
+    // An infinite analysis from the start position after two moves, then stop.
+    writeln!(
+        stdin,
+        "new-game\npos pos=Wbbbbbbbbbbbbeeeeeeeewwwwwwwwwwww moves=\"22-18 9-13\"\nlevel infinite\ngo analyze"
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = Instant::now();
+    writeln!(stdin, "stop").unwrap();
+    let done = expect("done move=");
+    assert!(asked.elapsed() < Duration::from_secs(1));
+    // The answer must be a legal White move after 22-18 9-13.
+    let mv = done
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_start_matches("move=");
+    let (ok, _) = run(&["play", "--variant", "brazilian", "22-18", "9-13", mv]);
+    assert!(ok, "{done}");
+    writeln!(stdin, "level depth=3\ngo think").unwrap();
+    expect("done move=");
+    writeln!(stdin, "quit").unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn a_short_match_reports_a_result() {
+    let (ok, out) = run(&[
+        "match",
+        "--variant",
+        "english",
+        "--a",
+        "2",
+        "--b",
+        "greedy",
+        "--games",
+        "2",
+        "--json",
+    ]);
+    assert!(ok);
+    assert!(out.contains("\"games\":2"), "{out}");
+}
