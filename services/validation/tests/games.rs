@@ -39,16 +39,30 @@ impl Server {
             .await
             .unwrap();
         });
-        Server { addr, stop: Some(tx), handle }
+        Server {
+            addr,
+            stop: Some(tx),
+            handle,
+        }
     }
 
     async fn channel(&self) -> Channel {
         loop {
-            match Channel::from_shared(format!("http://{}", self.addr)).unwrap().connect().await {
+            match Channel::from_shared(format!("http://{}", self.addr))
+                .unwrap()
+                .connect()
+                .await
+            {
                 Ok(c) => return c,
                 Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
             }
         }
+    }
+
+    /// Kills the replica: its task is aborted, nothing is drained or flushed.
+    async fn kill(self) {
+        self.handle.abort();
+        let _ = self.handle.await;
     }
 
     async fn stop(mut self) {
@@ -68,16 +82,22 @@ struct Guest {
 
 async fn guest(ch: &Channel, name: &str) -> Guest {
     let r = AuthClient::new(ch.clone())
-        .create_guest(pb::CreateGuestRequest { display_name: name.into() })
+        .create_guest(pb::CreateGuestRequest {
+            display_name: name.into(),
+        })
         .await
         .unwrap()
         .into_inner();
-    Guest { id: r.player.unwrap().id, token: r.token }
+    Guest {
+        id: r.player.unwrap().id,
+        token: r.token,
+    }
 }
 
 fn authed<T>(token: &str, msg: T) -> tonic::Request<T> {
     let mut req = tonic::Request::new(msg);
-    req.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+    req.metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
     req
 }
 
@@ -85,17 +105,28 @@ fn create_req(v: Variant, white: &Guest, black: &Guest, fen: &str) -> pb::Create
     pb::CreateGameRequest {
         rules: Some(convert::rules_to_wire(RuleSet::new(v))),
         time_control: Some(pb::TimeControl {
-            kind: Some(pb::time_control::Kind::Fischer(pb::Fischer { base_ms: 600_000, increment_ms: 1_000 })),
+            kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
+                base_ms: 600_000,
+                increment_ms: 1_000,
+            })),
         }),
-        white: Some(pb::Player { id: white.id.clone(), ..Default::default() }),
-        black: Some(pb::Player { id: black.id.clone(), ..Default::default() }),
+        white: Some(pb::Player {
+            id: white.id.clone(),
+            ..Default::default()
+        }),
+        black: Some(pb::Player {
+            id: black.id.clone(),
+            ..Default::default()
+        }),
         rated: true,
         fen: fen.into(),
     }
 }
 
 fn text(t: &str) -> Option<pb::MoveInput> {
-    Some(pb::MoveInput { r#move: Some(pb::move_input::Move::Text(t.into())) })
+    Some(pb::MoveInput {
+        r#move: Some(pb::move_input::Move::Text(t.into())),
+    })
 }
 
 /// A deterministic pseudo-random choice (xorshift), so games differ per variant but not per run.
@@ -114,7 +145,11 @@ async fn complete_games_in_every_variant() {
     let white = guest(&ch, "White").await;
     let black = guest(&ch, "Black").await;
     for (i, v) in Variant::ALL.into_iter().enumerate() {
-        let game = games.create_game(authed(&white.token, create_req(v, &white, &black, ""))).await.unwrap().into_inner();
+        let game = games
+            .create_game(authed(&white.token, create_req(v, &white, &black, "")))
+            .await
+            .unwrap()
+            .into_inner();
         let id = game.game_id.clone();
         let mut pos = Position::start(v);
         let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64 + 1);
@@ -127,13 +162,20 @@ async fn complete_games_in_every_variant() {
             pos.legal_moves_into(&mut moves, Count::Unique);
             // Prefer captures and promotions a little so games end sooner.
             let mv = moves[pick(&mut seed, moves.len())];
-            let mover = if pos.side_to_move() == draughts_engine::Color::White { &white } else { &black };
+            let mover = if pos.side_to_move() == draughts_engine::Color::White {
+                &white
+            } else {
+                &black
+            };
             view = games
-                .play_move(authed(&mover.token, pb::PlayMoveRequest {
-                    game_id: id.clone(),
-                    r#move: text(&pos.move_to_text(&mv)),
-                    expected_ply: Some(view.moves.len() as u32),
-                }))
+                .play_move(authed(
+                    &mover.token,
+                    pb::PlayMoveRequest {
+                        game_id: id.clone(),
+                        r#move: text(&pos.move_to_text(&mv)),
+                        expected_ply: Some(view.moves.len() as u32),
+                    },
+                ))
                 .await
                 .unwrap_or_else(|e| panic!("{v}: {e:?}"))
                 .into_inner();
@@ -144,28 +186,57 @@ async fn complete_games_in_every_variant() {
         if status.outcome == pb::Outcome::Ongoing as i32 {
             // Very long random game: end it by resignation to check that path too.
             view = games
-                .resign(authed(&white.token, pb::GameActionRequest { game_id: id.clone() }))
+                .resign(authed(
+                    &white.token,
+                    pb::GameActionRequest {
+                        game_id: id.clone(),
+                    },
+                ))
                 .await
                 .unwrap()
                 .into_inner();
         }
         let status = view.status.unwrap();
         assert_ne!(status.outcome, pb::Outcome::Ongoing as i32, "{v}");
-        assert!(!status.result.is_empty() && status.result != "*", "{v}: {status:?}");
-        let pdn = games.export_pdn(pb::GetGameRequest { game_id: id.clone() }).await.unwrap().into_inner().pdn;
-        assert!(pdn.contains(&format!("[GameType \"{}\"]", v.pdn_game_type())), "{pdn}");
-        assert!(pdn.contains(&format!("[Result \"{}\"]", status.result)), "{pdn}");
+        assert!(
+            !status.result.is_empty() && status.result != "*",
+            "{v}: {status:?}"
+        );
+        let pdn = games
+            .export_pdn(pb::GetGameRequest {
+                game_id: id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .pdn;
+        assert!(
+            pdn.contains(&format!("[GameType \"{}\"]", v.pdn_game_type())),
+            "{pdn}"
+        );
+        assert!(
+            pdn.contains(&format!("[Result \"{}\"]", status.result)),
+            "{pdn}"
+        );
         assert!(pdn.contains("1. "), "{pdn}");
         // Moves after the end are refused.
         let e = games
-            .resign(authed(&black.token, pb::GameActionRequest { game_id: id.clone() }))
+            .resign(authed(
+                &black.token,
+                pb::GameActionRequest {
+                    game_id: id.clone(),
+                },
+            ))
             .await
             .unwrap_err();
         assert_eq!(e.code(), Code::FailedPrecondition, "{v}");
     }
     // Both players' recent games list them.
     let list = games
-        .list_games(pb::ListGamesRequest { player_id: white.id.clone(), limit: 50 })
+        .list_games(pb::ListGamesRequest {
+            player_id: white.id.clone(),
+            limit: 50,
+        })
         .await
         .unwrap()
         .into_inner();
@@ -179,11 +250,29 @@ async fn only_the_players_and_only_on_their_turn() {
     let server = Server::start(config()).await;
     let ch = server.channel().await;
     let mut games = GamesClient::new(ch.clone());
-    let (w, b, other) = (guest(&ch, "W").await, guest(&ch, "B").await, guest(&ch, "X").await);
-    let g = games.create_game(authed(&w.token, create_req(Variant::International, &w, &b, ""))).await.unwrap().into_inner();
+    let (w, b, other) = (
+        guest(&ch, "W").await,
+        guest(&ch, "B").await,
+        guest(&ch, "X").await,
+    );
+    let g = games
+        .create_game(authed(
+            &w.token,
+            create_req(Variant::International, &w, &b, ""),
+        ))
+        .await
+        .unwrap()
+        .into_inner();
     let id = g.game_id.clone();
     let play = |t: &Guest, m: &str| {
-        authed(&t.token, pb::PlayMoveRequest { game_id: id.clone(), r#move: text(m), expected_ply: None })
+        authed(
+            &t.token,
+            pb::PlayMoveRequest {
+                game_id: id.clone(),
+                r#move: text(m),
+                expected_ply: None,
+            },
+        )
     };
     // Not a player.
     let e = games.play_move(play(&other, "32-28")).await.unwrap_err();
@@ -199,27 +288,94 @@ async fn only_the_players_and_only_on_their_turn() {
     assert_eq!(e.code(), Code::InvalidArgument);
     // No token; bad token; a stranger creating a game for others.
     let e = games
-        .play_move(pb::PlayMoveRequest { game_id: id.clone(), r#move: text("32-28"), expected_ply: None })
+        .play_move(pb::PlayMoveRequest {
+            game_id: id.clone(),
+            r#move: text("32-28"),
+            expected_ply: None,
+        })
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::Unauthenticated);
-    let e = games.play_move(authed("not-a-token", pb::PlayMoveRequest { game_id: id.clone(), r#move: text("32-28"), expected_ply: None })).await.unwrap_err();
+    let e = games
+        .play_move(authed(
+            "not-a-token",
+            pb::PlayMoveRequest {
+                game_id: id.clone(),
+                r#move: text("32-28"),
+                expected_ply: None,
+            },
+        ))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::Unauthenticated);
-    let e = games.create_game(authed(&other.token, create_req(Variant::International, &w, &b, ""))).await.unwrap_err();
+    let e = games
+        .create_game(authed(
+            &other.token,
+            create_req(Variant::International, &w, &b, ""),
+        ))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::PermissionDenied);
     // Unknown game.
-    let e = games.get_game(pb::GetGameRequest { game_id: "g0000".into() }).await.unwrap_err();
+    let e = games
+        .get_game(pb::GetGameRequest {
+            game_id: "g0000".into(),
+        })
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
     // Draw offer, decline; offer, accept.
     games.play_move(play(&w, "32-28")).await.unwrap();
-    let v = games.offer_draw(authed(&b.token, pb::GameActionRequest { game_id: id.clone() })).await.unwrap().into_inner();
+    let v = games
+        .offer_draw(authed(
+            &b.token,
+            pb::GameActionRequest {
+                game_id: id.clone(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(v.draw_offer, pb::Color::Black as i32);
-    let e = games.accept_draw(authed(&b.token, pb::GameActionRequest { game_id: id.clone() })).await.unwrap_err();
+    let e = games
+        .accept_draw(authed(
+            &b.token,
+            pb::GameActionRequest {
+                game_id: id.clone(),
+            },
+        ))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition);
-    games.decline_draw(authed(&w.token, pb::GameActionRequest { game_id: id.clone() })).await.unwrap();
-    games.offer_draw(authed(&w.token, pb::GameActionRequest { game_id: id.clone() })).await.unwrap();
+    games
+        .decline_draw(authed(
+            &w.token,
+            pb::GameActionRequest {
+                game_id: id.clone(),
+            },
+        ))
+        .await
+        .unwrap();
+    games
+        .offer_draw(authed(
+            &w.token,
+            pb::GameActionRequest {
+                game_id: id.clone(),
+            },
+        ))
+        .await
+        .unwrap();
     // Too late to abort? Only one ply so far: abort is still allowed, but accept the draw instead.
-    let v = games.accept_draw(authed(&b.token, pb::GameActionRequest { game_id: id.clone() })).await.unwrap().into_inner();
+    let v = games
+        .accept_draw(authed(
+            &b.token,
+            pb::GameActionRequest {
+                game_id: id.clone(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
     let st = v.status.unwrap();
     assert_eq!(st.outcome, pb::Outcome::Draw as i32);
     assert_eq!(st.reason, pb::EndReason::Agreement as i32);
@@ -233,11 +389,22 @@ async fn a_raced_move_is_applied_once() {
     let ch = server.channel().await;
     let (w, b) = (guest(&ch, "W").await, guest(&ch, "B").await);
     let mut games = GamesClient::new(ch.clone());
-    let g = games.create_game(authed(&w.token, create_req(Variant::English, &w, &b, ""))).await.unwrap().into_inner();
+    let g = games
+        .create_game(authed(&w.token, create_req(Variant::English, &w, &b, "")))
+        .await
+        .unwrap()
+        .into_inner();
     let mut handles = Vec::new();
     for _ in 0..8 {
         let mut c = GamesClient::new(server.channel().await);
-        let req = authed(&b.token, pb::PlayMoveRequest { game_id: g.game_id.clone(), r#move: text("11-15"), expected_ply: None });
+        let req = authed(
+            &b.token,
+            pb::PlayMoveRequest {
+                game_id: g.game_id.clone(),
+                r#move: text("11-15"),
+                expected_ply: None,
+            },
+        );
         handles.push(tokio::spawn(async move { c.play_move(req).await }));
     }
     let mut ok = 0;
@@ -251,7 +418,13 @@ async fn a_raced_move_is_applied_once() {
         }
     }
     assert_eq!(ok, 1);
-    let v = games.get_game(pb::GetGameRequest { game_id: g.game_id.clone() }).await.unwrap().into_inner();
+    let v = games
+        .get_game(pb::GetGameRequest {
+            game_id: g.game_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(v.moves.len(), 1);
     server.stop().await;
 }
@@ -263,13 +436,28 @@ async fn a_late_spectator_gets_the_history_then_live_events() {
     let ch = server.channel().await;
     let (w, b) = (guest(&ch, "W").await, guest(&ch, "B").await);
     let mut games = GamesClient::new(ch.clone());
-    let g = games.create_game(authed(&w.token, create_req(Variant::Russian, &w, &b, ""))).await.unwrap().into_inner();
+    let g = games
+        .create_game(authed(&w.token, create_req(Variant::Russian, &w, &b, "")))
+        .await
+        .unwrap()
+        .into_inner();
     let id = g.game_id.clone();
-    let play = |t: &Guest, m: &str| authed(&t.token, pb::PlayMoveRequest { game_id: id.clone(), r#move: text(m), expected_ply: None });
+    let play = |t: &Guest, m: &str| {
+        authed(
+            &t.token,
+            pb::PlayMoveRequest {
+                game_id: id.clone(),
+                r#move: text(m),
+                expected_ply: None,
+            },
+        )
+    };
     games.play_move(play(&w, "c3-d4")).await.unwrap();
     games.play_move(play(&b, "f6-e5")).await.unwrap();
     let mut watch = GamesClient::new(server.channel().await)
-        .watch_game(pb::WatchGameRequest { game_id: id.clone() })
+        .watch_game(pb::WatchGameRequest {
+            game_id: id.clone(),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -279,8 +467,12 @@ async fn a_late_spectator_gets_the_history_then_live_events() {
         kinds.push(e.kind.unwrap());
     }
     assert!(matches!(kinds[0], pb::game_event::Kind::Created(_)));
-    assert!(matches!(&kinds[1], pb::game_event::Kind::MovePlayed(m) if m.r#move.as_ref().unwrap().notation == "c3-d4"));
-    assert!(matches!(&kinds[2], pb::game_event::Kind::MovePlayed(m) if m.r#move.as_ref().unwrap().notation == "f6-e5"));
+    assert!(
+        matches!(&kinds[1], pb::game_event::Kind::MovePlayed(m) if m.r#move.as_ref().unwrap().notation == "c3-d4")
+    );
+    assert!(
+        matches!(&kinds[2], pb::game_event::Kind::MovePlayed(m) if m.r#move.as_ref().unwrap().notation == "f6-e5")
+    );
     // Live: a capture, a draw offer, then resignation ends the stream.
     games.play_move(play(&w, "d4xf6")).await.unwrap();
     let e = watch.next().await.unwrap().unwrap();
@@ -291,14 +483,37 @@ async fn a_late_spectator_gets_the_history_then_live_events() {
         }
         other => panic!("{other:?}"),
     }
-    games.offer_draw(authed(&w.token, pb::GameActionRequest { game_id: id.clone() })).await.unwrap();
-    assert!(matches!(watch.next().await.unwrap().unwrap().kind.unwrap(), pb::game_event::Kind::DrawOffered(c) if c == pb::Color::White as i32));
-    games.resign(authed(&b.token, pb::GameActionRequest { game_id: id.clone() })).await.unwrap();
+    games
+        .offer_draw(authed(
+            &w.token,
+            pb::GameActionRequest {
+                game_id: id.clone(),
+            },
+        ))
+        .await
+        .unwrap();
+    assert!(
+        matches!(watch.next().await.unwrap().unwrap().kind.unwrap(), pb::game_event::Kind::DrawOffered(c) if c == pb::Color::White as i32)
+    );
+    games
+        .resign(authed(
+            &b.token,
+            pb::GameActionRequest {
+                game_id: id.clone(),
+            },
+        ))
+        .await
+        .unwrap();
     match watch.next().await.unwrap().unwrap().kind.unwrap() {
-        pb::game_event::Kind::Finished(s) => assert_eq!(s.reason, pb::EndReason::Resignation as i32),
+        pb::game_event::Kind::Finished(s) => {
+            assert_eq!(s.reason, pb::EndReason::Resignation as i32)
+        }
         other => panic!("{other:?}"),
     }
-    assert!(watch.next().await.is_none(), "the stream ends with the game");
+    assert!(
+        watch.next().await.is_none(),
+        "the stream ends with the game"
+    );
     server.stop().await;
 }
 
@@ -308,22 +523,56 @@ async fn abort_only_before_both_sides_moved() {
     let ch = server.channel().await;
     let (w, b) = (guest(&ch, "W").await, guest(&ch, "B").await);
     let mut games = GamesClient::new(ch.clone());
-    let g = games.create_game(authed(&w.token, create_req(Variant::Czech, &w, &b, ""))).await.unwrap().into_inner();
-    let v = games.abort(authed(&b.token, pb::GameActionRequest { game_id: g.game_id.clone() })).await.unwrap().into_inner();
+    let g = games
+        .create_game(authed(&w.token, create_req(Variant::Czech, &w, &b, "")))
+        .await
+        .unwrap()
+        .into_inner();
+    let v = games
+        .abort(authed(
+            &b.token,
+            pb::GameActionRequest {
+                game_id: g.game_id.clone(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(v.status.unwrap().outcome, pb::Outcome::Aborted as i32);
-    let g = games.create_game(authed(&w.token, create_req(Variant::Czech, &w, &b, ""))).await.unwrap().into_inner();
+    let g = games
+        .create_game(authed(&w.token, create_req(Variant::Czech, &w, &b, "")))
+        .await
+        .unwrap()
+        .into_inner();
     let id = g.game_id.clone();
-    let play = |t: &Guest, m: &str| authed(&t.token, pb::PlayMoveRequest { game_id: id.clone(), r#move: text(m), expected_ply: None });
+    let play = |t: &Guest, m: &str| {
+        authed(
+            &t.token,
+            pb::PlayMoveRequest {
+                game_id: id.clone(),
+                r#move: text(m),
+                expected_ply: None,
+            },
+        )
+    };
     games.play_move(play(&w, "c3-d4")).await.unwrap();
     games.play_move(play(&b, "f6-g5")).await.unwrap();
-    let e = games.abort(authed(&w.token, pb::GameActionRequest { game_id: id.clone() })).await.unwrap_err();
+    let e = games
+        .abort(authed(
+            &w.token,
+            pb::GameActionRequest {
+                game_id: id.clone(),
+            },
+        ))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition);
     server.stop().await;
 }
 
 /// Two replicas share one Redis and one PostgreSQL: moves alternate between them, a watcher on one sees
-/// moves made on the other, a move raced across them is applied once, and after one replica stops the
-/// game goes on from the other.
+/// moves made on the other, a move raced across them is applied once, and after one replica is killed
+/// the game goes on from the other.
 #[tokio::test]
 async fn two_replicas_share_redis_and_survive_a_stop() {
     use tokio_stream::StreamExt;
@@ -340,26 +589,76 @@ async fn two_replicas_share_redis_and_survive_a_stop() {
     let (ca, cb) = (a.channel().await, b_server.channel().await);
     let (w, b) = (guest(&ca, "W").await, guest(&cb, "B").await);
     let (mut ga, mut gb) = (GamesClient::new(ca.clone()), GamesClient::new(cb.clone()));
-    let g = ga.create_game(authed(&w.token, create_req(Variant::English, &w, &b, ""))).await.unwrap().into_inner();
+    let g = ga
+        .create_game(authed(&w.token, create_req(Variant::English, &w, &b, "")))
+        .await
+        .unwrap()
+        .into_inner();
     let id = g.game_id.clone();
-    let play = |t: &Guest, m: &str| authed(&t.token, pb::PlayMoveRequest { game_id: id.clone(), r#move: text(m), expected_ply: None });
-    let mut watch = gb.watch_game(pb::WatchGameRequest { game_id: id.clone() }).await.unwrap().into_inner();
-    assert!(matches!(watch.next().await.unwrap().unwrap().kind.unwrap(), pb::game_event::Kind::Created(_)));
+    let play = |t: &Guest, m: &str| {
+        authed(
+            &t.token,
+            pb::PlayMoveRequest {
+                game_id: id.clone(),
+                r#move: text(m),
+                expected_ply: None,
+            },
+        )
+    };
+    let mut watch = gb
+        .watch_game(pb::WatchGameRequest {
+            game_id: id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(
+        watch.next().await.unwrap().unwrap().kind.unwrap(),
+        pb::game_event::Kind::Created(_)
+    ));
     ga.play_move(play(&b, "11-15")).await.unwrap();
-    assert!(matches!(watch.next().await.unwrap().unwrap().kind.unwrap(), pb::game_event::Kind::MovePlayed(_)));
+    assert!(matches!(
+        watch.next().await.unwrap().unwrap().kind.unwrap(),
+        pb::game_event::Kind::MovePlayed(_)
+    ));
     // The same move raced on both replicas: applied once.
-    let (r1, r2) = tokio::join!(ga.play_move(play(&w, "23-19")), gb.play_move(play(&w, "23-19")));
-    assert_eq!([r1.is_ok(), r2.is_ok()].iter().filter(|x| **x).count(), 1, "{r1:?} {r2:?}");
-    // Replica A stops; the game goes on on B.
-    a.stop().await;
+    let (r1, r2) = tokio::join!(
+        ga.play_move(play(&w, "23-19")),
+        gb.play_move(play(&w, "23-19"))
+    );
+    assert_eq!(
+        [r1.is_ok(), r2.is_ok()].iter().filter(|x| **x).count(),
+        1,
+        "{r1:?} {r2:?}"
+    );
+    // Replica A is killed mid-game; the game goes on on B.
+    a.kill().await;
     gb.play_move(play(&b, "8-11")).await.unwrap();
-    let v = gb.resign(authed(&w.token, pb::GameActionRequest { game_id: id.clone() })).await.unwrap().into_inner();
+    let v = gb
+        .resign(authed(
+            &w.token,
+            pb::GameActionRequest {
+                game_id: id.clone(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(v.moves.len(), 3);
     assert_eq!(v.status.unwrap().outcome, pb::Outcome::BlackWins as i32);
     // The finished game is in PostgreSQL (listed) and on the finished stream in Redis.
-    let list = gb.list_games(pb::ListGamesRequest { player_id: b.id.clone(), limit: 5 }).await.unwrap().into_inner();
+    let list = gb
+        .list_games(pb::ListGamesRequest {
+            player_id: b.id.clone(),
+            limit: 5,
+        })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(list.recent.len(), 1);
-    let live = draughts_store::open_live_store(&redis.url(), "test:").await.unwrap();
+    let live = draughts_store::open_live_store(&redis.url(), "test:")
+        .await
+        .unwrap();
     assert_eq!(live.len("games.finished").await.unwrap(), 1);
     b_server.stop().await;
 }
