@@ -203,7 +203,9 @@ pub async fn play(ch: &Channel, token: Option<&str>, game_id: &str) -> Result<()
                                 r#move: Some(pb::MoveInput {
                                     r#move: Some(pb::move_input::Move::Text(mv.into())),
                                 }),
-                                expected_ply: Some(view.moves.len() as u32),
+                                expected_ply: Some(
+                                    view.moves.len() as u32 + view.first_ply.saturating_sub(1),
+                                ),
                             },
                         )?)
                         .await
@@ -361,7 +363,7 @@ pub async fn bot(ch: &Channel, token: Option<&str>, a: BotArgs) -> Result<(), Cl
                     r#move: Some(pb::MoveInput {
                         r#move: Some(pb::move_input::Move::Text(text)),
                     }),
-                    expected_ply: Some(view.moves.len() as u32),
+                    expected_ply: Some(view.moves.len() as u32 + view.first_ply.saturating_sub(1)),
                 },
             )?)
             .await;

@@ -73,7 +73,9 @@ pub enum StartError {
 
 /// Adds the stateless `Rules` service to a host.
 pub fn register_rules(services: &mut Services, server: &ServerConfig) {
-    services.add(RulesServer::new(grpc::RulesService).max_decoding_message_size(server.max_message_bytes));
+    services.add(
+        RulesServer::new(grpc::RulesService).max_decoding_message_size(server.max_message_bytes),
+    );
 }
 
 /// The stateful part: live games and authentication over shared backends.
@@ -101,7 +103,10 @@ impl Validation {
         register_rules(services, server);
         let games = GamesServer::new(games::grpc::GamesService::new(self.games.clone()))
             .max_decoding_message_size(server.max_message_bytes);
-        services.add(tower::Layer::layer(&auth::AuthLayer::new(self.auth.clone()), games));
+        services.add(tower::Layer::layer(
+            &auth::AuthLayer::new(self.auth.clone()),
+            games,
+        ));
         auth::register_auth(services, &self.auth, server.max_message_bytes);
     }
 
@@ -112,7 +117,9 @@ impl Validation {
 }
 
 /// Connects the backends named in the configuration.
-pub async fn connect(backends: &BackendConfig) -> Result<(Arc<dyn LiveStore>, Database), StartError> {
+pub async fn connect(
+    backends: &BackendConfig,
+) -> Result<(Arc<dyn LiveStore>, Database), StartError> {
     let live = draughts_store::open_live_store(&backends.redis_url, &backends.key_prefix).await?;
     let db = Database::connect(&backends.database_url).await?;
     Ok((live, db))

@@ -13,7 +13,9 @@ use draughts_validation::games::{GamesCore, TokioClock};
 async fn core() -> GamesCore {
     let live = open_live_store("memory://", "t:").await.unwrap();
     let db = Database::connect("sqlite::memory:").await.unwrap();
-    let core = GamesCore::new(live, db, Arc::new(TokioClock::default())).await.unwrap();
+    let core = GamesCore::new(live, db, Arc::new(TokioClock::default()))
+        .await
+        .unwrap();
     // Pause only now: connecting the database uses real timeouts that paused time would expire at once.
     tokio::time::pause();
     core
@@ -26,7 +28,12 @@ fn close(a: u64, b: u64) {
 }
 
 fn player(id: &str) -> PlayerRec {
-    PlayerRec { id: id.into(), name: id.into(), guest: true, computer: false }
+    PlayerRec {
+        id: id.into(),
+        name: id.into(),
+        guest: true,
+        computer: false,
+    }
 }
 
 fn new_game(time: TimeControlRec) -> NewGame {
@@ -43,7 +50,9 @@ fn new_game(time: TimeControlRec) -> NewGame {
 
 async fn play(core: &GamesCore, id: &str, who: &str, mv: &str) {
     let text = mv.to_string();
-    core.play_move(id, who, move |pos| pos.parse_move(&text), None).await.unwrap();
+    core.play_move(id, who, move |pos| pos.parse_move(&text), None)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -51,7 +60,10 @@ async fn a_flag_falls_with_nobody_calling() {
     let core = core().await;
     let timers = tokio::spawn(core.clone().run_timers(std::future::pending()));
     let g = core
-        .create(new_game(TimeControlRec::Fischer { base_ms: 60_000, increment_ms: 0 }))
+        .create(new_game(TimeControlRec::Fischer {
+            base_ms: 60_000,
+            increment_ms: 0,
+        }))
         .await
         .unwrap();
     // English: Black moves first and uses 10 s.
@@ -67,7 +79,10 @@ async fn a_flag_falls_with_nobody_calling() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (r, _) = core.load(&g.id).await.unwrap();
     let result = r.result.expect("the flag fell");
-    assert_eq!((result.outcome.as_str(), result.reason.as_str()), ("black", "time"));
+    assert_eq!(
+        (result.outcome.as_str(), result.reason.as_str()),
+        ("black", "time")
+    );
     assert_eq!(r.white_ms, 0);
     // Archived durably and published on the finished stream.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -81,7 +96,10 @@ async fn a_flag_falls_with_nobody_calling() {
 async fn the_increment_is_added_after_each_move() {
     let core = core().await;
     let g = core
-        .create(new_game(TimeControlRec::Fischer { base_ms: 30_000, increment_ms: 5_000 }))
+        .create(new_game(TimeControlRec::Fischer {
+            base_ms: 30_000,
+            increment_ms: 5_000,
+        }))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -101,14 +119,19 @@ async fn the_increment_is_added_after_each_move() {
     assert!(err.to_string().contains("time"), "{err}");
     core.enforce_clock(&g.id).await.unwrap();
     let result = core.load(&g.id).await.unwrap().0.result.unwrap();
-    assert_eq!((result.outcome.as_str(), result.reason.as_str()), ("white", "time"));
+    assert_eq!(
+        (result.outcome.as_str(), result.reason.as_str()),
+        ("white", "time")
+    );
 }
 
 #[tokio::test]
 async fn correspondence_deadline_and_timeout_claim() {
     let core = core().await;
     let g = core
-        .create(new_game(TimeControlRec::Correspondence { days_per_move: 2 }))
+        .create(new_game(TimeControlRec::Correspondence {
+            days_per_move: 2,
+        }))
         .await
         .unwrap();
     play(&core, &g.id, "guest:b", "11-15").await;
@@ -116,18 +139,33 @@ async fn correspondence_deadline_and_timeout_claim() {
     tokio::time::sleep(Duration::from_secs(36 * 3600)).await;
     play(&core, &g.id, "guest:w", "23-19").await;
     let (r, _) = core.load(&g.id).await.unwrap();
-    assert_eq!(r.white_ms, 2 * 86_400_000, "a full period again after the move");
+    assert_eq!(
+        r.white_ms,
+        2 * 86_400_000,
+        "a full period again after the move"
+    );
     // White claims too early: refused.
     let early = core
-        .player_action(&g.id, "guest:w", draughts_validation::games::record::GameRecord::claim_timeout)
+        .player_action(
+            &g.id,
+            "guest:w",
+            draughts_validation::games::record::GameRecord::claim_timeout,
+        )
         .await
         .unwrap_err();
     assert!(early.to_string().contains("still has"), "{early}");
     tokio::time::sleep(Duration::from_secs(2 * 86_400 + 1)).await;
     let r = core
-        .player_action(&g.id, "guest:w", draughts_validation::games::record::GameRecord::claim_timeout)
+        .player_action(
+            &g.id,
+            "guest:w",
+            draughts_validation::games::record::GameRecord::claim_timeout,
+        )
         .await
         .unwrap();
     let result = r.result.unwrap();
-    assert_eq!((result.outcome.as_str(), result.reason.as_str()), ("white", "time"));
+    assert_eq!(
+        (result.outcome.as_str(), result.reason.as_str()),
+        ("white", "time")
+    );
 }

@@ -154,13 +154,13 @@ async fn complete_games_in_every_variant() {
         let mut pos = Position::start(v);
         let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64 + 1);
         let mut view = game;
+        let mut plies = 0u32;
         for _ in 0..600 {
             if view.status.as_ref().unwrap().outcome != pb::Outcome::Ongoing as i32 {
                 break;
             }
             let mut moves = Vec::new();
             pos.legal_moves_into(&mut moves, Count::Unique);
-            // Prefer captures and promotions a little so games end sooner.
             let mv = moves[pick(&mut seed, moves.len())];
             let mover = if pos.side_to_move() == draughts_engine::Color::White {
                 &white
@@ -173,12 +173,17 @@ async fn complete_games_in_every_variant() {
                     pb::PlayMoveRequest {
                         game_id: id.clone(),
                         r#move: text(&pos.move_to_text(&mv)),
-                        expected_ply: Some(view.moves.len() as u32),
+                        expected_ply: Some(plies),
                     },
                 ))
                 .await
                 .unwrap_or_else(|e| panic!("{v}: {e:?}"))
                 .into_inner();
+            plies += 1;
+            // Actions answer with the last move only.
+            assert_eq!(view.first_ply, plies);
+            assert_eq!(view.moves.len(), 1);
+            assert_eq!(view.moves[0].ply, plies);
             pos = pos.play_unchecked(&mv);
             assert_eq!(view.position.as_ref().unwrap().fen, pos.to_fen());
         }

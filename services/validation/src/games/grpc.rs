@@ -32,12 +32,22 @@ fn err(e: GamesError) -> Status {
 
 fn player_rec(p: Option<&pb::Player>, caller: &Principal, side: &str) -> Result<PlayerRec, Status> {
     let p = p.cloned().unwrap_or_default();
-    let id = if p.id.trim().is_empty() { caller.player_id.clone() } else { p.id.trim().to_string() };
+    let id = if p.id.trim().is_empty() {
+        caller.player_id.clone()
+    } else {
+        p.id.trim().to_string()
+    };
     if id.len() > 128 {
-        return Err(Status::invalid_argument(format!("{side}.id is longer than 128 characters")));
+        return Err(Status::invalid_argument(format!(
+            "{side}.id is longer than 128 characters"
+        )));
     }
     let name = if p.display_name.trim().is_empty() {
-        if id == caller.player_id { caller.display_name.clone() } else { id.clone() }
+        if id == caller.player_id {
+            caller.display_name.clone()
+        } else {
+            id.clone()
+        }
     } else {
         p.display_name.trim().chars().take(64).collect()
     };
@@ -54,20 +64,33 @@ fn time_control(tc: Option<&pb::TimeControl>) -> Result<TimeControlRec, Status> 
     match tc.and_then(|t| t.kind.as_ref()) {
         Some(Kind::Fischer(f)) => {
             if f.base_ms == 0 && f.increment_ms == 0 {
-                return Err(Status::invalid_argument("time_control.fischer needs a base or an increment"));
+                return Err(Status::invalid_argument(
+                    "time_control.fischer needs a base or an increment",
+                ));
             }
             if f.base_ms > 7 * 24 * 3_600_000 || f.increment_ms > 3_600_000 {
-                return Err(Status::invalid_argument("time_control.fischer: base at most 7 days, increment at most 1 hour"));
+                return Err(Status::invalid_argument(
+                    "time_control.fischer: base at most 7 days, increment at most 1 hour",
+                ));
             }
-            Ok(TimeControlRec::Fischer { base_ms: f.base_ms, increment_ms: f.increment_ms })
+            Ok(TimeControlRec::Fischer {
+                base_ms: f.base_ms,
+                increment_ms: f.increment_ms,
+            })
         }
         Some(Kind::Correspondence(c)) => {
             if !(1..=30).contains(&c.days_per_move) {
-                return Err(Status::invalid_argument("time_control.correspondence.days_per_move must be from 1 to 30"));
+                return Err(Status::invalid_argument(
+                    "time_control.correspondence.days_per_move must be from 1 to 30",
+                ));
             }
-            Ok(TimeControlRec::Correspondence { days_per_move: c.days_per_move })
+            Ok(TimeControlRec::Correspondence {
+                days_per_move: c.days_per_move,
+            })
         }
-        None => Err(Status::invalid_argument("time_control is required (fischer or correspondence)")),
+        None => Err(Status::invalid_argument(
+            "time_control is required (fischer or correspondence)",
+        )),
     }
 }
 
@@ -76,7 +99,12 @@ fn color_wire(c: Color) -> i32 {
 }
 
 fn player_wire(p: &PlayerRec) -> pb::Player {
-    pb::Player { id: p.id.clone(), display_name: p.name.clone(), guest: p.guest, computer: p.computer }
+    pb::Player {
+        id: p.id.clone(),
+        display_name: p.name.clone(),
+        guest: p.guest,
+        computer: p.computer,
+    }
 }
 
 fn status_wire(record: &GameRecord, pos: &Position) -> pb::GameStatus {
@@ -111,28 +139,52 @@ fn status_wire(record: &GameRecord, pos: &Position) -> pb::GameStatus {
 
 /// Builds the wire view of a record at `now`, replaying the moves for positions and move details.
 pub fn view(record: &GameRecord, now: u64) -> Result<pb::GameView, GamesError> {
+    view_from(record, now, 0)
+}
+
+/// A view whose `moves` start at index `from` (ply `from + 1`).
+fn view_from(record: &GameRecord, now: u64, from: usize) -> Result<pb::GameView, GamesError> {
     let rules = record.rules()?;
-    let mut pos = record.start_position()?;
-    let mut moves = Vec::with_capacity(record.moves.len());
-    for (i, m) in record.moves.iter().enumerate() {
-        let side = pos.side_to_move();
-        let mv = pos
-            .parse_move(&m.text)
-            .map_err(|e| GamesError::Invalid(format!("stored move {} does not replay: {e}", i + 1)))?;
-        moves.push(pb::PlayedMove {
-            ply: i as u32 + 1,
-            side: color_wire(side),
-            r#move: Some(convert::move_to_wire(&pos, &mv)),
-            clocks: Some(pb::Clocks {
-                white_ms: m.white_ms,
-                black_ms: m.black_ms,
-                running: color_wire(!side),
-                at_ms: m.at_ms,
-            }),
-            played_at_ms: m.at_ms,
-        });
-        pos = pos.play_unchecked(&mv);
-    }
+    let stored = !record.fen.is_empty()
+        && record
+            .moves
+            .iter()
+            .all(|m| m.side.is_some() && !m.path.is_empty());
+    let (pos, moves) = if stored {
+        // Everything a view shows is in the record: no replay.
+        let moves = record
+            .moves
+            .iter()
+            .enumerate()
+            .skip(from)
+            .map(|(i, m)| {
+                let side: Color = m.side.map(Into::into).unwrap_or(Color::White);
+                pb::PlayedMove {
+                    ply: i as u32 + 1,
+                    side: color_wire(side),
+                    r#move: Some(pb::Move {
+                        notation: m.text.clone(),
+                        from: m.path.first().cloned().unwrap_or_default(),
+                        to: m.path.last().cloned().unwrap_or_default(),
+                        path: m.path.clone(),
+                        captured: m.captured_names.clone(),
+                        promotes: m.promotes,
+                    }),
+                    clocks: Some(pb::Clocks {
+                        white_ms: m.white_ms,
+                        black_ms: m.black_ms,
+                        running: color_wire(!side),
+                        at_ms: m.at_ms,
+                    }),
+                    played_at_ms: m.at_ms,
+                }
+            })
+            .collect();
+        (record.position()?, moves)
+    } else {
+        let (pos, mut all) = replayed_moves(record)?;
+        (pos, all.split_off(from.min(all.len())))
+    };
     let (white_ms, black_ms) = record.clocks_at(pos.side_to_move(), now);
     Ok(pb::GameView {
         game_id: record.id.clone(),
@@ -148,20 +200,66 @@ pub fn view(record: &GameRecord, now: u64) -> Result<pb::GameView, GamesError> {
         clocks: Some(pb::Clocks {
             white_ms,
             black_ms,
-            running: if record.is_over() { 0 } else { color_wire(pos.side_to_move()) },
+            running: if record.is_over() {
+                0
+            } else {
+                color_wire(pos.side_to_move())
+            },
             at_ms: now,
         }),
         draw_offer: record.draw_offer.map_or(0, |c| color_wire(c.into())),
         created_at_ms: record.created_ms,
         revision: record.events.last().map_or(0, |e| e.seq()),
+        first_ply: if record.moves.is_empty() {
+            0
+        } else {
+            from as u32 + 1
+        },
     })
+}
+
+/// The view answered to actions: everything but the history, which is cut to the last move.
+pub fn action_view(record: &GameRecord, now: u64) -> Result<pb::GameView, GamesError> {
+    view_from(record, now, record.moves.len().saturating_sub(1))
+}
+
+/// Move views by replaying the game (records written before moves stored their paths).
+fn replayed_moves(record: &GameRecord) -> Result<(Position, Vec<pb::PlayedMove>), GamesError> {
+    let mut pos = record.start_position()?;
+    let mut moves = Vec::with_capacity(record.moves.len());
+    for (i, m) in record.moves.iter().enumerate() {
+        let side = pos.side_to_move();
+        let mv = pos.parse_move(&m.text).map_err(|e| {
+            GamesError::Invalid(format!("stored move {} does not replay: {e}", i + 1))
+        })?;
+        moves.push(pb::PlayedMove {
+            ply: i as u32 + 1,
+            side: color_wire(side),
+            r#move: Some(convert::move_to_wire(&pos, &mv)),
+            clocks: Some(pb::Clocks {
+                white_ms: m.white_ms,
+                black_ms: m.black_ms,
+                running: color_wire(!side),
+                at_ms: m.at_ms,
+            }),
+            played_at_ms: m.at_ms,
+        });
+        pos = pos.play_unchecked(&mv);
+    }
+    Ok((pos, moves))
 }
 
 fn time_control_wire(t: &TimeControlRec) -> pb::TimeControl {
     use pb::time_control::Kind;
     pb::TimeControl {
         kind: Some(match *t {
-            TimeControlRec::Fischer { base_ms, increment_ms } => Kind::Fischer(pb::Fischer { base_ms, increment_ms }),
+            TimeControlRec::Fischer {
+                base_ms,
+                increment_ms,
+            } => Kind::Fischer(pb::Fischer {
+                base_ms,
+                increment_ms,
+            }),
             TimeControlRec::Correspondence { days_per_move } => {
                 Kind::Correspondence(pb::Correspondence { days_per_move })
             }
@@ -170,7 +268,11 @@ fn time_control_wire(t: &TimeControlRec) -> pb::TimeControl {
 }
 
 /// The wire events of a record with seq greater than `after`.
-pub fn events_after(record: &GameRecord, after: u64, now: u64) -> Result<Vec<pb::GameEvent>, GamesError> {
+pub fn events_after(
+    record: &GameRecord,
+    after: u64,
+    now: u64,
+) -> Result<Vec<pb::GameEvent>, GamesError> {
     let full = view(record, now)?;
     let mut out = Vec::new();
     for e in record.events.iter().filter(|e| e.seq() > after) {
@@ -197,18 +299,29 @@ pub fn events_after(record: &GameRecord, after: u64, now: u64) -> Result<Vec<pb:
                 (*seq, *at_ms, Kind::Created(created))
             }
             EventRec::Move { seq, at_ms, ply } => {
-                let m = full
-                    .moves
-                    .get(*ply as usize - 1)
-                    .cloned()
-                    .ok_or_else(|| GamesError::Invalid(format!("event for missing ply {ply}")))?;
+                let m =
+                    full.moves.get(*ply as usize - 1).cloned().ok_or_else(|| {
+                        GamesError::Invalid(format!("event for missing ply {ply}"))
+                    })?;
                 (*seq, *at_ms, Kind::MovePlayed(m))
             }
-            EventRec::DrawOffered { seq, at_ms, by } => (*seq, *at_ms, Kind::DrawOffered(color_wire((*by).into()))),
-            EventRec::DrawDeclined { seq, at_ms, by } => (*seq, *at_ms, Kind::DrawDeclined(color_wire((*by).into()))),
-            EventRec::Finished { seq, at_ms } => (*seq, *at_ms, Kind::Finished(full.status.clone().unwrap_or_default())),
+            EventRec::DrawOffered { seq, at_ms, by } => {
+                (*seq, *at_ms, Kind::DrawOffered(color_wire((*by).into())))
+            }
+            EventRec::DrawDeclined { seq, at_ms, by } => {
+                (*seq, *at_ms, Kind::DrawDeclined(color_wire((*by).into())))
+            }
+            EventRec::Finished { seq, at_ms } => (
+                *seq,
+                *at_ms,
+                Kind::Finished(full.status.clone().unwrap_or_default()),
+            ),
         };
-        out.push(pb::GameEvent { seq, at_ms, kind: Some(kind) });
+        out.push(pb::GameEvent {
+            seq,
+            at_ms,
+            kind: Some(kind),
+        });
     }
     Ok(out)
 }
@@ -224,7 +337,10 @@ type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::GameEvent, Status>> + Se
 #[tonic::async_trait]
 impl pb::games_server::Games for GamesService {
     #[tracing::instrument(skip_all, fields(game_id, variant))]
-    async fn create_game(&self, req: Request<pb::CreateGameRequest>) -> Result<Response<pb::GameView>, Status> {
+    async fn create_game(
+        &self,
+        req: Request<pb::CreateGameRequest>,
+    ) -> Result<Response<pb::GameView>, Status> {
         let me = caller(&req)?;
         let req = req.into_inner();
         let rules: RuleSet = convert::rule_set(req.rules.as_ref())?;
@@ -233,12 +349,21 @@ impl pb::games_server::Games for GamesService {
         let black = player_rec(req.black.as_ref(), &me, "black")?;
         let is_admin = me.scopes.has(Scope::Admin);
         if !is_admin && white.id != me.player_id && black.id != me.player_id {
-            return Err(Status::permission_denied("you can only create games you play in"));
+            return Err(Status::permission_denied(
+                "you can only create games you play in",
+            ));
         }
         let time = time_control(req.time_control.as_ref())?;
         let record = self
             .core
-            .create(NewGame { rules, time, white, black, rated: req.rated, start })
+            .create(NewGame {
+                rules,
+                time,
+                white,
+                black,
+                rated: req.rated,
+                start,
+            })
             .await
             .map_err(err)?;
         tracing::Span::current().record("game_id", record.id.as_str());
@@ -246,13 +371,19 @@ impl pb::games_server::Games for GamesService {
         Ok(Response::new(view(&record, self.core.now()).map_err(err)?))
     }
 
-    async fn get_game(&self, req: Request<pb::GetGameRequest>) -> Result<Response<pb::GameView>, Status> {
+    async fn get_game(
+        &self,
+        req: Request<pb::GetGameRequest>,
+    ) -> Result<Response<pb::GameView>, Status> {
         let (record, _) = self.core.load(&req.get_ref().game_id).await.map_err(err)?;
         Ok(Response::new(view(&record, self.core.now()).map_err(err)?))
     }
 
     #[tracing::instrument(skip_all, fields(game_id = %req.get_ref().game_id))]
-    async fn play_move(&self, req: Request<pb::PlayMoveRequest>) -> Result<Response<pb::GameView>, Status> {
+    async fn play_move(
+        &self,
+        req: Request<pb::PlayMoveRequest>,
+    ) -> Result<Response<pb::GameView>, Status> {
         let me = caller(&req)?;
         let req = req.into_inner();
         let input = req.r#move.clone();
@@ -266,36 +397,64 @@ impl pb::games_server::Games for GamesService {
             )
             .await
             .map_err(err)?;
-        Ok(Response::new(view(&record, self.core.now()).map_err(err)?))
+        Ok(Response::new(
+            action_view(&record, self.core.now()).map_err(err)?,
+        ))
     }
 
-    async fn resign(&self, req: Request<pb::GameActionRequest>) -> Result<Response<pb::GameView>, Status> {
+    async fn resign(
+        &self,
+        req: Request<pb::GameActionRequest>,
+    ) -> Result<Response<pb::GameView>, Status> {
         self.action(req, GameRecord::resign).await
     }
-    async fn offer_draw(&self, req: Request<pb::GameActionRequest>) -> Result<Response<pb::GameView>, Status> {
+    async fn offer_draw(
+        &self,
+        req: Request<pb::GameActionRequest>,
+    ) -> Result<Response<pb::GameView>, Status> {
         self.action(req, GameRecord::offer_draw).await
     }
-    async fn accept_draw(&self, req: Request<pb::GameActionRequest>) -> Result<Response<pb::GameView>, Status> {
+    async fn accept_draw(
+        &self,
+        req: Request<pb::GameActionRequest>,
+    ) -> Result<Response<pb::GameView>, Status> {
         self.action(req, GameRecord::accept_draw).await
     }
-    async fn decline_draw(&self, req: Request<pb::GameActionRequest>) -> Result<Response<pb::GameView>, Status> {
+    async fn decline_draw(
+        &self,
+        req: Request<pb::GameActionRequest>,
+    ) -> Result<Response<pb::GameView>, Status> {
         self.action(req, GameRecord::decline_draw).await
     }
-    async fn abort(&self, req: Request<pb::GameActionRequest>) -> Result<Response<pb::GameView>, Status> {
+    async fn abort(
+        &self,
+        req: Request<pb::GameActionRequest>,
+    ) -> Result<Response<pb::GameView>, Status> {
         self.action(req, GameRecord::abort).await
     }
-    async fn claim_timeout(&self, req: Request<pb::GameActionRequest>) -> Result<Response<pb::GameView>, Status> {
+    async fn claim_timeout(
+        &self,
+        req: Request<pb::GameActionRequest>,
+    ) -> Result<Response<pb::GameView>, Status> {
         self.action(req, GameRecord::claim_timeout).await
     }
 
-    async fn export_pdn(&self, req: Request<pb::GetGameRequest>) -> Result<Response<pb::ExportPdnResponse>, Status> {
+    async fn export_pdn(
+        &self,
+        req: Request<pb::GetGameRequest>,
+    ) -> Result<Response<pb::ExportPdnResponse>, Status> {
         let (record, _) = self.core.load(&req.get_ref().game_id).await.map_err(err)?;
-        Ok(Response::new(pb::ExportPdnResponse { pdn: super::pdn::export(&record).map_err(err)? }))
+        Ok(Response::new(pb::ExportPdnResponse {
+            pdn: super::pdn::export(&record).map_err(err)?,
+        }))
     }
 
     type WatchGameStream = WatchStream;
 
-    async fn watch_game(&self, req: Request<pb::WatchGameRequest>) -> Result<Response<WatchStream>, Status> {
+    async fn watch_game(
+        &self,
+        req: Request<pb::WatchGameRequest>,
+    ) -> Result<Response<WatchStream>, Status> {
         let id = req.into_inner().game_id;
         let core = self.core.clone();
         // Subscribe first, then read: a change between the two still wakes us.
@@ -343,10 +502,15 @@ impl pb::games_server::Games for GamesService {
                 }
             }
         });
-        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        )))
     }
 
-    async fn list_games(&self, req: Request<pb::ListGamesRequest>) -> Result<Response<pb::ListGamesResponse>, Status> {
+    async fn list_games(
+        &self,
+        req: Request<pb::ListGamesRequest>,
+    ) -> Result<Response<pb::ListGamesResponse>, Status> {
         let req = req.into_inner();
         if req.player_id.trim().is_empty() {
             return Err(Status::invalid_argument("player_id is required"));
@@ -386,7 +550,11 @@ impl GamesService {
     ) -> Result<Response<pb::GameView>, Status> {
         let me = caller(&req)?;
         let id = req.into_inner().game_id;
-        let record = self.core.player_action(&id, &me.player_id, action).await.map_err(err)?;
+        let record = self
+            .core
+            .player_action(&id, &me.player_id, action)
+            .await
+            .map_err(err)?;
         Ok(Response::new(view(&record, self.core.now()).map_err(err)?))
     }
 }

@@ -46,7 +46,15 @@ pub fn export(record: &GameRecord) -> GamesResult<String> {
     let tag = |out: &mut String, k: &str, v: &str| {
         out.push_str(&format!("[{k} \"{}\"]\n", escape(v)));
     };
-    tag(&mut out, "Event", if record.rated { "Rated game" } else { "Casual game" });
+    tag(
+        &mut out,
+        "Event",
+        if record.rated {
+            "Rated game"
+        } else {
+            "Casual game"
+        },
+    );
     tag(&mut out, "Site", "draughts platform");
     tag(&mut out, "Date", &date);
     tag(&mut out, "Round", "-");
@@ -59,10 +67,15 @@ pub fn export(record: &GameRecord) -> GamesResult<String> {
         tag(&mut out, "FEN", &record.start_fen);
     }
     let tc = match record.time {
-        TimeControlRec::Fischer { base_ms, increment_ms } => {
+        TimeControlRec::Fischer {
+            base_ms,
+            increment_ms,
+        } => {
             format!("{}+{}", base_ms / 1000, increment_ms / 1000)
         }
-        TimeControlRec::Correspondence { days_per_move } => format!("{days_per_move} days per move"),
+        TimeControlRec::Correspondence { days_per_move } => {
+            format!("{days_per_move} days per move")
+        }
     };
     tag(&mut out, "TimeControl", &tc);
     if let Some(r) = &record.result {

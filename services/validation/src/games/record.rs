@@ -53,6 +53,16 @@ pub struct MoveRec {
     pub at_ms: u64,
     pub white_ms: u64,
     pub black_ms: u64,
+    /// Who moved, the squares stood on (algebraic, origin first), the captured squares in capture order,
+    /// and whether the man was crowned: what a view shows, stored so views need no replay.
+    #[serde(default)]
+    pub side: Option<ColorRec>,
+    #[serde(default)]
+    pub path: Vec<String>,
+    #[serde(default)]
+    pub captured_names: Vec<String>,
+    #[serde(default)]
+    pub promotes: bool,
 }
 
 /// Something that happened, in order; the history a watcher receives.
@@ -127,6 +137,9 @@ pub struct GameRecord {
     pub time: TimeControlRec,
     pub rated: bool,
     pub start_fen: String,
+    /// The current position (normalised FEN), kept so that reads need no replay.
+    #[serde(default)]
+    pub fen: String,
     #[serde(default)]
     pub moves: Vec<MoveRec>,
     /// Remaining time of each side when the current turn started, ms.
@@ -175,11 +188,15 @@ impl GameRecord {
         now: u64,
     ) -> PlayResult<GameRecord> {
         if white.id == black.id {
-            return Err(PlayError::Invalid("white and black must be different players".into()));
+            return Err(PlayError::Invalid(
+                "white and black must be different players".into(),
+            ));
         }
         let game = Game::new(*start);
         if game.status() != GameStatus::Ongoing {
-            return Err(PlayError::Invalid("the start position is already decided".into()));
+            return Err(PlayError::Invalid(
+                "the start position is already decided".into(),
+            ));
         }
         let initial = time.initial_ms();
         Ok(GameRecord {
@@ -192,6 +209,7 @@ impl GameRecord {
             time,
             rated,
             start_fen: start.to_fen(),
+            fen: start.to_fen(),
             moves: Vec::new(),
             white_ms: initial,
             black_ms: initial,
@@ -206,17 +224,17 @@ impl GameRecord {
     }
 
     pub fn rules(&self) -> PlayResult<RuleSet> {
-        let variant: Variant = self
-            .variant
-            .parse()
-            .map_err(|_| PlayError::Invalid(format!("stored game has unknown variant {}", self.variant)))?;
-        let options = RuleOptions::parse(&self.options)
-            .map_err(|e| PlayError::Invalid(e.to_string()))?;
+        let variant: Variant = self.variant.parse().map_err(|_| {
+            PlayError::Invalid(format!("stored game has unknown variant {}", self.variant))
+        })?;
+        let options =
+            RuleOptions::parse(&self.options).map_err(|e| PlayError::Invalid(e.to_string()))?;
         RuleSet::with_options(variant, options).map_err(|e| PlayError::Invalid(e.to_string()))
     }
 
     pub fn start_position(&self) -> PlayResult<Position> {
-        Position::from_fen(self.rules()?, &self.start_fen).map_err(|e| PlayError::Invalid(e.to_string()))
+        Position::from_fen(self.rules()?, &self.start_fen)
+            .map_err(|e| PlayError::Invalid(e.to_string()))
     }
 
     /// Replays the moves into an engine game (draw-rule counters and repetitions included).
@@ -224,9 +242,15 @@ impl GameRecord {
         let mut game = Game::new(self.start_position()?);
         for (i, m) in self.moves.iter().enumerate() {
             let pos = *game.position();
-            let mv = find_move(&pos, m)
-                .ok_or_else(|| PlayError::Invalid(format!("stored move {} ({}) no longer replays", i + 1, m.text)))?;
-            game.play(&mv).map_err(|e| PlayError::Invalid(e.to_string()))?;
+            let mv = find_move(&pos, m).ok_or_else(|| {
+                PlayError::Invalid(format!(
+                    "stored move {} ({}) no longer replays",
+                    i + 1,
+                    m.text
+                ))
+            })?;
+            game.play(&mv)
+                .map_err(|e| PlayError::Invalid(e.to_string()))?;
         }
         Ok(game)
     }
@@ -249,12 +273,21 @@ impl GameRecord {
         }
     }
 
-    fn side_to_move(&self) -> PlayResult<Color> {
-        Ok(self.replay_position()?.side_to_move())
+    /// The side to move, from the stored FEN (a replay only for records written without it).
+    pub fn side_to_move(&self) -> PlayResult<Color> {
+        match self.fen.as_bytes().first() {
+            Some(b'W') => Ok(Color::White),
+            Some(b'B') => Ok(Color::Black),
+            _ => Ok(self.replay()?.position().side_to_move()),
+        }
     }
 
-    fn replay_position(&self) -> PlayResult<Position> {
-        Ok(*self.replay()?.position())
+    /// The current position, from the stored FEN (a replay only for records written without it).
+    pub fn position(&self) -> PlayResult<Position> {
+        if self.fen.is_empty() {
+            return Ok(*self.replay()?.position());
+        }
+        Position::from_fen(self.rules()?, &self.fen).map_err(|e| PlayError::Invalid(e.to_string()))
     }
 
     fn next_seq(&self) -> u64 {
@@ -325,13 +358,29 @@ impl GameRecord {
             return Err(PlayError::Refused("it is not your turn".into()));
         }
         if self.check_flag(now)? {
-            return Err(PlayError::Refused("your time is up: the game is lost on time".into()));
+            return Err(PlayError::Refused(
+                "your time is up: the game is lost on time".into(),
+            ));
         }
         let text = pos.move_to_text(mv);
         let board = pos.board();
+        let (path, captured_names) = match pos.move_path(mv) {
+            Some(p) => (
+                p.path
+                    .iter()
+                    .map(|s| board.algebraic(*s).to_string())
+                    .collect(),
+                p.captured
+                    .iter()
+                    .map(|s| board.algebraic(*s).to_string())
+                    .collect(),
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
         let mut captured: Vec<u32> = mv.captured().map(|s| board.number(s)).collect();
         captured.sort_unstable();
-        game.play(mv).map_err(|e| PlayError::Refused(e.to_string()))?;
+        game.play(mv)
+            .map_err(|e| PlayError::Refused(e.to_string()))?;
         let spent = now.saturating_sub(self.turn_started_ms);
         let (increment, reset) = match self.time {
             TimeControlRec::Fischer { increment_ms, .. } => (increment_ms, None),
@@ -351,7 +400,12 @@ impl GameRecord {
             at_ms: now,
             white_ms: self.white_ms,
             black_ms: self.black_ms,
+            side: Some(player.into()),
+            path,
+            captured_names,
+            promotes: mv.promotes(),
         });
+        self.fen = game.position().to_fen();
         // A standing offer lapses when a move is played (except the offerer's own move).
         if self.draw_offer.is_some_and(|c| Color::from(c) != player) {
             self.draw_offer = None;
@@ -404,7 +458,9 @@ impl GameRecord {
                 self.finish(result_rec(&GameResult::Draw(DrawReason::Agreement)), now);
                 Ok(())
             }
-            _ => Err(PlayError::Refused("there is no draw offer from your opponent to accept".into())),
+            _ => Err(PlayError::Refused(
+                "there is no draw offer from your opponent to accept".into(),
+            )),
         }
     }
 
@@ -421,7 +477,9 @@ impl GameRecord {
                 });
                 Ok(())
             }
-            _ => Err(PlayError::Refused("there is no draw offer from your opponent to decline".into())),
+            _ => Err(PlayError::Refused(
+                "there is no draw offer from your opponent to decline".into(),
+            )),
         }
     }
 
@@ -429,7 +487,9 @@ impl GameRecord {
     pub fn abort(&mut self, _player: Color, now: u64) -> PlayResult<()> {
         self.ensure_ongoing(now)?;
         if self.moves.len() >= 2 {
-            return Err(PlayError::Refused("too late to abort: both sides have moved".into()));
+            return Err(PlayError::Refused(
+                "too late to abort: both sides have moved".into(),
+            ));
         }
         self.finish(
             ResultRec {
@@ -449,7 +509,9 @@ impl GameRecord {
         }
         let side = self.side_to_move()?;
         if side == player {
-            return Err(PlayError::Refused("it is your turn: only the opponent's time can run out".into()));
+            return Err(PlayError::Refused(
+                "it is your turn: only the opponent's time can run out".into(),
+            ));
         }
         if !self.check_flag(now)? {
             let left = self.deadline(side).saturating_sub(now);

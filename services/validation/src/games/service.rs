@@ -162,7 +162,9 @@ impl ServiceError for GamesError {
             GamesError::Refused(_) => ErrorKind::FailedPrecondition,
             GamesError::NotAPlayer => ErrorKind::PermissionDenied,
             GamesError::Conflict => ErrorKind::Conflict,
-            GamesError::Move(draughts_engine::ResolveError::Malformed(_)) => ErrorKind::InvalidArgument,
+            GamesError::Move(draughts_engine::ResolveError::Malformed(_)) => {
+                ErrorKind::InvalidArgument
+            }
             GamesError::Move(_) => ErrorKind::FailedPrecondition,
             GamesError::Corrupt(_) => ErrorKind::Internal,
             GamesError::Store(e) => match e.code() {
@@ -254,9 +256,15 @@ fn new_game_id() -> String {
 
 impl GamesCore {
     /// Connects the domain to its backends and applies the durable schema.
-    pub async fn new(live: Arc<dyn LiveStore>, db: Database, clock: Arc<dyn Clock>) -> GamesResult<Self> {
+    pub async fn new(
+        live: Arc<dyn LiveStore>,
+        db: Database,
+        clock: Arc<dyn Clock>,
+    ) -> GamesResult<Self> {
         db.migrate(MIGRATIONS).await?;
-        live.ensure_group(keys::FINISHED, "archive-check").await.ok();
+        live.ensure_group(keys::FINISHED, "archive-check")
+            .await
+            .ok();
         Ok(GamesCore { live, db, clock })
     }
 
@@ -270,8 +278,16 @@ impl GamesCore {
 
     /// Loads a game and its version.
     pub async fn load(&self, id: &str) -> GamesResult<(GameRecord, u64)> {
-        if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
-            return Err(GamesError::Invalid(format!("'{}' is not a game id", id.chars().take(64).collect::<String>())));
+        if id.is_empty()
+            || id.len() > 64
+            || !id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(GamesError::Invalid(format!(
+                "'{}' is not a game id",
+                id.chars().take(64).collect::<String>()
+            )));
         }
         match self.live.get(&keys::game(id)).await? {
             Some((bytes, version)) => Ok((decode(id, &bytes)?, version)),
@@ -292,9 +308,13 @@ impl GamesCore {
             &new.start,
             now,
         )?;
-        self.live.put(&keys::game(&record.id), encode(&record)?, None, None).await?;
+        self.live
+            .put(&keys::game(&record.id), encode(&record)?, None, None)
+            .await?;
         let side = new.start.side_to_move();
-        self.live.schedule(keys::DEADLINES, &record.id, record.deadline(side)).await?;
+        self.live
+            .schedule(keys::DEADLINES, &record.id, record.deadline(side))
+            .await?;
         for p in [&record.white.id, &record.black.id] {
             self.update_player_games(p, &record.id, true).await?;
         }
@@ -316,14 +336,26 @@ impl GamesCore {
         self.save(record, version, was_over).await
     }
 
-    async fn save(&self, record: GameRecord, version: u64, was_over: bool) -> GamesResult<GameRecord> {
+    async fn save(
+        &self,
+        record: GameRecord,
+        version: u64,
+        was_over: bool,
+    ) -> GamesResult<GameRecord> {
         let finished_now = !was_over && record.is_over();
         if finished_now {
             // Before the write: a crash after it still gets the game archived.
-            self.live.schedule(keys::ARCHIVE, &record.id, self.now()).await?;
+            self.live
+                .schedule(keys::ARCHIVE, &record.id, self.now())
+                .await?;
         }
         self.live
-            .put(&keys::game(&record.id), encode(&record)?, Some(version), None)
+            .put(
+                &keys::game(&record.id),
+                encode(&record)?,
+                Some(version),
+                None,
+            )
             .await?;
         if finished_now {
             self.live.cancel(keys::DEADLINES, &record.id).await?;
@@ -331,7 +363,7 @@ impl GamesCore {
                 tracing::warn!(game_id = %record.id, error = %e, "archiving deferred to the schedule");
             }
         } else if !record.is_over() {
-            let side = record.replay()?.position().side_to_move();
+            let side = record.side_to_move()?;
             self.live
                 .schedule(keys::DEADLINES, &record.id, record.deadline(side))
                 .await?;
@@ -411,8 +443,10 @@ impl GamesCore {
             let now = self.now();
             if !record.check_flag(now)? {
                 // Not due (a move was played since): schedule its real deadline.
-                let side = record.replay()?.position().side_to_move();
-                self.live.schedule(keys::DEADLINES, id, record.deadline(side)).await?;
+                let side = record.side_to_move()?;
+                self.live
+                    .schedule(keys::DEADLINES, id, record.deadline(side))
+                    .await?;
                 return Ok(());
             }
             match self.save(record, version, false).await {
@@ -438,7 +472,16 @@ impl GamesCore {
         let result_text = pdn::result_text(record);
         let finished_at = record.finished_ms.unwrap_or(record.created_ms);
         let json = serde_json::to_string(record).map_err(|e| GamesError::Invalid(e.to_string()))?;
-        let inserted = sqlx_insert(&self.db, record, result, &result_text, finished_at, &pdn_text, &json).await?;
+        let inserted = sqlx_insert(
+            &self.db,
+            record,
+            result,
+            &result_text,
+            finished_at,
+            &pdn_text,
+            &json,
+        )
+        .await?;
         if inserted {
             let carrier = draughts_runtime::propagation::inject_map();
             let event = FinishedEvent {
@@ -458,8 +501,11 @@ impl GamesCore {
                 pdn: &pdn_text,
                 traceparent: carrier.get("traceparent").cloned(),
             };
-            let payload = serde_json::to_vec(&event).map_err(|e| GamesError::Invalid(e.to_string()))?;
-            self.live.append(keys::FINISHED, Bytes::from(payload)).await?;
+            let payload =
+                serde_json::to_vec(&event).map_err(|e| GamesError::Invalid(e.to_string()))?;
+            self.live
+                .append(keys::FINISHED, Bytes::from(payload))
+                .await?;
         }
         for p in [&record.white.id, &record.black.id] {
             self.update_player_games(p, &record.id, false).await?;
@@ -471,7 +517,12 @@ impl GamesCore {
             current.archived = true;
             let _ = self
                 .live
-                .put(&keys::game(&record.id), encode(&current)?, Some(version), None)
+                .put(
+                    &keys::game(&record.id),
+                    encode(&current)?,
+                    Some(version),
+                    None,
+                )
                 .await;
         }
         self.live.cancel(keys::ARCHIVE, &record.id).await?;
