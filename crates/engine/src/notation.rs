@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use crate::board::{Board, Square};
 use crate::fen::SquareRef;
-use crate::position::{Move, Position, resolve_square};
+use crate::position::{Move, MovePath, Position, resolve_square};
 use crate::variant::NotationStyle;
 
 /// A move as written, before it is matched against a position.
@@ -103,6 +103,12 @@ impl FromStr for MoveText {
 impl MoveText {
     /// Finds the one legal move this text denotes.
     pub fn resolve(&self, pos: &Position) -> Result<Move, ResolveError> {
+        self.resolve_in(pos, &pos.move_paths())
+    }
+
+    /// [`MoveText::resolve`] against the position's [`Position::move_paths`], already computed (callers
+    /// that also need the paths or the notation generate them once).
+    pub fn resolve_in(&self, pos: &Position, paths: &[MovePath]) -> Result<Move, ResolveError> {
         let text = self.to_string();
         let board = pos.board();
         let squares = self
@@ -120,7 +126,7 @@ impl MoveText {
         // Moves one of whose paths is exactly the squares given: the full path written by
         // `move_to_text` always names its move, even when its origin and destination are shared.
         let mut exact: Vec<Move> = Vec::new();
-        for p in pos.move_paths() {
+        for p in paths {
             let mv = p.mv;
             if mv.from() != from || (self.capture && !mv.is_capture()) {
                 continue;
@@ -238,6 +244,33 @@ impl Position {
             None => {
                 let _ = write!(out, "{}{}{}", name(mv.from()), sep, name(mv.to()));
             }
+        }
+        out
+    }
+
+    /// [`Position::move_to_text`] with the position's [`Position::move_paths`] already computed.
+    pub fn move_to_text_in(&self, mv: &Move, paths: &[MovePath]) -> String {
+        let style = self.rule_set().rules().notation;
+        let board = self.board();
+        let sep = match (mv.is_capture(), style) {
+            (false, _) => '-',
+            (true, NotationStyle::Numeric) => 'x',
+            (true, NotationStyle::Algebraic(c)) => c,
+        };
+        let ambiguous = mv.is_capture()
+            && paths
+                .iter()
+                .any(|p| p.mv != *mv && p.mv.from() == mv.from() && p.mv.to() == mv.to());
+        let squares: Vec<Square> = match paths.iter().find(|p| p.mv == *mv) {
+            Some(p) if ambiguous => p.path.clone(),
+            _ => vec![mv.from(), mv.to()],
+        };
+        let mut out = String::new();
+        for (i, sq) in squares.iter().enumerate() {
+            if i > 0 {
+                out.push(sep);
+            }
+            out.push_str(&square_name(board, style, *sq));
         }
         out
     }

@@ -139,10 +139,44 @@ pub fn position_to_wire(pos: &Position) -> pb::Position {
     }
 }
 
+/// A square's algebraic name, built without the formatting machinery (hot in every response).
+pub fn square_name(board: &draughts_engine::Board, sq: draughts_engine::Square) -> String {
+    let (file, rank) = board.coords(sq);
+    let mut s = String::with_capacity(3);
+    s.push((b'a' + file) as char);
+    let rank = rank + 1;
+    if rank >= 10 {
+        s.push((b'0' + rank / 10) as char);
+    }
+    s.push((b'0' + rank % 10) as char);
+    s
+}
+
+/// A legal move of `pos` -> wire move, with the position's move paths already computed.
+pub fn move_to_wire_in(pos: &Position, mv: &Move, paths: &[draughts_engine::MovePath]) -> pb::Move {
+    let board = pos.board();
+    let name = |sq| square_name(board, sq);
+    let (path, captured) = match paths.iter().find(|p| p.mv == *mv) {
+        Some(p) => (
+            p.path.iter().map(|s| name(*s)).collect(),
+            p.captured.iter().map(|s| name(*s)).collect(),
+        ),
+        None => (vec![name(mv.from()), name(mv.to())], Vec::new()),
+    };
+    pb::Move {
+        notation: pos.move_to_text_in(mv, paths),
+        from: name(mv.from()),
+        to: name(mv.to()),
+        path,
+        captured,
+        promotes: mv.promotes(),
+    }
+}
+
 /// A legal move of `pos` -> wire move (notation, squares, path, captured).
 pub fn move_to_wire(pos: &Position, mv: &Move) -> pb::Move {
     let board = pos.board();
-    let name = |sq| board.algebraic(sq).to_string();
+    let name = |sq| square_name(board, sq);
     let (path, captured) = match pos.move_path(mv) {
         Some(p) => (
             p.path.iter().map(|s| name(*s)).collect(),
@@ -162,6 +196,15 @@ pub fn move_to_wire(pos: &Position, mv: &Move) -> pb::Move {
 
 /// Resolves a wire move against a position: text, or squares (origin, landings, destination).
 pub fn resolve_move(pos: &Position, input: Option<&pb::MoveInput>) -> Result<Move, ResolveError> {
+    resolve_move_in(pos, input, &pos.move_paths())
+}
+
+/// [`resolve_move`] with the position's move paths already computed.
+pub fn resolve_move_in(
+    pos: &Position,
+    input: Option<&pb::MoveInput>,
+    paths: &[draughts_engine::MovePath],
+) -> Result<Move, ResolveError> {
     use pb::move_input::Move as M;
     let malformed = |text: &str, reason| {
         ResolveError::Malformed(draughts_engine::MoveTextError {
@@ -171,7 +214,7 @@ pub fn resolve_move(pos: &Position, input: Option<&pb::MoveInput>) -> Result<Mov
     };
     match input.and_then(|i| i.r#move.as_ref()) {
         None => Err(malformed("", "a move is required (text or squares)")),
-        Some(M::Text(text)) => pos.parse_move(text),
+        Some(M::Text(text)) => text.parse::<MoveText>()?.resolve_in(pos, paths),
         Some(M::Squares(s)) => {
             if s.squares.len() < 2 || s.squares.len() > 64 {
                 return Err(malformed(
@@ -195,7 +238,7 @@ pub fn resolve_move(pos: &Position, input: Option<&pb::MoveInput>) -> Result<Mov
                 squares,
                 capture: false,
             }
-            .resolve(pos)
+            .resolve_in(pos, paths)
         }
     }
 }

@@ -31,10 +31,11 @@ impl Rules for RulesService {
         let req = req.into_inner();
         let pos = position_of(req.rules.as_ref(), &req.fen)?;
         tracing::Span::current().record("variant", pos.variant().key());
+        let paths = pos.move_paths();
         let moves = pos
             .legal_moves()
             .iter()
-            .map(|m| convert::move_to_wire(&pos, m))
+            .map(|m| convert::move_to_wire_in(&pos, m, &paths))
             .collect();
         Ok(Response::new(pb::ListMovesResponse {
             position: Some(convert::position_to_wire(&pos)),
@@ -44,15 +45,16 @@ impl Rules for RulesService {
         }))
     }
 
-    #[tracing::instrument(skip_all, fields(variant))]
+    // The hottest RPC: no span of its own (the per-RPC span of the runtime covers it), and the move paths
+    // are generated once for resolution, notation and the wire move.
     async fn validate_move(
         &self,
         req: Request<pb::ValidateMoveRequest>,
     ) -> Result<Response<pb::ValidateMoveResponse>, Status> {
         let req = req.into_inner();
         let pos = position_of(req.rules.as_ref(), &req.fen)?;
-        tracing::Span::current().record("variant", pos.variant().key());
-        let resp = match convert::resolve_move(&pos, req.r#move.as_ref()) {
+        let paths = pos.move_paths();
+        let resp = match convert::resolve_move_in(&pos, req.r#move.as_ref(), &paths) {
             Ok(mv) => {
                 let next = pos.play_unchecked(&mv);
                 pb::ValidateMoveResponse {
@@ -60,7 +62,7 @@ impl Rules for RulesService {
                     rejection: pb::MoveRejection::Unspecified as i32,
                     reason: String::new(),
                     candidates: Vec::new(),
-                    r#move: Some(convert::move_to_wire(&pos, &mv)),
+                    r#move: Some(convert::move_to_wire_in(&pos, &mv, &paths)),
                     position: Some(convert::position_to_wire(&next)),
                     status: Some(status_of(&next)),
                 }
