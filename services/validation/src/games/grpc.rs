@@ -159,25 +159,15 @@ fn view_from(record: &GameRecord, now: u64, from: usize) -> Result<pb::GameView,
             .skip(from)
             .map(|(i, m)| {
                 let side: Color = m.side.map(Into::into).unwrap_or(Color::White);
-                pb::PlayedMove {
-                    ply: i as u32 + 1,
-                    side: color_wire(side),
-                    r#move: Some(pb::Move {
-                        notation: m.text.clone(),
-                        from: m.path.first().cloned().unwrap_or_default(),
-                        to: m.path.last().cloned().unwrap_or_default(),
-                        path: m.path.clone(),
-                        captured: m.captured_names.clone(),
-                        promotes: m.promotes,
-                    }),
-                    clocks: Some(pb::Clocks {
-                        white_ms: m.white_ms,
-                        black_ms: m.black_ms,
-                        running: color_wire(!side),
-                        at_ms: m.at_ms,
-                    }),
-                    played_at_ms: m.at_ms,
-                }
+                let wire = pb::Move {
+                    notation: m.text.clone(),
+                    from: m.path.first().cloned().unwrap_or_default(),
+                    to: m.path.last().cloned().unwrap_or_default(),
+                    path: m.path.clone(),
+                    captured: m.captured_names.clone(),
+                    promotes: m.promotes,
+                };
+                played_move(i, side, wire, m)
             })
             .collect();
         (record.position()?, moves)
@@ -223,6 +213,27 @@ pub fn action_view(record: &GameRecord, now: u64) -> Result<pb::GameView, GamesE
     view_from(record, now, record.moves.len().saturating_sub(1))
 }
 
+/// The wire form of stored move `i` (0-based) played by `side`, with the clocks after it.
+fn played_move(
+    i: usize,
+    side: Color,
+    wire: pb::Move,
+    m: &super::record::MoveRec,
+) -> pb::PlayedMove {
+    pb::PlayedMove {
+        ply: i as u32 + 1,
+        side: color_wire(side),
+        r#move: Some(wire),
+        clocks: Some(pb::Clocks {
+            white_ms: m.white_ms,
+            black_ms: m.black_ms,
+            running: color_wire(!side),
+            at_ms: m.at_ms,
+        }),
+        played_at_ms: m.at_ms,
+    }
+}
+
 /// Move views by replaying the game (records written before moves stored their paths).
 fn replayed_moves(record: &GameRecord) -> Result<(Position, Vec<pb::PlayedMove>), GamesError> {
     let mut pos = record.start_position()?;
@@ -232,18 +243,7 @@ fn replayed_moves(record: &GameRecord) -> Result<(Position, Vec<pb::PlayedMove>)
         let mv = pos.parse_move(&m.text).map_err(|e| {
             GamesError::Invalid(format!("stored move {} does not replay: {e}", i + 1))
         })?;
-        moves.push(pb::PlayedMove {
-            ply: i as u32 + 1,
-            side: color_wire(side),
-            r#move: Some(convert::move_to_wire(&pos, &mv)),
-            clocks: Some(pb::Clocks {
-                white_ms: m.white_ms,
-                black_ms: m.black_ms,
-                running: color_wire(!side),
-                at_ms: m.at_ms,
-            }),
-            played_at_ms: m.at_ms,
-        });
+        moves.push(played_move(i, side, convert::move_to_wire(&pos, &mv), m));
         pos = pos.play_unchecked(&mv);
     }
     Ok((pos, moves))
