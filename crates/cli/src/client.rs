@@ -157,6 +157,7 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
                     rules: rules_of(&target)?,
                     fen: target.fen.clone(),
                     r#move: Some(text(&mv)),
+                    include_pieces: false,
                 })
                 .await
                 .map_err(status_error)?

@@ -136,6 +136,7 @@ mod tests {
             r#move: Some(pb::MoveInput {
                 r#move: Some(pb::move_input::Move::Text("11-15".into())),
             }),
+            include_pieces: false,
         };
         assert_eq!(call.request, expected.encode_to_vec());
         assert_eq!(call.path.as_str(), "/draughts.v1.Rules/ValidateMove");

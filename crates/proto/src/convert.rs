@@ -114,6 +114,15 @@ pub fn color(c: i32, field: &str) -> Result<Color, ApiError> {
     }
 }
 
+/// Engine position -> wire position with the FEN and side to move only (no piece list).
+pub fn position_fen_to_wire(pos: &Position) -> pb::Position {
+    pb::Position {
+        fen: pos.to_fen(),
+        side_to_move: color_to_wire(pos.side_to_move()) as i32,
+        pieces: Vec::new(),
+    }
+}
+
 /// Engine position -> wire position (normalised FEN and the piece list).
 pub fn position_to_wire(pos: &Position) -> pb::Position {
     let board = pos.board();

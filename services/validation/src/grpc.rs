@@ -63,7 +63,11 @@ impl Rules for RulesService {
                     reason: String::new(),
                     candidates: Vec::new(),
                     r#move: Some(convert::move_to_wire_in(&pos, &mv, &paths)),
-                    position: Some(convert::position_to_wire(&next)),
+                    position: Some(if req.include_pieces {
+                        convert::position_to_wire(&next)
+                    } else {
+                        convert::position_fen_to_wire(&next)
+                    }),
                     status: Some(status_of(&next)),
                 }
             }

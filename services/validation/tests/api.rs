@@ -122,6 +122,7 @@ async fn validate_move_answers_legal_illegal_ambiguous_malformed() {
         rules: rules(pb::Variant::English),
         fen: fen.into(),
         r#move: Some(mv),
+        include_pieces: false,
     };
     let r = c
         .validate_move(validate("", text("11-15")))
@@ -130,8 +131,14 @@ async fn validate_move_answers_legal_illegal_ambiguous_malformed() {
         .into_inner();
     assert!(r.legal);
     assert_eq!(r.r#move.unwrap().notation, "11-15");
-    assert_eq!(r.position.unwrap().side_to_move, pb::Color::White as i32);
+    let p = r.position.unwrap();
+    assert_eq!(p.side_to_move, pb::Color::White as i32);
+    assert!(p.pieces.is_empty(), "pieces only on request");
     assert_eq!(r.status.unwrap().outcome, pb::Outcome::Ongoing as i32);
+    let mut with_pieces = validate("", text("11-15"));
+    with_pieces.include_pieces = true;
+    let r = c.validate_move(with_pieces).await.unwrap().into_inner();
+    assert_eq!(r.position.unwrap().pieces.len(), 24);
 
     let r = c
         .validate_move(validate("", text("11-17")))
