@@ -184,23 +184,7 @@ pub fn move_to_wire_in(pos: &Position, mv: &Move, paths: &[draughts_engine::Move
 
 /// A legal move of `pos` -> wire move (notation, squares, path, captured).
 pub fn move_to_wire(pos: &Position, mv: &Move) -> pb::Move {
-    let board = pos.board();
-    let name = |sq| square_name(board, sq);
-    let (path, captured) = match pos.move_path(mv) {
-        Some(p) => (
-            p.path.iter().map(|s| name(*s)).collect(),
-            p.captured.iter().map(|s| name(*s)).collect(),
-        ),
-        None => (vec![name(mv.from()), name(mv.to())], Vec::new()),
-    };
-    pb::Move {
-        notation: pos.move_to_text(mv),
-        from: name(mv.from()),
-        to: name(mv.to()),
-        path,
-        captured,
-        promotes: mv.promotes(),
-    }
+    move_to_wire_in(pos, mv, &pos.move_paths())
 }
 
 /// Resolves a wire move against a position: text, or squares (origin, landings, destination).

@@ -77,10 +77,7 @@ impl std::fmt::Debug for Backends {
 
 /// Connects the live store and the database named in the configuration.
 pub async fn connect(config: &Config) -> Result<Backends, StartError> {
-    let live =
-        draughts_store::open_live_store(&config.backends.redis_url, &config.backends.key_prefix)
-            .await?;
-    let db = Database::connect(&config.backends.database_url).await?;
+    let (live, db) = draughts_validation::connect(&config.backends).await?;
     Ok(Backends { live, db })
 }
 

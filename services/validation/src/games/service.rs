@@ -240,18 +240,14 @@ fn decode(id: &str, bytes: &[u8]) -> GamesResult<GameRecord> {
     })
 }
 
+/// A new game id: `g`, the creation time in hex, and 48 random bits (unique across replicas).
 fn new_game_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let t = SystemClock.now_ms();
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let pid = u64::from(std::process::id());
-    // Unique across replicas with high probability: time, process, counter, mixed with a random seed.
-    let seed = std::collections::hash_map::RandomState::new();
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = seed.build_hasher();
-    h.write_u64(t ^ (pid << 32) ^ n);
-    format!("g{:x}{:012x}", t, h.finish() & 0xFFFF_FFFF_FFFF)
+    use rand::Rng;
+    format!(
+        "g{:x}{:012x}",
+        SystemClock.now_ms(),
+        rand::rng().random::<u64>() & 0xFFFF_FFFF_FFFF
+    )
 }
 
 impl GamesCore {
