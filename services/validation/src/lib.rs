@@ -4,7 +4,8 @@
 //! `main.rs` parses [`Config`] and calls [`run`]; the one-process platform builds a [`Validation`] on
 //! its shared backends and calls [`Validation::register`] to put these services on its port.
 
-pub mod auth;
+/// The platform's one authentication layer (crate `draughts-auth`), re-exported under its old path.
+pub use draughts_auth as auth;
 pub mod games;
 pub mod grpc;
 

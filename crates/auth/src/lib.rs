@@ -26,7 +26,7 @@
 //! `Auth` service: converts, calls the authenticator, converts back).
 //!
 //! ```
-//! use draughts_validation::auth::{Principal, PrincipalKind, Scope, Scopes, require};
+//! use draughts_auth::{Principal, PrincipalKind, Scope, Scopes, require};
 //!
 //! let p = Principal {
 //!     player_id: "key:acme".into(),
