@@ -1,0 +1,76 @@
+//! The one error type of the ratings service and its kinds.
+
+use draughts_proto::{ErrorKind, ServiceError};
+use draughts_store::{ErrorCode, StoreError};
+
+/// Why a ratings operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RatingsError {
+    /// The request is wrong whatever the state (a missing variant, a bad page token, ...).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The database or the live store failed; [`StoreError::code`] says whether a retry may help.
+    #[error("ratings backend: {0}")]
+    Store(#[from] StoreError),
+    /// A stored row does not make sense (never sent to clients; logged).
+    #[error("corrupt rating data: {0}")]
+    Corrupt(String),
+}
+
+impl RatingsError {
+    /// Whether retrying the same operation later may succeed (a backend that is down, a lost race).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            RatingsError::Store(e) => matches!(
+                e.code(),
+                ErrorCode::Unavailable | ErrorCode::Conflict | ErrorCode::Internal
+            ),
+            RatingsError::InvalidArgument(_) | RatingsError::Corrupt(_) => false,
+        }
+    }
+}
+
+impl From<draughts_store::sqlx::Error> for RatingsError {
+    fn from(e: draughts_store::sqlx::Error) -> Self {
+        RatingsError::Store(StoreError::from(e))
+    }
+}
+
+impl ServiceError for RatingsError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            RatingsError::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            RatingsError::Store(e) => match e.code() {
+                ErrorCode::Unavailable => ErrorKind::Unavailable,
+                ErrorCode::Conflict => ErrorKind::Conflict,
+                ErrorCode::InvalidArgument => ErrorKind::InvalidArgument,
+                ErrorCode::NotFound | ErrorCode::Internal => ErrorKind::Internal,
+            },
+            RatingsError::Corrupt(_) => ErrorKind::Internal,
+        }
+    }
+}
+
+/// Results of the ratings domain.
+pub type RatingsResult<T> = Result<T, RatingsError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds() {
+        let invalid = RatingsError::InvalidArgument("bad page token".into());
+        assert_eq!(invalid.to_status().code(), tonic::Code::InvalidArgument);
+        assert_eq!(invalid.to_status().message(), "bad page token");
+        assert!(!invalid.is_transient());
+        let corrupt = RatingsError::Corrupt("rating row of player:1 is NaN".into());
+        assert_eq!(corrupt.to_status().message(), "internal error");
+        let down = RatingsError::Store(StoreError::Unavailable {
+            backend: "database",
+            source: "connection refused".into(),
+        });
+        assert_eq!(down.to_status().code(), tonic::Code::Unavailable);
+        assert!(down.is_transient());
+    }
+}

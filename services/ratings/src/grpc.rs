@@ -1,0 +1,296 @@
+//! `draughts.v1.Ratings` over gRPC: convert, call [`RatingsCore`], convert back. `RecordResult` checks
+//! the caller's `admin` scope (the server is registered behind the authentication layer).
+
+use draughts_auth::Scope;
+use draughts_proto::{ErrorKind, ServiceError, convert, pb};
+use tonic::{Request, Response, Status};
+
+use crate::category::{Category, Speed, TimeControl};
+use crate::domain::{HistoryEntry, RatingView, RatingsCore};
+use crate::error::RatingsError;
+use crate::event::{FinishedGame, Outcome, Side};
+
+/// The Ratings gRPC service.
+#[derive(Clone, Debug)]
+pub struct RatingsService {
+    core: RatingsCore,
+}
+
+impl RatingsService {
+    pub fn new(core: RatingsCore) -> RatingsService {
+        RatingsService { core }
+    }
+}
+
+fn err(e: RatingsError) -> Status {
+    if e.kind() == ErrorKind::Internal {
+        tracing::error!(error = %e, "ratings: internal error");
+    }
+    e.to_status()
+}
+
+fn now_ms() -> u64 {
+    draughts_store::now_unix_ms()
+}
+
+fn speed_from_wire(speed: i32) -> Result<Option<Speed>, Status> {
+    match pb::SpeedClass::try_from(speed) {
+        Ok(pb::SpeedClass::Unspecified) => Ok(None),
+        Ok(pb::SpeedClass::Bullet) => Ok(Some(Speed::Bullet)),
+        Ok(pb::SpeedClass::Blitz) => Ok(Some(Speed::Blitz)),
+        Ok(pb::SpeedClass::Rapid) => Ok(Some(Speed::Rapid)),
+        Ok(pb::SpeedClass::Classical) => Ok(Some(Speed::Classical)),
+        Ok(pb::SpeedClass::Correspondence) => Ok(Some(Speed::Correspondence)),
+        Err(_) => Err(Status::invalid_argument(format!(
+            "unknown speed class {speed}"
+        ))),
+    }
+}
+
+fn speed_to_wire(speed: Option<Speed>) -> pb::SpeedClass {
+    match speed {
+        None => pb::SpeedClass::Unspecified,
+        Some(Speed::Bullet) => pb::SpeedClass::Bullet,
+        Some(Speed::Blitz) => pb::SpeedClass::Blitz,
+        Some(Speed::Rapid) => pb::SpeedClass::Rapid,
+        Some(Speed::Classical) => pb::SpeedClass::Classical,
+        Some(Speed::Correspondence) => pb::SpeedClass::Correspondence,
+    }
+}
+
+fn category(wire: Option<&pb::RatingCategory>) -> Result<Category, Status> {
+    let wire =
+        wire.ok_or_else(|| Status::invalid_argument("category is required (a variant at least)"))?;
+    Ok(Category {
+        variant: convert::variant(wire.variant)?,
+        speed: speed_from_wire(wire.speed)?,
+    })
+}
+
+fn category_to_wire(category: Category) -> pb::RatingCategory {
+    pb::RatingCategory {
+        variant: convert::variant_to_wire(category.variant) as i32,
+        speed: speed_to_wire(category.speed) as i32,
+    }
+}
+
+fn rating_to_wire(view: RatingView) -> pb::Rating {
+    pb::Rating {
+        player_id: view.player_id,
+        category: Some(category_to_wire(view.category)),
+        rating: view.glicko.rating,
+        deviation: view.glicko.deviation,
+        volatility: view.glicko.volatility,
+        provisional: view.provisional,
+        games: view.games,
+        wins: view.wins,
+        draws: view.draws,
+        losses: view.losses,
+        last_game_at_ms: view.last_game_at_ms,
+    }
+}
+
+fn history_to_wire(entry: HistoryEntry) -> pb::RatingHistoryEntry {
+    pb::RatingHistoryEntry {
+        at_ms: entry.at_ms,
+        rating: entry.glicko.rating,
+        deviation: entry.glicko.deviation,
+        volatility: entry.glicko.volatility,
+        rating_change: entry.rating_change,
+        game_id: entry.game_id,
+        games: entry.games,
+        games_total: entry.games_total,
+    }
+}
+
+fn time_control(wire: Option<&pb::TimeControl>) -> Result<Option<TimeControl>, Status> {
+    match wire.and_then(|tc| tc.kind.as_ref()) {
+        None => Ok(None),
+        Some(pb::time_control::Kind::Fischer(f)) => {
+            if f.base_ms == 0 && f.increment_ms == 0 {
+                return Err(Status::invalid_argument(
+                    "a Fischer time control needs a base or an increment",
+                ));
+            }
+            Ok(Some(TimeControl::Fischer {
+                base_ms: f.base_ms,
+                increment_ms: f.increment_ms,
+            }))
+        }
+        Some(pb::time_control::Kind::Correspondence(c)) => {
+            if c.days_per_move == 0 {
+                return Err(Status::invalid_argument(
+                    "a correspondence time control needs at least one day per move",
+                ));
+            }
+            Ok(Some(TimeControl::Correspondence {
+                days_per_move: c.days_per_move,
+            }))
+        }
+    }
+}
+
+fn side(wire: Option<&pb::Player>, which: &str) -> Result<Side, Status> {
+    let player = wire.ok_or_else(|| Status::invalid_argument(format!("{which} is required")))?;
+    Ok(Side {
+        id: player.id.trim().to_owned(),
+        guest: player.guest,
+        computer: player.computer,
+    })
+}
+
+fn finished_game(req: &pb::RecordResultRequest) -> Result<FinishedGame, Status> {
+    let outcome = match pb::Outcome::try_from(req.outcome) {
+        Ok(pb::Outcome::WhiteWins) => Outcome::WhiteWins,
+        Ok(pb::Outcome::BlackWins) => Outcome::BlackWins,
+        Ok(pb::Outcome::Draw) => Outcome::Draw,
+        _ => {
+            return Err(Status::invalid_argument(
+                "outcome must be OUTCOME_WHITE_WINS, OUTCOME_BLACK_WINS or OUTCOME_DRAW",
+            ));
+        }
+    };
+    let game = FinishedGame {
+        game_id: req.game_id.trim().to_owned(),
+        variant: convert::variant(req.variant)?,
+        options: String::new(),
+        rated: true,
+        white: side(req.white.as_ref(), "white")?,
+        black: side(req.black.as_ref(), "black")?,
+        outcome,
+        time_control: time_control(req.time_control.as_ref())?,
+        finished_at_ms: if req.finished_at_ms == 0 {
+            now_ms()
+        } else {
+            req.finished_at_ms
+        },
+        traceparent: None,
+    };
+    game.check().map_err(Status::invalid_argument)?;
+    if game.white.id == game.black.id {
+        return Err(Status::invalid_argument(
+            "white and black must be different players",
+        ));
+    }
+    Ok(game)
+}
+
+#[tonic::async_trait]
+impl pb::ratings_server::Ratings for RatingsService {
+    #[tracing::instrument(skip_all, fields(player_id = %req.get_ref().player_id))]
+    async fn get_rating(
+        &self,
+        req: Request<pb::GetRatingRequest>,
+    ) -> Result<Response<pb::Rating>, Status> {
+        let req = req.into_inner();
+        let category = category(req.category.as_ref())?;
+        let view = self
+            .core
+            .rating(&req.player_id, category, now_ms())
+            .await
+            .map_err(err)?;
+        Ok(Response::new(rating_to_wire(view)))
+    }
+
+    #[tracing::instrument(skip_all, fields(player_id = %req.get_ref().player_id))]
+    async fn get_ratings(
+        &self,
+        req: Request<pb::GetRatingsRequest>,
+    ) -> Result<Response<pb::GetRatingsResponse>, Status> {
+        let views = self
+            .core
+            .ratings(&req.get_ref().player_id, now_ms())
+            .await
+            .map_err(err)?;
+        Ok(Response::new(pb::GetRatingsResponse {
+            ratings: views.into_iter().map(rating_to_wire).collect(),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn leaderboard(
+        &self,
+        req: Request<pb::LeaderboardRequest>,
+    ) -> Result<Response<pb::LeaderboardResponse>, Status> {
+        let req = req.into_inner();
+        let category = category(req.category.as_ref())?;
+        let page = self
+            .core
+            .leaderboard(category, req.page_size, &req.page_token, now_ms())
+            .await
+            .map_err(err)?;
+        Ok(Response::new(pb::LeaderboardResponse {
+            entries: page
+                .entries
+                .into_iter()
+                .map(|(rank, view)| pb::LeaderboardEntry {
+                    rank,
+                    rating: Some(rating_to_wire(view)),
+                })
+                .collect(),
+            next_page_token: page.next_page_token.unwrap_or_default(),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(player_id = %req.get_ref().player_id))]
+    async fn rating_history(
+        &self,
+        req: Request<pb::RatingHistoryRequest>,
+    ) -> Result<Response<pb::RatingHistoryResponse>, Status> {
+        let req = req.into_inner();
+        let category = category(req.category.as_ref())?;
+        let page = self
+            .core
+            .history(&req.player_id, category, req.page_size, &req.page_token)
+            .await
+            .map_err(err)?;
+        Ok(Response::new(pb::RatingHistoryResponse {
+            entries: page.entries.into_iter().map(history_to_wire).collect(),
+            next_page_token: page.next_page_token.unwrap_or_default(),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn predict_result(
+        &self,
+        req: Request<pb::PredictResultRequest>,
+    ) -> Result<Response<pb::PredictResultResponse>, Status> {
+        let req = req.into_inner();
+        let category = category(req.category.as_ref())?;
+        let prediction = self
+            .core
+            .predict(&req.player_a, &req.player_b, category, now_ms())
+            .await
+            .map_err(err)?;
+        Ok(Response::new(pb::PredictResultResponse {
+            expected_score_a: prediction.expected_a,
+            expected_score_b: 1.0 - prediction.expected_a,
+            rating_a: Some(rating_to_wire(prediction.a)),
+            rating_b: Some(rating_to_wire(prediction.b)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(game_id = %req.get_ref().game_id))]
+    async fn record_result(
+        &self,
+        req: Request<pb::RecordResultRequest>,
+    ) -> Result<Response<pb::RecordResultResponse>, Status> {
+        let caller = draughts_auth::principal(&req)?;
+        draughts_auth::require(&caller, Scope::Admin)?;
+        let game = finished_game(req.get_ref())?;
+        let outcome = self.core.record(&game, now_ms()).await.map_err(err)?;
+        tracing::info!(
+            game_id = %game.game_id,
+            by = %caller.player_id,
+            recorded = outcome.recorded,
+            "result imported"
+        );
+        Ok(Response::new(pb::RecordResultResponse {
+            recorded: outcome.recorded,
+            pending: outcome.pending,
+            skipped_reason: outcome.skipped_reason.unwrap_or_default().to_owned(),
+            white: Some(rating_to_wire(outcome.white)),
+            black: Some(rating_to_wire(outcome.black)),
+        }))
+    }
+}

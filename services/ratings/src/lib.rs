@@ -1,0 +1,203 @@
+//! The ratings service: `draughts.v1.Ratings`. Glicko-2 ratings per player and category (a variant, and
+//! per speed class for the variants configured so: international by default), computed from the
+//! finished games the games service publishes on the `games.finished` stream, applied exactly once per
+//! game id; leaderboards of established players with stable keyset paging; rating history;
+//! predictions; and an admin import.
+//!
+//! Layout:
+//! - [`glicko`]: Glicko-2 as Glickman defines it, a pure leaf module;
+//! - [`category`], [`event`]: rating categories and speed classes; the finished-game event (schema v1);
+//! - [`domain`]: [`RatingsCore`], the domain over the database (no tonic types): applying batches
+//!   atomically and idempotently, fixed rating periods, reads;
+//! - [`consumer`]: the stream loop (consumer group, batches, takeover of a dead consumer's entries,
+//!   acknowledgement after the commit);
+//! - [`grpc`]: the edge (converts only);
+//! - [`config`]: [`RatingsConfig`], the rating system's parameters and policies.
+//!
+//! `main.rs` parses [`Config`] and calls [`run`]; the one-process platform builds [`Ratings`] on its
+//! shared backends, calls [`Ratings::register`] and runs [`Ratings::run_consumer`] in the background.
+//!
+//! ```
+//! use draughts_ratings::{Ratings, RatingsConfig};
+//! use draughts_ratings::event::{FinishedGame, Outcome, Side, Source};
+//! use draughts_ratings::category::Category;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let live = draughts_store::open_live_store("memory://", "").await?;
+//! let db = draughts_store::Database::connect("sqlite::memory:").await?;
+//! let ratings = Ratings::new(live, db, &RatingsConfig::defaults()).await?;
+//! let side = |id: &str| Side { id: id.into(), guest: false, computer: false };
+//! let game = FinishedGame {
+//!     game_id: "g1".into(), variant: draughts_engine::Variant::English, options: String::new(),
+//!     rated: true, white: side("player:ann"), black: side("player:bob"),
+//!     outcome: Outcome::WhiteWins, time_control: None, finished_at_ms: 1_000, traceparent: None,
+//! };
+//! let report = ratings.core.apply(&[game.clone(), game], Source::Import, 2_000).await?;
+//! assert_eq!((report.recorded, report.duplicates), (1, 1));
+//! let english = Category { variant: draughts_engine::Variant::English, speed: None };
+//! let ann = ratings.core.rating("player:ann", english, 2_000).await?;
+//! assert!(ann.glicko.rating > 1500.0 && ann.games == 1 && ann.provisional);
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod category;
+pub mod config;
+pub mod consumer;
+pub mod domain;
+pub mod error;
+pub mod event;
+pub mod glicko;
+pub mod grpc;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use draughts_auth::{AuthConfig, AuthLayer, Authenticator};
+use draughts_proto::pb::ratings_server::RatingsServer;
+use draughts_runtime::{BackendConfig, ConfigError, ServerConfig, Services, TelemetryConfig};
+use draughts_store::{Database, LiveStore};
+use tokio::net::TcpListener;
+
+pub use config::{ComputerPolicy, PeriodMode, Policy, RatingsConfig};
+pub use consumer::Consumer;
+pub use domain::RatingsCore;
+pub use error::RatingsError;
+
+/// Configuration of the ratings service binary.
+#[derive(Clone, Debug, clap::Parser)]
+#[command(
+    name = "draughts-ratings",
+    version,
+    about = "Glicko-2 ratings, leaderboards and rating history (draughts.v1.Ratings) from the finished-games stream"
+)]
+pub struct Config {
+    #[command(flatten)]
+    pub server: ServerConfig,
+    #[command(flatten)]
+    pub telemetry: TelemetryConfig,
+    #[command(flatten)]
+    pub backends: BackendConfig,
+    #[command(flatten)]
+    pub auth: AuthConfig,
+    #[command(flatten)]
+    pub ratings: RatingsConfig,
+}
+
+impl Config {
+    /// Fails fast on any unusable value.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.server.validate()?;
+        self.telemetry.validate()?;
+        self.backends.validate()?;
+        self.auth.validate()?;
+        self.ratings.validate()
+    }
+
+    /// Port 0 on loopback, embedded backends, test secrets, default rating settings.
+    pub fn for_tests() -> Config {
+        Config {
+            server: ServerConfig::for_tests(),
+            telemetry: TelemetryConfig {
+                log: "warn".into(),
+                log_format: "text".into(),
+                otlp_endpoint: None,
+                metrics_listen: "off".into(),
+            },
+            backends: BackendConfig::embedded_for_tests(),
+            auth: AuthConfig::for_tests(),
+            ratings: RatingsConfig::defaults(),
+        }
+    }
+}
+
+/// Starting the service failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("backend: {0}")]
+    Store(#[from] draughts_store::StoreError),
+    #[error("ratings: {0}")]
+    Ratings(#[from] RatingsError),
+    #[error("auth: {0}")]
+    Auth(#[from] draughts_auth::AuthError),
+    #[error(transparent)]
+    Serve(#[from] draughts_runtime::ServeError),
+}
+
+/// The ratings service on shared backends: the domain and the stream consumer.
+#[derive(Clone, Debug)]
+pub struct Ratings {
+    pub core: RatingsCore,
+    live: Arc<dyn LiveStore>,
+    config: RatingsConfig,
+}
+
+impl Ratings {
+    /// Builds the service on connected backends (applies the durable schema).
+    pub async fn new(
+        live: Arc<dyn LiveStore>,
+        db: Database,
+        config: &RatingsConfig,
+    ) -> Result<Ratings, StartError> {
+        config.validate()?;
+        let core = RatingsCore::new(db, config).await?;
+        Ok(Ratings {
+            core,
+            live,
+            config: config.clone(),
+        })
+    }
+
+    /// Adds `draughts.v1.Ratings` to a host, behind the authentication layer of `auth`.
+    pub fn register(&self, services: &mut Services, server: &ServerConfig, auth: &Authenticator) {
+        let ratings = RatingsServer::new(grpc::RatingsService::new(self.core.clone()))
+            .max_decoding_message_size(server.max_message_bytes);
+        services.add(tower::Layer::layer(&AuthLayer::new(auth.clone()), ratings));
+    }
+
+    /// The stream consumer this service runs (named by the configuration, else uniquely).
+    pub fn consumer(&self) -> Consumer {
+        Consumer::new(self.live.clone(), self.core.clone(), &self.config)
+    }
+
+    /// Applies finished games from the stream until `shutdown` resolves (then finishes the batch in
+    /// hand). Every replica runs one; each entry goes to one of them.
+    pub async fn run_consumer(self, shutdown: impl Future<Output = ()>) {
+        self.consumer().run(shutdown).await
+    }
+}
+
+/// Connects the backends named in the configuration.
+pub async fn connect(
+    backends: &BackendConfig,
+) -> Result<(Arc<dyn LiveStore>, Database), StartError> {
+    let live = draughts_store::open_live_store(&backends.redis_url, &backends.key_prefix).await?;
+    let db = Database::connect(&backends.database_url).await?;
+    Ok((live, db))
+}
+
+/// Serves `draughts.v1.Ratings` on `listener` and runs the stream consumer until `shutdown` resolves.
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    config.validate()?;
+    let (live, db) = connect(&config.backends).await?;
+    let auth = Authenticator::new(config.auth.clone(), live.clone())?;
+    let ratings = Ratings::new(live, db, &config.ratings).await?;
+    let mut services = Services::new();
+    ratings.register(&mut services, &config.server, &auth);
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let consumer = tokio::spawn(ratings.run_consumer(async move {
+        let _ = stop_rx.changed().await;
+    }));
+    let served = draughts_runtime::serve(&config.server, services, listener, shutdown).await;
+    let _ = stop_tx.send(true);
+    let _ = consumer.await;
+    served?;
+    Ok(())
+}
