@@ -27,6 +27,8 @@ pub struct Config {
     pub backends: BackendConfig,
     #[command(flatten)]
     pub auth: draughts_validation::auth::AuthConfig,
+    #[command(flatten)]
+    pub ratings: draughts_ratings::RatingsConfig,
 }
 
 impl Config {
@@ -35,6 +37,7 @@ impl Config {
         self.telemetry.validate()?;
         self.backends.validate()?;
         self.auth.validate()?;
+        self.ratings.validate()?;
         Ok(())
     }
 }
@@ -58,6 +61,8 @@ pub enum StartError {
     Serve(#[from] draughts_runtime::ServeError),
     #[error(transparent)]
     Validation(#[from] draughts_validation::StartError),
+    #[error(transparent)]
+    Ratings(#[from] draughts_ratings::StartError),
 }
 
 /// The connected backends, shared by every service of the process.
@@ -85,6 +90,7 @@ pub async fn connect(config: &Config) -> Result<Backends, StartError> {
 #[derive(Clone, Debug)]
 pub struct Platform {
     pub validation: draughts_validation::Validation,
+    pub ratings: draughts_ratings::Ratings,
 }
 
 impl Platform {
@@ -96,19 +102,41 @@ impl Platform {
             Arc::new(draughts_validation::games::SystemClock),
         )
         .await?;
-        Ok(Platform { validation })
+        let ratings = draughts_ratings::Ratings::new(
+            backends.live.clone(),
+            backends.db.clone(),
+            &config.ratings,
+        )
+        .await?;
+        Ok(Platform {
+            validation,
+            ratings,
+        })
     }
 
     /// Every service, registered on one host.
     pub fn services(&self, config: &Config) -> Services {
         let mut services = Services::new();
         self.validation.register(&mut services, &config.server);
+        self.ratings
+            .register(&mut services, &config.server, &self.validation.auth);
         services
     }
 
-    /// Background work of every service (clocks, archiving) until `shutdown` resolves.
+    /// Background work of every service (clocks and archiving; the ratings consumer of the
+    /// finished-games stream) until `shutdown` resolves.
     pub async fn run_background(self, shutdown: impl std::future::Future<Output = ()>) {
-        self.validation.run_timers(shutdown).await
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        };
+        let timers = self.validation.run_timers(stopped(stop_rx.clone()));
+        let consumer = self.ratings.run_consumer(stopped(stop_rx));
+        let signal = async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        };
+        tokio::join!(timers, consumer, signal);
     }
 }
 

@@ -20,6 +20,11 @@ fn config(redis_url: &str, database_url: &str) -> Config {
             database_url: database_url.into(),
         },
         auth: draughts_validation::auth::AuthConfig::for_tests(),
+        ratings: draughts_ratings::RatingsConfig {
+            // Short waits so that a finished game is rated within the test's patience.
+            block_ms: 50,
+            ..draughts_ratings::RatingsConfig::defaults()
+        },
     }
 }
 
@@ -41,7 +46,7 @@ async fn exercise(config: Config) {
         }
     };
     let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
-    for service in ["", "draughts.v1.Rules"] {
+    for service in ["", "draughts.v1.Rules", "draughts.v1.Ratings"] {
         let r = health
             .check(tonic_health::pb::HealthCheckRequest {
                 service: service.into(),
@@ -51,7 +56,7 @@ async fn exercise(config: Config) {
             .into_inner();
         assert_eq!(r.status, 1, "{service} should be SERVING");
     }
-    let mut rules = pb::rules_client::RulesClient::new(channel);
+    let mut rules = pb::rules_client::RulesClient::new(channel.clone());
     let r = rules
         .list_moves(pb::ListMovesRequest {
             rules: Some(pb::RuleSet {
@@ -64,6 +69,7 @@ async fn exercise(config: Config) {
         .unwrap()
         .into_inner();
     assert_eq!(r.moves.len(), 9);
+    a_finished_game_is_rated(channel).await;
     let _ = tx.send(());
     server.await.unwrap().unwrap();
 }
@@ -102,4 +108,94 @@ async fn a_wrong_backend_url_fails_fast() {
     .await
     .unwrap_err();
     assert!(err.to_string().contains("backend"), "{err}");
+}
+
+fn authed<T>(token: &str, msg: T) -> tonic::Request<T> {
+    let mut req = tonic::Request::new(msg);
+    req.metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    req
+}
+
+/// Games -> `games.finished` stream -> the ratings consumer running in the background -> Ratings.
+async fn a_finished_game_is_rated(channel: tonic::transport::Channel) {
+    let auth = pb::auth_client::AuthClient::new(channel.clone());
+    let guest = |name: &'static str| {
+        let mut auth = auth.clone();
+        async move {
+            auth.create_guest(pb::CreateGuestRequest {
+                display_name: name.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+        }
+    };
+    let ann = guest("Ann").await;
+    let bob = guest("Bob").await;
+    let (ann_id, bob_id) = (ann.player.unwrap().id, bob.player.unwrap().id);
+    let mut games = pb::games_client::GamesClient::new(channel.clone());
+    let game = games
+        .create_game(authed(
+            &ann.token,
+            pb::CreateGameRequest {
+                rules: Some(pb::RuleSet {
+                    variant: pb::Variant::English as i32,
+                    options: None,
+                }),
+                time_control: Some(pb::TimeControl {
+                    kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
+                        base_ms: 300_000,
+                        increment_ms: 0,
+                    })),
+                }),
+                white: Some(pb::Player {
+                    id: ann_id.clone(),
+                    ..Default::default()
+                }),
+                black: Some(pb::Player {
+                    id: bob_id.clone(),
+                    ..Default::default()
+                }),
+                rated: true,
+                fen: String::new(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    games
+        .resign(authed(
+            &bob.token,
+            pb::GameActionRequest {
+                game_id: game.game_id,
+            },
+        ))
+        .await
+        .unwrap();
+    let mut ratings = pb::ratings_client::RatingsClient::new(channel);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let rating = ratings
+            .get_rating(pb::GetRatingRequest {
+                player_id: ann_id.clone(),
+                category: Some(pb::RatingCategory {
+                    variant: pb::Variant::English as i32,
+                    speed: 0,
+                }),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        if rating.games == 1 {
+            assert_eq!(rating.wins, 1);
+            assert!(rating.rating > 1500.0);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the finished game was not rated"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
 }
