@@ -128,6 +128,11 @@ impl Weights {
 struct Side {
     /// `rows[r]`: squares `r` rows ahead of this colour's back row.
     rows: [u64; 10],
+    /// The per-square weight of a man (advancement + centre) as bit planes: a man on a square adds
+    /// `2^k` for every `k` with the square in `plus[k]`, and subtracts `2^k` for every `minus[k]`. Summing
+    /// popcounts per plane costs a handful of instructions instead of one per row.
+    plus: Vec<u64>,
+    minus: Vec<u64>,
     back_row: u64,
     /// Squares one row before promotion, and two rows before.
     one_to_go: u64,
@@ -178,6 +183,29 @@ impl Evaluator {
             side.back_row = side.rows[0];
             side.one_to_go = side.rows[usize::from(size) - 2];
             side.two_to_go = side.rows[usize::from(size) - 3];
+            for (row, mask) in side.rows.iter().enumerate() {
+                let mut m = *mask;
+                while m != 0 {
+                    let bit = m & m.wrapping_neg();
+                    m &= m - 1;
+                    let weight =
+                        weights.advance[row] + if centre & bit != 0 { weights.centre } else { 0 };
+                    let planes = if weight >= 0 {
+                        &mut side.plus
+                    } else {
+                        &mut side.minus
+                    };
+                    let magnitude = weight.unsigned_abs();
+                    for k in 0..32 {
+                        if magnitude >> k & 1 != 0 {
+                            if planes.len() <= k {
+                                planes.resize(k + 1, 0);
+                            }
+                            planes[k] |= bit;
+                        }
+                    }
+                }
+            }
         }
         Evaluator {
             variant,
@@ -194,6 +222,11 @@ impl Evaluator {
 
     pub fn weights(&self) -> &Weights {
         &self.weights
+    }
+
+    /// The centre squares (bits) that earn [`Weights::centre`].
+    pub fn centre_squares(&self) -> u64 {
+        self.centre
     }
 
     /// The value of one side's pieces (men and kings) in centi-men.
@@ -249,10 +282,12 @@ impl Evaluator {
     fn men_terms(&self, side: &Side, own_men: u64, opp_men: u64, empty: u64) -> i32 {
         let w = &self.weights;
         let mut s = 0;
-        for (row, weight) in side.rows.iter().zip(w.advance.iter()) {
-            s += (own_men & row).count_ones() as i32 * weight;
+        for (k, plane) in side.plus.iter().enumerate() {
+            s += ((own_men & plane).count_ones() as i32) << k;
         }
-        s += (own_men & self.centre).count_ones() as i32 * w.centre;
+        for (k, plane) in side.minus.iter().enumerate() {
+            s -= ((own_men & plane).count_ones() as i32) << k;
+        }
         if opp_men != 0 {
             s += (own_men & side.back_row).count_ones() as i32 * w.back_row;
         }
@@ -285,6 +320,8 @@ impl Evaluator {
 fn empty_side() -> Side {
     Side {
         rows: [0; 10],
+        plus: Vec::new(),
+        minus: Vec::new(),
         back_row: 0,
         one_to_go: 0,
         two_to_go: 0,
@@ -332,6 +369,42 @@ mod tests {
         assert!(e.evaluate(&pos) < 100, "{}", e.evaluate(&pos));
         let pos = Position::from_fen(Variant::International, "W:WK10,K20,K30,K40:BK45").unwrap();
         assert!(e.evaluate(&pos) > 600);
+    }
+
+    /// The bit-plane sum equals the plain per-row sum, also with negative weights.
+    #[test]
+    fn planes_equal_the_row_by_row_sum() {
+        for v in Variant::ALL {
+            let mut weights = Weights::of(v).clone();
+            weights.advance[3] = -7;
+            weights.centre = 5;
+            for w in [Weights::of(v).clone(), weights.clone()] {
+                let e = Evaluator::with_weights(v, w.clone());
+                for side in [&e.white, &e.black] {
+                    let men = 0x5A5A_A5A5_0F0F_F0F0u64 & side.rows.iter().fold(0, |a, r| a | r);
+                    let plain: i32 = side
+                        .rows
+                        .iter()
+                        .zip(w.advance.iter())
+                        .map(|(r, a)| (men & r).count_ones() as i32 * a)
+                        .sum::<i32>()
+                        + (men & e.centre).count_ones() as i32 * w.centre;
+                    let planes: i32 = side
+                        .plus
+                        .iter()
+                        .enumerate()
+                        .map(|(k, p)| ((men & p).count_ones() as i32) << k)
+                        .sum::<i32>()
+                        - side
+                            .minus
+                            .iter()
+                            .enumerate()
+                            .map(|(k, p)| ((men & p).count_ones() as i32) << k)
+                            .sum::<i32>();
+                    assert_eq!(plain, planes, "{v}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -240,7 +240,8 @@ pub struct Searcher {
     tt: Tt,
     eval: Evaluator,
     stop: StopHandle,
-    killers: Vec<[Option<Move>; 2]>,
+    /// Two quiet moves per ply that caused a cutoff, as move signatures (0: none).
+    killers: Vec<[u32; 2]>,
     history: Vec<i32>,
     lists: Vec<Vec<Move>>,
     scores: Vec<Vec<i32>>,
@@ -277,7 +278,7 @@ impl Searcher {
             tt: Tt::with_key_mask(options.tt_megabytes, options.tt_key_mask),
             eval: Evaluator::new(rules.variant()),
             stop: StopHandle::default(),
-            killers: vec![[None; 2]; MAX_PLY + 2],
+            killers: vec![[0; 2]; MAX_PLY + 2],
             history: vec![0; 64 * 64],
             lists: (0..MAX_PLY + 2).map(|_| Vec::with_capacity(64)).collect(),
             scores: (0..MAX_PLY + 2).map(|_| Vec::with_capacity(64)).collect(),
@@ -333,7 +334,7 @@ impl Searcher {
     pub fn clear(&mut self) {
         self.tt.clear();
         self.history.iter_mut().for_each(|h| *h = 0);
-        self.killers.iter_mut().for_each(|k| *k = [None; 2]);
+        self.killers.iter_mut().for_each(|k| *k = [0; 2]);
     }
 
     /// Searches a root until a limit; `on_info` is called after every finished depth.
@@ -347,7 +348,7 @@ impl Searcher {
         self.set_rules(root.position.rule_set());
         self.tt.new_search();
         self.history.iter_mut().for_each(|h| *h /= 8);
-        self.killers.iter_mut().for_each(|k| *k = [None; 2]);
+        self.killers.iter_mut().for_each(|k| *k = [0; 2]);
         self.nodes = 0;
         self.seldepth = 0;
         self.aborted = false;
@@ -708,10 +709,11 @@ impl Searcher {
     }
 
     fn reward(&mut self, mv: &Move, depth: i32, ply: usize) {
+        let sig = signature(mv);
         let k = &mut self.killers[ply];
-        if k[0] != Some(*mv) {
+        if k[0] != sig {
             k[1] = k[0];
-            k[0] = Some(*mv);
+            k[0] = sig;
         }
         let h = &mut self.history[history_index(mv)];
         *h = (*h + depth * depth).min(1 << 20);
@@ -721,15 +723,17 @@ impl Searcher {
         scores.clear();
         let killers = self.killers[ply];
         for mv in list {
-            let s = if tt_move != 0 && signature(mv) == tt_move {
+            // Signatures are never 0, so an empty table move or killer matches nothing.
+            let sig = signature(mv);
+            let s = if sig == tt_move {
                 TT_MOVE
             } else if mv.is_capture() {
                 CAPTURE + mv.n_captured() as i32 * 1000 + i32::from(mv.promotes()) * 500
             } else if mv.promotes() {
                 PROMOTION
-            } else if Some(*mv) == killers[0] {
+            } else if sig == killers[0] {
                 KILLER_1
-            } else if Some(*mv) == killers[1] {
+            } else if sig == killers[1] {
                 KILLER_2
             } else {
                 self.history[history_index(mv)]
@@ -751,9 +755,8 @@ impl Searcher {
             return self.eval.evaluate(pos);
         }
         if !pos.has_capture() {
-            // A side with no capture and no move has lost; men only blocked is rare, so only check
-            // when the side to move has few pieces.
-            if pos.pieces(pos.side_to_move()).count() <= 3 && pos.legal_moves().is_empty() {
+            // A side with no capture and no move (every piece blocked) has lost.
+            if !pos.has_legal_move() {
                 return -WIN + ply as i32;
             }
             return self.eval.evaluate(pos);

@@ -36,12 +36,9 @@ pub fn signature(mv: &Move) -> u32 {
     (mv.from().bit() + 1) | (mv.to().bit() << 7) | (fold << 14)
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Slot {
-    key: u64,
-    /// score (16) | depth (8) | bound (2) | generation (6) | move signature (32); 0 = empty.
-    data: u64,
-}
+/// One slot: `[key, data]`, data = score (16) | depth (8) | bound (2) | generation (6) | move signature (32);
+/// data 0 = empty. A plain array so that a new table is one zeroed allocation (pages the OS zeroes lazily).
+type Slot = [u64; 2];
 
 /// A fixed-size table.
 #[derive(Debug)]
@@ -69,7 +66,7 @@ impl Tt {
             n.next_power_of_two() / 2
         };
         Tt {
-            slots: vec![Slot::default(); n],
+            slots: vec![[0; 2]; n],
             mask: n as u64 - 1,
             key_mask,
             generation: 0,
@@ -78,7 +75,7 @@ impl Tt {
 
     /// Forgets everything (a new game).
     pub fn clear(&mut self) {
-        self.slots.iter_mut().for_each(|e| *e = Slot::default());
+        self.slots.fill([0; 2]);
         self.generation = 0;
     }
 
@@ -96,11 +93,10 @@ impl Tt {
     #[inline]
     pub fn probe(&self, hash: u64) -> Option<Entry> {
         let key = hash & self.key_mask;
-        let s = self.slots[self.slot(key)];
-        if s.data == 0 || s.key != key {
+        let [slot_key, d] = self.slots[self.slot(key)];
+        if d == 0 || slot_key != key {
             return None;
         }
-        let d = s.data;
         let bound = match (d >> 24) & 3 {
             0 => Bound::Exact,
             1 => Bound::Lower,
@@ -119,17 +115,17 @@ impl Tt {
     pub fn store(&mut self, hash: u64, mv: u32, score: i32, depth: i32, bound: Bound) {
         let key = hash & self.key_mask;
         let i = self.slot(key);
-        let old = self.slots[i];
-        let same = old.data != 0 && old.key == key;
-        if old.data != 0
+        let [old_key, old_data] = self.slots[i];
+        let same = old_data != 0 && old_key == key;
+        if old_data != 0
             && !same
-            && ((old.data >> 26) & 63) as u8 == self.generation
-            && i64::from((old.data >> 16) as u8 as i8) > i64::from(depth) + 2
+            && ((old_data >> 26) & 63) as u8 == self.generation
+            && i64::from((old_data >> 16) as u8 as i8) > i64::from(depth) + 2
         {
             return;
         }
         let mv = if mv == 0 && same {
-            (old.data >> 32) as u32
+            (old_data >> 32) as u32
         } else {
             mv
         };
@@ -148,7 +144,7 @@ impl Tt {
         // data is never 0: a stored entry with score 0, depth 0, exact, generation 0 and no move would be;
         // mark it with a depth of -1 instead (never used for a cutoff).
         let data = if data == 0 { 0xFF << 16 } else { data };
-        self.slots[i] = Slot { key, data };
+        self.slots[i] = [key, data];
     }
 }
 

@@ -118,6 +118,9 @@ pub(crate) struct SearchBenchArgs {
     /// Depth (default: per variant).
     #[arg(long, short = 'd')]
     depth: Option<u32>,
+    /// Transposition table size in MiB (the levels' default is 16).
+    #[arg(long, default_value_t = 16)]
+    hash: usize,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -888,15 +891,22 @@ fn search_bench(a: SearchBenchArgs) -> Result<(), CliError> {
         let depth = a.depth.unwrap_or_else(|| draughts_ai::bench::depth(v));
         let mut nodes = 0;
         let mut seconds = 0.0;
-        let cpu_start = thread_cpu_seconds();
+        // CPU time of the searches only (not of making the searchers and their tables).
+        let mut cpu_seconds = Some(0.0);
         for fen in &fens {
             let pos = Position::from_fen(v, fen)?;
-            let mut searcher = Searcher::new(v);
+            let options = draughts_ai::SearchOptions {
+                tt_megabytes: a.hash.clamp(1, 4096),
+                ..Default::default()
+            };
+            let mut searcher = Searcher::with_options(v, &options);
+            let cpu_start = thread_cpu_seconds();
             let r = searcher.search(&RootState::new(pos), &Limits::depth(depth), |_| {});
+            let cpu = cpu_start.zip(thread_cpu_seconds()).map(|(a, b)| b - a);
+            cpu_seconds = cpu_seconds.zip(cpu).map(|(sum, c)| sum + c);
             nodes += r.nodes;
             seconds += r.elapsed.as_secs_f64();
         }
-        let cpu_seconds = cpu_start.zip(thread_cpu_seconds()).map(|(a, b)| b - a);
         let e = BenchJson {
             cpu_seconds,
             cpu_nodes_per_second: cpu_seconds.map(|c| nodes as f64 / c.max(1e-9)),

@@ -222,6 +222,10 @@ fn has_capture_dispatch<G: Geometry>(pos: &Position) -> bool {
     movegen::has_capture::<G>(pos)
 }
 
+fn count_quiet_dispatch<G: Geometry>(pos: &Position) -> u64 {
+    movegen::count_quiet::<G>(pos)
+}
+
 impl Position {
     /// The start position of a rule set.
     pub fn start(rules: impl Into<RuleSet>) -> Position {
@@ -351,6 +355,12 @@ impl Position {
     /// Whether the side to move must (or, without mandatory capture, may) capture.
     pub fn has_capture(&self) -> bool {
         dispatch!(self, has_capture_dispatch)
+    }
+
+    /// Whether the side to move has any legal move (without building a move list: a bitboard count of
+    /// the quiet moves when there is no capture). A side without one has lost.
+    pub fn has_legal_move(&self) -> bool {
+        self.has_capture() || dispatch!(self, count_quiet_dispatch) > 0
     }
 
     /// Every legal move with every capture order and its path (several entries per `Move` when the same
