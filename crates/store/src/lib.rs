@@ -59,7 +59,8 @@ pub use bytes::Bytes;
 pub use database::{DEFAULT_ACQUIRE_TIMEOUT, Database, DbBackend, Migration};
 pub use error::{BoxError, ErrorCode, StoreError};
 pub use live::{
-    Entry, EntryId, LiveStore, ParseEntryIdError, ReadFrom, Subscription, Version, now_unix_ms,
+    Effect, Entry, EntryId, LiveStore, ParseEntryIdError, ReadFrom, Subscription, Version,
+    now_unix_ms,
 };
 pub use memory::MemoryStore;
 pub use redis_store::RedisStore;

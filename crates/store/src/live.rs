@@ -87,6 +87,21 @@ pub struct Entry {
     pub payload: Bytes,
 }
 
+/// A side effect of a winning compare-and-set ([`LiveStore::put_with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Sets `member`'s time in schedule `set`, as [`LiveStore::schedule`].
+    Schedule {
+        set: String,
+        member: String,
+        at_unix_ms: u64,
+    },
+    /// Removes `member` from schedule `set`, as [`LiveStore::cancel`].
+    Cancel { set: String, member: String },
+    /// Publishes `payload` on `channel`, as [`LiveStore::publish`].
+    Publish { channel: String, payload: Bytes },
+}
+
 /// Where [`LiveStore::read_after`] starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadFrom {
@@ -124,6 +139,20 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
         value: Bytes,
         expected: Option<Version>,
         ttl: Option<Duration>,
+    ) -> Result<Version, StoreError>;
+
+    /// [`put`](LiveStore::put) and, only if the compare-and-set wins, `effects` in the same atomic
+    /// step (one Lua script on Redis, one critical section in memory): no other client sees the new
+    /// value without the effects, and a lost race or an error applies none of them. Effects apply in
+    /// order; publications are delivered after the write. This is one round trip where `put`
+    /// followed by `schedule`/`cancel`/`publish` would be four.
+    async fn put_with(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Option<Version>,
+        ttl: Option<Duration>,
+        effects: &[Effect],
     ) -> Result<Version, StoreError>;
 
     /// Removes `key`; returns whether it existed. A later `put(key, _, None, _)` starts

@@ -16,7 +16,7 @@ use tokio::sync::{Notify, broadcast};
 
 use crate::error::StoreError;
 use crate::live::{
-    Entry, EntryId, LiveStore, ReadFrom, Subscription, Version, now_unix_ms, positive_max,
+    Effect, Entry, EntryId, LiveStore, ReadFrom, Subscription, Version, now_unix_ms, positive_max,
     positive_ms,
 };
 
@@ -165,6 +165,44 @@ impl MemoryStore {
     }
 }
 
+impl State {
+    fn schedule(&mut self, set: &str, member: &str, at_unix_ms: u64) {
+        let schedule = self.schedules.entry(set.to_owned()).or_default();
+        if let Some(previous) = schedule.by_member.insert(member.to_owned(), at_unix_ms) {
+            schedule.by_time.remove(&(previous, member.to_owned()));
+        }
+        schedule.by_time.insert((at_unix_ms, member.to_owned()));
+    }
+
+    fn cancel(&mut self, set: &str, member: &str) -> bool {
+        let Some(schedule) = self.schedules.get_mut(set) else {
+            return false;
+        };
+        match schedule.by_member.remove(member) {
+            Some(at) => {
+                schedule.by_time.remove(&(at, member.to_owned()));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sends to the channel's subscribers; returns how many there are.
+    fn publish(&mut self, channel: &str, payload: Bytes) -> u64 {
+        let Some(sender) = self.channels.get(channel) else {
+            return 0;
+        };
+        match sender.send(payload) {
+            Ok(n_receivers) => u64::try_from(n_receivers).unwrap_or(u64::MAX),
+            Err(_) => {
+                // Every subscriber has gone: forget the channel.
+                self.channels.remove(channel);
+                0
+            }
+        }
+    }
+}
+
 fn group_mut<'a>(
     state: &'a mut State,
     stream: &str,
@@ -232,6 +270,17 @@ impl LiveStore for MemoryStore {
         expected: Option<Version>,
         ttl: Option<Duration>,
     ) -> Result<Version, StoreError> {
+        self.put_with(key, value, expected, ttl, &[]).await
+    }
+
+    async fn put_with(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Option<Version>,
+        ttl: Option<Duration>,
+        effects: &[Effect],
+    ) -> Result<Version, StoreError> {
         if let Some(ttl) = ttl {
             positive_ms("ttl", ttl)?;
         }
@@ -259,6 +308,21 @@ impl LiveStore for MemoryStore {
                 expires_at: ttl.map(|ttl| now + ttl),
             },
         );
+        for effect in effects {
+            match effect {
+                Effect::Schedule {
+                    set,
+                    member,
+                    at_unix_ms,
+                } => state.schedule(set, member, *at_unix_ms),
+                Effect::Cancel { set, member } => {
+                    state.cancel(set, member);
+                }
+                Effect::Publish { channel, payload } => {
+                    state.publish(channel, payload.clone());
+                }
+            }
+        }
         Ok(version)
     }
 
@@ -479,18 +543,7 @@ impl LiveStore for MemoryStore {
     }
 
     async fn publish(&self, channel: &str, payload: Bytes) -> Result<u64, StoreError> {
-        let mut state = self.lock();
-        let Some(sender) = state.channels.get(channel) else {
-            return Ok(0);
-        };
-        match sender.send(payload) {
-            Ok(n_receivers) => Ok(u64::try_from(n_receivers).unwrap_or(u64::MAX)),
-            Err(_) => {
-                // Every subscriber has gone: forget the channel.
-                state.channels.remove(channel);
-                Ok(0)
-            }
-        }
+        Ok(self.lock().publish(channel, payload))
     }
 
     async fn subscribe(&self, channel: &str) -> Result<Subscription, StoreError> {
@@ -519,27 +572,12 @@ impl LiveStore for MemoryStore {
     }
 
     async fn schedule(&self, set: &str, member: &str, at_unix_ms: u64) -> Result<(), StoreError> {
-        let mut state = self.lock();
-        let schedule = state.schedules.entry(set.to_owned()).or_default();
-        if let Some(previous) = schedule.by_member.insert(member.to_owned(), at_unix_ms) {
-            schedule.by_time.remove(&(previous, member.to_owned()));
-        }
-        schedule.by_time.insert((at_unix_ms, member.to_owned()));
+        self.lock().schedule(set, member, at_unix_ms);
         Ok(())
     }
 
     async fn cancel(&self, set: &str, member: &str) -> Result<bool, StoreError> {
-        let mut state = self.lock();
-        let Some(schedule) = state.schedules.get_mut(set) else {
-            return Ok(false);
-        };
-        match schedule.by_member.remove(member) {
-            Some(at) => {
-                schedule.by_time.remove(&(at, member.to_owned()));
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(self.lock().cancel(set, member))
     }
 
     async fn take_due(

@@ -13,7 +13,7 @@
 //!
 //! # Atomicity
 //!
-//! Compare-and-set, leases, `take_due` and rate counters are single Lua scripts, so they
+//! Compare-and-set (with its effects, `put_with`), leases, `take_due` and rate counters are single Lua scripts, so they
 //! are atomic on the server whatever the number of clients.
 
 use std::fmt;
@@ -30,7 +30,7 @@ use redis::{AsyncConnectionConfig, Client, Script, Value};
 use crate::error::StoreError;
 use crate::keys::{KV_VALUE_FIELD, KV_VERSION_FIELD, Keys, STREAM_PAYLOAD_FIELD};
 use crate::live::{
-    Entry, EntryId, LiveStore, ReadFrom, Subscription, Version, positive_max, positive_ms,
+    Effect, Entry, EntryId, LiveStore, ReadFrom, Subscription, Version, positive_max, positive_ms,
 };
 
 /// Timeout of ordinary (non-blocking) commands.
@@ -62,6 +62,47 @@ if ARGV[3] == '0' then
   redis.call('PERSIST', KEYS[1])
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return {{1, version}}
+",
+        version = KV_VERSION_FIELD,
+        value = KV_VALUE_FIELD,
+    ))
+}
+
+/// The compare-and-set of [`put_script`] followed, if it wins, by effects. KEYS[1] = kv hash,
+/// KEYS[2..] = the schedule sets of the schedule/cancel effects in order; ARGV[1..3] as for
+/// `put_script`, then three arguments per effect: `s`, member, time (ZADD); `c`, member, ''
+/// (ZREM); `p`, channel, payload (PUBLISH). Same reply as `put_script`.
+fn put_with_script() -> Script {
+    Script::new(&format!(
+        r"
+local current = redis.call('HGET', KEYS[1], '{version}')
+if ARGV[2] == '' then
+  if current then return {{0, tonumber(current)}} end
+elseif current ~= ARGV[2] then
+  if current then return {{0, tonumber(current)}} end
+  return {{0, -1}}
+end
+local version = (current and tonumber(current) or 0) + 1
+redis.call('HSET', KEYS[1], '{value}', ARGV[1], '{version}', tostring(version))
+if ARGV[3] == '0' then
+  redis.call('PERSIST', KEYS[1])
+else
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+local k = 2
+for i = 4, #ARGV, 3 do
+  local kind = ARGV[i]
+  if kind == 's' then
+    redis.call('ZADD', KEYS[k], ARGV[i + 2], ARGV[i + 1])
+    k = k + 1
+  elseif kind == 'c' then
+    redis.call('ZREM', KEYS[k], ARGV[i + 1])
+    k = k + 1
+  elseif kind == 'p' then
+    redis.call('PUBLISH', ARGV[i + 1], ARGV[i + 2])
+  end
 end
 return {{1, version}}
 ",
@@ -112,6 +153,7 @@ return count
 #[derive(Clone)]
 struct Scripts {
     put: Script,
+    put_with: Script,
     lease: Script,
     release: Script,
     take_due: Script,
@@ -206,6 +248,7 @@ impl RedisStore {
             keys: Keys::new(prefix),
             scripts: Arc::new(Scripts {
                 put: put_script(),
+                put_with: put_with_script(),
                 lease: Script::new(LEASE_SCRIPT),
                 release: Script::new(RELEASE_SCRIPT),
                 take_due: Script::new(TAKE_DUE_SCRIPT),
@@ -321,6 +364,66 @@ impl LiveStore for RedisStore {
             .arg(ttl_ms)
             .invoke_async(&mut self.conn())
             .await?;
+        if won == 1 {
+            return Version::try_from(version)
+                .map_err(|_| StoreError::internal("redis", "negative version"));
+        }
+        Err(StoreError::Conflict {
+            key: key.to_owned(),
+            expected,
+            actual: Version::try_from(version).ok(),
+        })
+    }
+
+    async fn put_with(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Option<Version>,
+        ttl: Option<Duration>,
+        effects: &[Effect],
+    ) -> Result<Version, StoreError> {
+        if effects.is_empty() {
+            return self.put(key, value, expected, ttl).await;
+        }
+        let ttl_ms = match ttl {
+            Some(ttl) => positive_ms("ttl", ttl)?,
+            None => 0,
+        };
+        let expected_arg = expected
+            .map(|version| version.to_string())
+            .unwrap_or_default();
+        let mut invocation = self.scripts.put_with.key(self.keys.kv(key));
+        invocation.arg(value.as_ref()).arg(expected_arg).arg(ttl_ms);
+        for effect in effects {
+            match effect {
+                Effect::Schedule {
+                    set,
+                    member,
+                    at_unix_ms,
+                } => {
+                    invocation
+                        .key(self.keys.schedule(set))
+                        .arg("s")
+                        .arg(member.as_str())
+                        .arg(*at_unix_ms);
+                }
+                Effect::Cancel { set, member } => {
+                    invocation
+                        .key(self.keys.schedule(set))
+                        .arg("c")
+                        .arg(member.as_str())
+                        .arg("");
+                }
+                Effect::Publish { channel, payload } => {
+                    invocation
+                        .arg("p")
+                        .arg(self.keys.channel(channel))
+                        .arg(payload.as_ref());
+                }
+            }
+        }
+        let (won, version): (i64, i64) = invocation.invoke_async(&mut self.conn()).await?;
         if won == 1 {
             return Version::try_from(version)
                 .map_err(|_| StoreError::internal("redis", "negative version"));

@@ -5,7 +5,12 @@
 //!
 //! ```sh
 //! draughts-load-games --server http://127.0.0.1:50051 --games 64 --duration 20s
+//! draughts-load-games --server http://127.0.0.1:50051 --games 1000 --rate 2000 --duration 20s
 //! ```
+//! Without `--rate` every game plays its next move as soon as the last is answered (a closed loop: the
+//! latency is mostly the generator's own queue, games / throughput). With `--rate R` the games are paced
+//! so that together they send R moves per second, as players who think between moves do: the latency is
+//! then the server's answer time under that load.
 //! The server needs rate limits above the load (e.g. `--rate-limit-guest-per-minute 100000000`).
 
 use std::sync::Arc;
@@ -41,6 +46,12 @@ struct Args {
     /// HTTP/2 connections shared by the games.
     #[arg(long, default_value_t = 4)]
     connections: usize,
+    /// Aggregate target rate in moves per second, spread evenly over the games (each game waits
+    /// `games / rate` seconds between its moves, as players think between moves). 0 = no pacing: every
+    /// game sends its next move as soon as the last one is answered (a closed loop, where latency is
+    /// mostly the queue the generator itself builds: about games / throughput).
+    #[arg(long, default_value_t = 0.0)]
+    rate: f64,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -117,17 +128,34 @@ async fn main() -> anyhow::Result<()> {
         let ch = channels[i % channels.len()].clone();
         let (stop, total, errors) = (stop.clone(), total.clone(), errors.clone());
         let limit = args.moves;
+        // Paced games start spread over one interval, so the load is even from the first second.
+        let interval =
+            (args.rate > 0.0).then(|| Duration::from_secs_f64(args.games as f64 / args.rate));
+        let offset = interval.map(|iv| iv.mul_f64(i as f64 / args.games as f64));
         tasks.push(tokio::spawn(async move {
             let mut hist =
                 Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("histogram bounds");
             let w = guest(&ch).await?;
             let b = guest(&ch).await?;
             let mut games = GamesClient::new(ch.clone());
+            if let Some(o) = offset {
+                tokio::time::sleep(o).await;
+            }
+            let mut next = tokio::time::Instant::now();
             'games: while !stop.load(Ordering::Relaxed) {
                 let id = new_game(&ch, &w, &b).await?;
                 for ply in 0..80usize {
                     if stop.load(Ordering::Relaxed) || total.load(Ordering::Relaxed) >= limit {
                         break 'games;
+                    }
+                    if let Some(iv) = interval {
+                        // The next move is due one interval after the last was due; a game that fell
+                        // behind (a slow answer) moves at once rather than in a burst of catch-up moves.
+                        next = (next + iv).max(tokio::time::Instant::now());
+                        tokio::time::sleep_until(next).await;
+                        if stop.load(Ordering::Relaxed) {
+                            break 'games;
+                        }
                     }
                     let token = if ply % 2 == 0 { &w.1 } else { &b.1 };
                     let req = pb::PlayMoveRequest {
@@ -181,15 +209,20 @@ async fn main() -> anyhow::Result<()> {
         println!(
             "{}",
             serde_json::json!({
-                "games": args.games, "moves": moves, "errors": errors.load(Ordering::Relaxed),
+                "games": args.games, "target_rate": args.rate, "moves": moves, "errors": errors.load(Ordering::Relaxed),
                 "seconds": elapsed, "moves_per_second": moves as f64 / elapsed,
                 "p50_ms": ms(0.5), "p90_ms": ms(0.9), "p99_ms": ms(0.99), "max_ms": hist.max() as f64 / 1000.0,
             })
         );
     } else {
         println!(
-            "PlayMove: {} games, {} moves in {:.1} s = {:.0} moves/s, errors {}; latency p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            "PlayMove: {} games{}, {} moves in {:.1} s = {:.0} moves/s, errors {}; latency p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
             args.games,
+            if args.rate > 0.0 {
+                format!(" paced at {} moves/s", args.rate)
+            } else {
+                String::new()
+            },
             moves,
             elapsed,
             moves as f64 / elapsed,

@@ -50,6 +50,7 @@ macro_rules! live_store_suite {
                 pubsub_reaches_two_subscribers,
                 take_due_is_exactly_once_under_concurrency,
                 schedule_cancel_and_next_due,
+                put_with_applies_effects_only_when_it_wins,
                 rate_counter_resets_after_window,
                 errors_have_codes,
             );
@@ -114,7 +115,7 @@ pub mod checks {
     use std::collections::HashSet;
     use std::time::{Duration, Instant};
 
-    use draughts_store::{Bytes, EntryId, ErrorCode, ReadFrom, StoreError, now_unix_ms};
+    use draughts_store::{Bytes, Effect, EntryId, ErrorCode, ReadFrom, StoreError, now_unix_ms};
     use futures_util::StreamExt;
 
     use super::Store;
@@ -698,6 +699,86 @@ pub mod checks {
             "earliest first"
         );
         assert_eq!(store.next_due("flags").await.unwrap(), None);
+    }
+
+    pub async fn put_with_applies_effects_only_when_it_wins(store: Store) {
+        let mut watch = store.subscribe("game-events:7").await.unwrap();
+        store.schedule("deadlines", "g7", 1_000).await.unwrap();
+        store.schedule("deadlines", "gone", 2_000).await.unwrap();
+        let effects = [
+            Effect::Schedule {
+                set: "deadlines".into(),
+                member: "g7".into(),
+                at_unix_ms: 9_000,
+            },
+            Effect::Cancel {
+                set: "deadlines".into(),
+                member: "gone".into(),
+            },
+            Effect::Schedule {
+                set: "archive".into(),
+                member: "g7".into(),
+                at_unix_ms: 50,
+            },
+            Effect::Publish {
+                channel: "game-events:7".into(),
+                payload: bytes("seq 2"),
+            },
+        ];
+        let v1 = store
+            .put_with("game:7", bytes("created"), None, None, &effects[..1])
+            .await
+            .unwrap();
+        assert_eq!(v1, 1);
+        // A lost race applies no effect at all.
+        let lost = store
+            .put_with("game:7", bytes("stale"), Some(5), None, &effects)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                lost,
+                StoreError::Conflict {
+                    actual: Some(1),
+                    ..
+                }
+            ),
+            "{lost:?}"
+        );
+        assert_eq!(
+            store.next_due("deadlines").await.unwrap(),
+            Some(("gone".to_owned(), 2_000)),
+            "the lost race cancelled nothing"
+        );
+        assert_eq!(store.next_due("archive").await.unwrap(), None);
+        let nothing = tokio::time::timeout(Duration::from_millis(100), watch.next()).await;
+        assert!(nothing.is_err(), "the lost race published nothing");
+        // The winner applies every effect with the write.
+        let v2 = store
+            .put_with("game:7", bytes("moved"), Some(v1), None, &effects)
+            .await
+            .unwrap();
+        assert_eq!(v2, 2);
+        assert_eq!(
+            store.get("game:7").await.unwrap(),
+            Some((bytes("moved"), 2))
+        );
+        assert_eq!(soon(watch.next()).await, Some(bytes("seq 2")));
+        assert_eq!(
+            store.take_due("deadlines", 100_000, 10).await.unwrap(),
+            vec!["g7".to_owned()],
+            "g7 rescheduled to 9000 and 'gone' cancelled"
+        );
+        assert_eq!(
+            store.take_due("archive", 100, 10).await.unwrap(),
+            vec!["g7".to_owned()]
+        );
+        // No effects: a plain compare-and-set.
+        let v3 = store
+            .put_with("game:7", bytes("plain"), Some(v2), None, &[])
+            .await
+            .unwrap();
+        assert_eq!(v3, 3);
     }
 
     pub async fn rate_counter_resets_after_window(store: Store) {
