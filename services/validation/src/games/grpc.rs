@@ -137,7 +137,7 @@ fn status_wire(record: &GameRecord, pos: &Position) -> pb::GameStatus {
     }
 }
 
-/// Builds the wire view of a record at `now`, replaying the moves for positions and move details.
+/// Builds the wire view of a record at `now` (no replay: the record has the position and every move).
 pub fn view(record: &GameRecord, now: u64) -> Result<pb::GameView, GamesError> {
     view_from(record, now, 0)
 }
@@ -145,36 +145,27 @@ pub fn view(record: &GameRecord, now: u64) -> Result<pb::GameView, GamesError> {
 /// A view whose `moves` start at index `from` (ply `from + 1`).
 fn view_from(record: &GameRecord, now: u64, from: usize) -> Result<pb::GameView, GamesError> {
     let rules = record.rules()?;
-    let stored = !record.fen.is_empty()
-        && record
-            .moves
-            .iter()
-            .all(|m| m.side.is_some() && !m.path.is_empty());
-    let (pos, moves) = if stored {
-        // Everything a view shows is in the record: no replay.
-        let moves = record
-            .moves
-            .iter()
-            .enumerate()
-            .skip(from)
-            .map(|(i, m)| {
-                let side: Color = m.side.map(Into::into).unwrap_or(Color::White);
-                let wire = pb::Move {
-                    notation: m.text.clone(),
-                    from: m.path.first().cloned().unwrap_or_default(),
-                    to: m.path.last().cloned().unwrap_or_default(),
-                    path: m.path.clone(),
-                    captured: m.captured_names.clone(),
-                    promotes: m.promotes,
-                };
-                played_move(i, side, wire, m)
-            })
-            .collect();
-        (record.position()?, moves)
-    } else {
-        let (pos, mut all) = replayed_moves(record)?;
-        (pos, all.split_off(from.min(all.len())))
+    let pos = record.position()?;
+    let board = pos.board();
+    let name = |n: &u32| {
+        board
+            .square(*n)
+            .map(|sq| convert::square_name(board, sq))
+            .ok_or_else(|| GamesError::Corrupt(format!("stored move names square {n}")))
     };
+    let mut moves = Vec::with_capacity(record.moves.len().saturating_sub(from));
+    for (i, m) in record.moves.iter().enumerate().skip(from) {
+        let path = m.path.iter().map(name).collect::<Result<Vec<_>, _>>()?;
+        let wire = pb::Move {
+            notation: m.text.clone(),
+            from: path.first().cloned().unwrap_or_default(),
+            to: path.last().cloned().unwrap_or_default(),
+            captured: m.captured.iter().map(name).collect::<Result<_, _>>()?,
+            path,
+            promotes: m.promotes,
+        };
+        moves.push(played_move(i, record.mover(i), wire, m));
+    }
     let (white_ms, black_ms) = record.clocks_at(pos.side_to_move(), now);
     Ok(pb::GameView {
         game_id: record.id.clone(),
@@ -199,7 +190,7 @@ fn view_from(record: &GameRecord, now: u64, from: usize) -> Result<pb::GameView,
         }),
         draw_offer: record.draw_offer.map_or(0, |c| color_wire(c.into())),
         created_at_ms: record.created_ms,
-        revision: record.events.last().map_or(0, |e| e.seq()),
+        revision: record.last_seq(),
         first_ply: if record.moves.is_empty() {
             0
         } else {
@@ -234,21 +225,6 @@ fn played_move(
     }
 }
 
-/// Move views by replaying the game (records written before moves stored their paths).
-fn replayed_moves(record: &GameRecord) -> Result<(Position, Vec<pb::PlayedMove>), GamesError> {
-    let mut pos = record.start_position()?;
-    let mut moves = Vec::with_capacity(record.moves.len());
-    for (i, m) in record.moves.iter().enumerate() {
-        let side = pos.side_to_move();
-        let mv = pos.parse_move(&m.text).map_err(|e| {
-            GamesError::Invalid(format!("stored move {} does not replay: {e}", i + 1))
-        })?;
-        moves.push(played_move(i, side, convert::move_to_wire(&pos, &mv), m));
-        pos = pos.play_unchecked(&mv);
-    }
-    Ok((pos, moves))
-}
-
 fn time_control_wire(t: &TimeControlRec) -> pb::TimeControl {
     use pb::time_control::Kind;
     pb::TimeControl {
@@ -275,7 +251,7 @@ pub fn events_after(
 ) -> Result<Vec<pb::GameEvent>, GamesError> {
     let full = view(record, now)?;
     let mut out = Vec::new();
-    for e in record.events.iter().filter(|e| e.seq() > after) {
+    for e in record.timeline().iter().filter(|e| e.seq() > after) {
         use pb::game_event::Kind;
         let (seq, at_ms, kind) = match e {
             EventRec::Created { seq, at_ms } => {
@@ -305,13 +281,13 @@ pub fn events_after(
                     })?;
                 (*seq, *at_ms, Kind::MovePlayed(m))
             }
-            EventRec::DrawOffered { seq, at_ms, by } => {
+            EventRec::DrawOffered { seq, at_ms, by, .. } => {
                 (*seq, *at_ms, Kind::DrawOffered(color_wire((*by).into())))
             }
-            EventRec::DrawDeclined { seq, at_ms, by } => {
+            EventRec::DrawDeclined { seq, at_ms, by, .. } => {
                 (*seq, *at_ms, Kind::DrawDeclined(color_wire((*by).into())))
             }
-            EventRec::Finished { seq, at_ms } => (
+            EventRec::Finished { seq, at_ms, .. } => (
                 *seq,
                 *at_ms,
                 Kind::Finished(full.status.clone().unwrap_or_default()),

@@ -1,12 +1,14 @@
 //! The stored form of a live game and the pure rules of play around the engine: turns, clocks, draw
 //! offers, aborts, results. No I/O here: [`super::service`] loads, calls these, and stores.
 //!
-//! Schema (JSON in the live store under `game:{id}`, field `v` = 1): see [`GameRecord`]. Readers ignore
+//! Schema (JSON in the live store under `game:{id}`, field `v` = [`SCHEMA_VERSION`]): see [`GameRecord`].
+//! It is read and rewritten on every move, so it is kept small: moves are compact ([`MoveRec`]) and
+//! move events are not stored but merged in when the history is read ([`GameRecord::timeline`]). Readers ignore
 //! unknown fields, so fields can be added without a version bump.
 
 use draughts_engine::{
-    Color, DrawReason, Game, GameResult, GameStatus, Move, Position, RuleOptions, RuleSet, Variant,
-    WinReason,
+    Color, Count, DrawReason, Game, GameResult, GameStatus, Move, Position, RuleOptions, RuleSet,
+    Variant, WinReason,
 };
 use serde::{Deserialize, Serialize};
 
@@ -41,39 +43,79 @@ impl TimeControlRec {
     }
 }
 
-/// One played move: squares as PDN numbers (replayed against the legal moves), its text, and both
-/// clocks after it.
+/// One played move, compact (a game's record is read and written on every move): the squares stood
+/// on as PDN numbers (origin first, so `p[0]` is the origin and the last the destination), the captured
+/// squares in capture order, its text, when it was played and both clocks after it. Who moved follows
+/// from the ply and the start position's side to move. Enough to replay the move against the legal
+/// moves and to show it without a replay.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MoveRec {
-    pub from: u32,
-    pub to: u32,
-    #[serde(default)]
+    /// Path, PDN square numbers, origin first.
+    #[serde(rename = "p")]
+    pub path: Vec<u32>,
+    /// Captured squares, PDN numbers, in capture order.
+    #[serde(rename = "x", default, skip_serializing_if = "Vec::is_empty")]
     pub captured: Vec<u32>,
+    /// The move as written (the variant's notation).
+    #[serde(rename = "n")]
     pub text: String,
+    /// When it was played (Unix ms).
+    #[serde(rename = "t")]
     pub at_ms: u64,
+    /// White's and Black's remaining time after it, ms.
+    #[serde(rename = "w")]
     pub white_ms: u64,
+    #[serde(rename = "b")]
     pub black_ms: u64,
-    /// Who moved, the squares stood on (algebraic, origin first), the captured squares in capture order,
-    /// and whether the man was crowned: what a view shows, stored so views need no replay.
-    #[serde(default)]
-    pub side: Option<ColorRec>,
-    #[serde(default)]
-    pub path: Vec<String>,
-    #[serde(default)]
-    pub captured_names: Vec<String>,
-    #[serde(default)]
+    /// Whether the man was crowned.
+    #[serde(rename = "k", default, skip_serializing_if = "std::ops::Not::not")]
     pub promotes: bool,
 }
 
-/// Something that happened, in order; the history a watcher receives.
+impl MoveRec {
+    pub fn from(&self) -> u32 {
+        self.path.first().copied().unwrap_or(0)
+    }
+    pub fn to(&self) -> u32 {
+        self.path.last().copied().unwrap_or(0)
+    }
+}
+
+/// Something that happened, in order; the history a watcher receives. The record stores every kind
+/// but `Move` (each stored event carries `ply`, the number of moves played before it); the move events
+/// are merged in by [`GameRecord::timeline`], so a game's history costs nothing per move.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventRec {
-    Created { seq: u64, at_ms: u64 },
-    Move { seq: u64, at_ms: u64, ply: u32 },
-    DrawOffered { seq: u64, at_ms: u64, by: ColorRec },
-    DrawDeclined { seq: u64, at_ms: u64, by: ColorRec },
-    Finished { seq: u64, at_ms: u64 },
+    Created {
+        seq: u64,
+        at_ms: u64,
+    },
+    Move {
+        seq: u64,
+        at_ms: u64,
+        ply: u32,
+    },
+    DrawOffered {
+        seq: u64,
+        at_ms: u64,
+        by: ColorRec,
+        #[serde(default)]
+        ply: u32,
+    },
+    DrawDeclined {
+        seq: u64,
+        at_ms: u64,
+        by: ColorRec,
+        #[serde(default)]
+        ply: u32,
+    },
+    Finished {
+        seq: u64,
+        at_ms: u64,
+        #[serde(default)]
+        ply: u32,
+    },
 }
 
 impl EventRec {
@@ -84,6 +126,17 @@ impl EventRec {
             | EventRec::DrawOffered { seq, .. }
             | EventRec::DrawDeclined { seq, .. }
             | EventRec::Finished { seq, .. } => *seq,
+        }
+    }
+
+    /// Moves played before this event (for a move event: its own ply, so it counts itself).
+    pub fn ply(&self) -> u32 {
+        match self {
+            EventRec::Created { .. } => 0,
+            EventRec::Move { ply, .. }
+            | EventRec::DrawOffered { ply, .. }
+            | EventRec::DrawDeclined { ply, .. }
+            | EventRec::Finished { ply, .. } => *ply,
         }
     }
 }
@@ -123,7 +176,8 @@ pub struct ResultRec {
     pub description: String,
 }
 
-/// A live game as stored (schema version 1).
+/// A live game as stored (schema version 2; version 1, which stored move events and square names
+/// per move, was replaced before any deployment and is refused as corrupt).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GameRecord {
     pub v: u32,
@@ -154,12 +208,16 @@ pub struct GameRecord {
     pub created_ms: u64,
     #[serde(default)]
     pub finished_ms: Option<u64>,
+    /// Every event but the moves (see [`EventRec`]).
     #[serde(default)]
     pub events: Vec<EventRec>,
     /// Set once the finished game is in the durable store and on the finished-games stream.
     #[serde(default)]
     pub archived: bool,
 }
+
+/// The schema version written in `v`.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Why an action is refused (mapped to gRPC codes by the service's error type).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -200,7 +258,7 @@ impl GameRecord {
         }
         let initial = time.initial_ms();
         Ok(GameRecord {
-            v: 1,
+            v: SCHEMA_VERSION,
             id,
             variant: rules.variant().key().to_string(),
             options: rules.options().to_string(),
@@ -240,9 +298,10 @@ impl GameRecord {
     /// Replays the moves into an engine game (draw-rule counters and repetitions included).
     pub fn replay(&self) -> PlayResult<Game> {
         let mut game = Game::new(self.start_position()?);
+        let mut buffer = Vec::new();
         for (i, m) in self.moves.iter().enumerate() {
             let pos = *game.position();
-            let mv = find_move(&pos, m).ok_or_else(|| {
+            let mv = find_move(&pos, m, &mut buffer).ok_or_else(|| {
                 PlayError::Invalid(format!(
                     "stored move {} ({}) no longer replays",
                     i + 1,
@@ -290,8 +349,43 @@ impl GameRecord {
         Position::from_fen(self.rules()?, &self.fen).map_err(|e| PlayError::Invalid(e.to_string()))
     }
 
+    /// The number of the latest event (moves included); the game's revision.
+    pub fn last_seq(&self) -> u64 {
+        (self.moves.len() + self.events.len()) as u64
+    }
+
     fn next_seq(&self) -> u64 {
-        self.events.last().map_or(1, |e| e.seq() + 1)
+        self.last_seq() + 1
+    }
+
+    /// Every event in order, the stored ones merged with one `Move` event per move.
+    pub fn timeline(&self) -> Vec<EventRec> {
+        let mut out = Vec::with_capacity(self.moves.len() + self.events.len());
+        let mut stored = self.events.iter().peekable();
+        for ply in 0..=self.moves.len() as u32 {
+            while let Some(e) = stored.next_if(|e| e.ply() <= ply) {
+                out.push(e.clone());
+            }
+            if let Some(m) = self.moves.get(ply as usize) {
+                out.push(EventRec::Move {
+                    seq: out.len() as u64 + 1,
+                    at_ms: m.at_ms,
+                    ply: ply + 1,
+                });
+            }
+        }
+        out.extend(stored.cloned());
+        out
+    }
+
+    /// The side that played stored move `index` (0-based).
+    pub fn mover(&self, index: usize) -> Color {
+        let first = if self.start_fen.starts_with('B') {
+            Color::Black
+        } else {
+            Color::White
+        };
+        if index.is_multiple_of(2) { first } else { !first }
     }
 
     fn remaining(&self, side: Color) -> u64 {
@@ -323,7 +417,12 @@ impl GameRecord {
         self.result = Some(result);
         self.finished_ms = Some(now);
         self.draw_offer = None;
-        self.events.push(EventRec::Finished { seq, at_ms: now });
+        let ply = self.ply();
+        self.events.push(EventRec::Finished {
+            seq,
+            at_ms: now,
+            ply,
+        });
     }
 
     /// Ends the game on time if the side to move's flag has fallen at `now`. Returns whether it did.
@@ -364,21 +463,16 @@ impl GameRecord {
         }
         let text = pos.move_to_text(mv);
         let board = pos.board();
-        let (path, captured_names) = match pos.move_path(mv) {
+        let (path, captured) = match pos.move_path(mv) {
             Some(p) => (
-                p.path
-                    .iter()
-                    .map(|s| board.algebraic(*s).to_string())
-                    .collect(),
-                p.captured
-                    .iter()
-                    .map(|s| board.algebraic(*s).to_string())
-                    .collect(),
+                p.path.iter().map(|s| board.number(*s)).collect(),
+                p.captured.iter().map(|s| board.number(*s)).collect(),
             ),
-            None => (Vec::new(), Vec::new()),
+            None => (
+                vec![board.number(mv.from()), board.number(mv.to())],
+                mv.captured().map(|s| board.number(s)).collect(),
+            ),
         };
-        let mut captured: Vec<u32> = mv.captured().map(|s| board.number(s)).collect();
-        captured.sort_unstable();
         game.play(mv)
             .map_err(|e| PlayError::Refused(e.to_string()))?;
         let spent = now.saturating_sub(self.turn_started_ms);
@@ -393,16 +487,12 @@ impl GameRecord {
         *clock = reset.unwrap_or_else(|| clock.saturating_sub(spent) + increment);
         self.turn_started_ms = now;
         self.moves.push(MoveRec {
-            from: board.number(mv.from()),
-            to: board.number(mv.to()),
+            path,
             captured,
             text,
             at_ms: now,
             white_ms: self.white_ms,
             black_ms: self.black_ms,
-            side: Some(player.into()),
-            path,
-            captured_names,
             promotes: mv.promotes(),
         });
         self.fen = game.position().to_fen();
@@ -410,12 +500,6 @@ impl GameRecord {
         if self.draw_offer.is_some_and(|c| Color::from(c) != player) {
             self.draw_offer = None;
         }
-        let seq = self.next_seq();
-        self.events.push(EventRec::Move {
-            seq,
-            at_ms: now,
-            ply: self.ply(),
-        });
         if let GameStatus::Finished(r) = game.status() {
             self.finish(result_rec(&r), now);
         }
@@ -443,10 +527,12 @@ impl GameRecord {
         }
         self.draw_offer = Some(player.into());
         let seq = self.next_seq();
+        let ply = self.ply();
         self.events.push(EventRec::DrawOffered {
             seq,
             at_ms: now,
             by: player.into(),
+            ply,
         });
         Ok(())
     }
@@ -470,10 +556,12 @@ impl GameRecord {
             Some(c) if Color::from(c) != player => {
                 self.draw_offer = None;
                 let seq = self.next_seq();
+                let ply = self.ply();
                 self.events.push(EventRec::DrawDeclined {
                     seq,
                     at_ms: now,
                     by: player.into(),
+                    ply,
                 });
                 Ok(())
             }
@@ -534,15 +622,18 @@ impl GameRecord {
     }
 }
 
-/// The legal move of `pos` that a stored move names.
-fn find_move(pos: &Position, m: &MoveRec) -> Option<Move> {
+/// The legal move of `pos` that a stored move names: same origin, destination and captured squares
+/// (a capture's path is not needed: the engine counts moves with the same captures as one).
+fn find_move(pos: &Position, m: &MoveRec, buffer: &mut Vec<Move>) -> Option<Move> {
     let board = pos.board();
-    pos.legal_moves().into_iter().find(|mv| {
-        board.number(mv.from()) == m.from && board.number(mv.to()) == m.to && {
-            let mut c: Vec<u32> = mv.captured().map(|s| board.number(s)).collect();
-            c.sort_unstable();
-            c == m.captured
-        }
+    buffer.clear();
+    pos.legal_moves_into(buffer, Count::Unique);
+    let (from, to) = (m.from(), m.to());
+    buffer.iter().copied().find(|mv| {
+        board.number(mv.from()) == from
+            && board.number(mv.to()) == to
+            && mv.captured().count() as usize == m.captured.len()
+            && mv.captured().all(|s| m.captured.contains(&board.number(s)))
     })
 }
 
@@ -572,5 +663,112 @@ pub fn result_rec(r: &GameResult) -> ResultRec {
         outcome: outcome.into(),
         reason: reason.into(),
         description: r.describe(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn player(id: &str) -> PlayerRec {
+        PlayerRec {
+            id: id.into(),
+            name: id.into(),
+            guest: true,
+            computer: false,
+        }
+    }
+
+    fn new_game(variant: Variant) -> (GameRecord, Game) {
+        let start = Position::start(variant);
+        let record = GameRecord::new(
+            "g1".into(),
+            RuleSet::new(variant),
+            TimeControlRec::Fischer {
+                base_ms: 60_000,
+                increment_ms: 1_000,
+            },
+            player("w"),
+            player("b"),
+            false,
+            &start,
+            1_000,
+        )
+        .unwrap();
+        (record, Game::new(start))
+    }
+
+    fn play(record: &mut GameRecord, game: &mut Game, text: &str, now: u64) {
+        let mv = game.position().parse_move(text).unwrap();
+        let side = game.position().side_to_move();
+        record.play(side, game, &mv, now).unwrap();
+    }
+
+    /// Move events are merged in between the stored events in the order things happened, numbered
+    /// 1, 2, 3, ... with no gap, and the revision is the last number.
+    #[test]
+    fn timeline_merges_moves_with_stored_events_in_order() {
+        let (mut r, mut g) = new_game(Variant::English);
+        play(&mut r, &mut g, "11-15", 2_000);
+        r.offer_draw(Color::White, 2_500).unwrap();
+        r.decline_draw(Color::Black, 2_600).unwrap();
+        play(&mut r, &mut g, "23-19", 3_000);
+        play(&mut r, &mut g, "8-11", 4_000);
+        r.offer_draw(Color::Black, 4_100).unwrap();
+        r.resign(Color::White, 5_000).unwrap();
+        let kinds: Vec<(u64, &str, u32)> = r
+            .timeline()
+            .iter()
+            .map(|e| {
+                let kind = match e {
+                    EventRec::Created { .. } => "created",
+                    EventRec::Move { .. } => "move",
+                    EventRec::DrawOffered { .. } => "offer",
+                    EventRec::DrawDeclined { .. } => "decline",
+                    EventRec::Finished { .. } => "finished",
+                };
+                (e.seq(), kind, e.ply())
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (1, "created", 0),
+                (2, "move", 1),
+                (3, "offer", 1),
+                (4, "decline", 1),
+                (5, "move", 2),
+                (6, "move", 3),
+                (7, "offer", 3),
+                (8, "finished", 3),
+            ]
+        );
+        assert_eq!(r.last_seq(), 8);
+        assert_eq!(r.events.len(), 5, "no move event is stored");
+        assert_eq!(r.mover(0), Color::Black, "english: Black moves first");
+        assert_eq!(r.mover(1), Color::White);
+    }
+
+    /// The record round-trips through its JSON, replays to the same game, and a move costs well under
+    /// a hundred bytes of it.
+    #[test]
+    fn record_round_trips_and_moves_are_compact() {
+        let (mut r, mut g) = new_game(Variant::International);
+        let before = serde_json::to_vec(&r).unwrap().len();
+        let mut now = 2_000;
+        for text in ["32-28", "19-23", "28x19", "14x23"] {
+            now += 1_000;
+            play(&mut r, &mut g, text, now);
+        }
+        let bytes = serde_json::to_vec(&r).unwrap();
+        let per_move = (bytes.len() - before) / 4;
+        assert!(per_move < 100, "{per_move} bytes per move");
+        let back: GameRecord = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(back, r);
+        let replayed = back.replay().unwrap();
+        assert_eq!(replayed.position(), g.position());
+        assert_eq!(back.moves[2].path, [28, 19]);
+        assert_eq!(back.moves[2].captured, [23]);
+        assert_eq!(back.position().unwrap(), *g.position());
     }
 }

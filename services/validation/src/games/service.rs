@@ -30,7 +30,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use draughts_engine::{Color, Game, Move, Position, RuleSet};
 use draughts_proto::{ErrorKind, ServiceError};
-use draughts_store::{Database, LiveStore, Migration, StoreError};
+use draughts_store::{Database, Effect, LiveStore, Migration, StoreError};
 use serde::Serialize;
 
 use super::pdn;
@@ -240,6 +240,14 @@ fn decode(id: &str, bytes: &[u8]) -> GamesResult<GameRecord> {
     })
 }
 
+/// The signal watchers of a game wait for: the game's latest event number on its events channel.
+fn notification(record: &GameRecord) -> Effect {
+    Effect::Publish {
+        channel: keys::events(&record.id),
+        payload: Bytes::from(record.last_seq().to_string()),
+    }
+}
+
 /// A new game id: `g`, the creation time in hex, and 48 random bits (unique across replicas).
 fn new_game_id() -> String {
     use rand::Rng;
@@ -304,17 +312,27 @@ impl GamesCore {
             &new.start,
             now,
         )?;
-        self.live
-            .put(&keys::game(&record.id), encode(&record)?, None, None)
-            .await?;
         let side = new.start.side_to_move();
+        let effects = [
+            Effect::Schedule {
+                set: keys::DEADLINES.into(),
+                member: record.id.clone(),
+                at_unix_ms: record.deadline(side),
+            },
+            notification(&record),
+        ];
         self.live
-            .schedule(keys::DEADLINES, &record.id, record.deadline(side))
+            .put_with(
+                &keys::game(&record.id),
+                encode(&record)?,
+                None,
+                None,
+                &effects,
+            )
             .await?;
         for p in [&record.white.id, &record.black.id] {
             self.update_player_games(p, &record.id, true).await?;
         }
-        self.notify(&record).await;
         Ok(record)
     }
 
@@ -339,44 +357,42 @@ impl GamesCore {
         was_over: bool,
     ) -> GamesResult<GameRecord> {
         let finished_now = !was_over && record.is_over();
+        // The write, the clock schedule and the watchers' signal go to the live store as one atomic
+        // step (one round trip on Redis): no replica ever sees the move without its deadline.
+        let mut effects = Vec::with_capacity(3);
         if finished_now {
-            // Before the write: a crash after it still gets the game archived.
-            self.live
-                .schedule(keys::ARCHIVE, &record.id, self.now())
-                .await?;
+            // With the write: a crash right after it still gets the game archived by the schedule.
+            effects.push(Effect::Schedule {
+                set: keys::ARCHIVE.into(),
+                member: record.id.clone(),
+                at_unix_ms: self.now(),
+            });
+            effects.push(Effect::Cancel {
+                set: keys::DEADLINES.into(),
+                member: record.id.clone(),
+            });
+        } else if !record.is_over() {
+            let side = record.side_to_move()?;
+            effects.push(Effect::Schedule {
+                set: keys::DEADLINES.into(),
+                member: record.id.clone(),
+                at_unix_ms: record.deadline(side),
+            });
         }
+        effects.push(notification(&record));
         self.live
-            .put(
+            .put_with(
                 &keys::game(&record.id),
                 encode(&record)?,
                 Some(version),
                 None,
+                &effects,
             )
             .await?;
-        if finished_now {
-            self.live.cancel(keys::DEADLINES, &record.id).await?;
-            if let Err(e) = self.archive(&record).await {
-                tracing::warn!(game_id = %record.id, error = %e, "archiving deferred to the schedule");
-            }
-        } else if !record.is_over() {
-            let side = record.side_to_move()?;
-            self.live
-                .schedule(keys::DEADLINES, &record.id, record.deadline(side))
-                .await?;
+        if finished_now && let Err(e) = self.archive(&record).await {
+            tracing::warn!(game_id = %record.id, error = %e, "archiving deferred to the schedule");
         }
-        self.notify(&record).await;
         Ok(record)
-    }
-
-    async fn notify(&self, record: &GameRecord) {
-        let seq = record.events.last().map_or(0, |e| e.seq());
-        if let Err(e) = self
-            .live
-            .publish(&keys::events(&record.id), Bytes::from(seq.to_string()))
-            .await
-        {
-            tracing::warn!(game_id = %record.id, error = %e, "watchers not notified (they poll)");
-        }
     }
 
     /// Plays the move of `player_id`.
