@@ -9,7 +9,12 @@
 //! | 5 | 6 | - | - | 10 | rarely strays from the best move |
 //! | 6 | - | 15 000 | 1 s | 0 | a club player: a few plies of real search |
 //! | 7 | - | 100 000 | 2 s | 0 | |
-//! | 8 | - | 1 500 000 | 5 s | 0 | full strength at a fast move time (about half a second a move) |
+//! | 8 | - | 500 000 | 5 s | 0 | full strength at a fast move time (about a tenth of a second a move at 4-6 M nodes/s) |
+//!
+//! Levels stop on nodes or depth, so a level plays the same move on a slow or a busy machine; the time caps
+//! are only a safety net far above the normal search time (matches drop them unless `--movetime` is given).
+//! Level 8 was 1 500 000 nodes; 500 000 keeps the answer fast for a server and a 200-game match against
+//! level 6 affordable on two shared cores, and still beats level 7 (see README for the measured ladders).
 //!
 //! With noise, every root move is searched to the level's depth (multi-PV over all moves) and the move with
 //! the best `score + uniform(0, noise)` is played, so the beginner's mistakes are "almost best" moves that
@@ -49,7 +54,7 @@ impl Level {
             5 => (Some(6), None, None, 10),
             6 => (None, Some(15_000), Some(1_000), 0),
             7 => (None, Some(100_000), Some(2_000), 0),
-            8 => (None, Some(1_500_000), Some(5_000), 0),
+            8 => (None, Some(500_000), Some(5_000), 0),
             _ => return None,
         };
         Some(Level {

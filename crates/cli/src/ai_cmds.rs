@@ -96,9 +96,14 @@ pub(crate) struct MatchArgs {
     /// Number of games (each opening is played twice, colours swapped).
     #[arg(long, default_value_t = 20)]
     games: u32,
-    /// Time per move in milliseconds for Hub engines; for our levels it replaces the level's time cap.
+    /// Time per move in milliseconds for Hub engines (default 100); with it, our levels also get this
+    /// time cap. Without it our levels stop on their node or depth limits only, so the games do not
+    /// depend on the machine's load.
     #[arg(long)]
     movetime: Option<u64>,
+    /// Games played at the same time, one thread (and one pair of engines) each.
+    #[arg(long, default_value_t = 1)]
+    concurrency: u32,
     /// Seed for the levels' randomness.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -611,10 +616,17 @@ impl HubProcess {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(text) => {
-                    if let Some(l) = hub::parse_line(&text)
-                        && l.command == command
-                    {
-                        return Ok(l);
+                    if let Some(l) = hub::parse_line(&text) {
+                        if l.command == command {
+                            return Ok(l);
+                        }
+                        // A protocol error ends the match rather than passing unnoticed.
+                        if l.command == "error" {
+                            return Err(CliError(format!(
+                                "engine '{}' reported a protocol error: {text}",
+                                self.name
+                            )));
+                        }
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {
@@ -676,9 +688,8 @@ impl Engine {
         let level_text = lower.strip_prefix("level:").unwrap_or(&lower);
         if let Ok(n) = level_text.parse::<u8>() {
             let mut level = level(n)?;
-            if movetime.is_some() {
-                level.time = movetime;
-            }
+            // Deterministic by default: no time cap unless the match sets one.
+            level.time = movetime;
             return Ok(Engine::Level {
                 level,
                 searcher: Box::new(Searcher::new(rules)),
@@ -735,96 +746,211 @@ struct MatchJson {
     seconds: f64,
 }
 
+/// What a match needs to play any one of its games (shared by the worker threads).
+struct MatchPlan {
+    rules: RuleSet,
+    openings: Vec<Vec<Move>>,
+    seed: u64,
+    max_plies: u32,
+    hub_time: Duration,
+}
+
+/// One finished game, from engine A's point of view.
+struct GameOutcome {
+    index: u32,
+    a_white: bool,
+    plies: usize,
+    /// `None`: adjudicated a draw after `max_plies`.
+    result: Option<GameResult>,
+}
+
+/// Plays game number `index` of the match (its opening, colours and seeds depend on the index only, so a
+/// match of node-limited levels gives the same games whatever the concurrency).
+fn play_game(
+    plan: &MatchPlan,
+    index: u32,
+    engine_a: &mut Engine,
+    engine_b: &mut Engine,
+) -> Result<GameOutcome, CliError> {
+    let opening = &plan.openings[(index / 2) as usize % plan.openings.len()];
+    let a_white = index.is_multiple_of(2);
+    let mut game = Game::new(Position::start(plan.rules));
+    for mv in opening {
+        if game.play(mv).is_err() {
+            break;
+        }
+    }
+    let game_seed = plan
+        .seed
+        .wrapping_mul(1_000_003)
+        .wrapping_add(u64::from(index));
+    engine_a.new_game(game_seed)?;
+    engine_b.new_game(game_seed ^ 0xABCD)?;
+    while game.status() == GameStatus::Ongoing {
+        if game.moves().len() as u32 >= plan.max_plies {
+            return Ok(GameOutcome {
+                index,
+                a_white,
+                plies: game.moves().len(),
+                result: None,
+            });
+        }
+        let white_to_move = game.position().side_to_move() == Color::White;
+        let engine = if white_to_move == a_white {
+            &mut *engine_a
+        } else {
+            &mut *engine_b
+        };
+        let mv = engine.choose(&game, plan.hub_time)?;
+        game.play(&mv)
+            .map_err(|e| CliError(format!("illegal move from an engine: {e}")))?;
+    }
+    let result = match game.status() {
+        GameStatus::Finished(r) => Some(r),
+        GameStatus::Ongoing => None,
+    };
+    Ok(GameOutcome {
+        index,
+        a_white,
+        plies: game.moves().len(),
+        result,
+    })
+}
+
 fn run_match(a: MatchArgs) -> Result<(), CliError> {
     let variant: Variant = a.variant.parse()?;
     let rules = RuleSet::with_options(variant, RuleOptions::parse(&a.options)?)?;
     let movetime = a.movetime.map(Duration::from_millis);
-    let hub_time = movetime.unwrap_or(Duration::from_millis(100));
     let games = a.games.max(1);
-    let mut engine_a = Engine::start(&a.a, rules, movetime, a.seed)?;
-    let mut engine_b = Engine::start(&a.b, rules, movetime, a.seed ^ 1)?;
+    let concurrency = a.concurrency.clamp(1, games);
+    // Fail fast on bad engine specs before choosing openings.
+    let specs = [a.a.clone(), a.b.clone()];
+    let start_pair = |worker: u64| -> Result<(Engine, Engine), CliError> {
+        let seed = a.seed.wrapping_add(worker);
+        Ok((
+            Engine::start(&specs[0], rules, movetime, seed)?,
+            Engine::start(&specs[1], rules, movetime, seed ^ 1)?,
+        ))
+    };
+    let first_pair = start_pair(0)?;
     let plies = match variant {
         Variant::International | Variant::Turkish => 2,
         _ => 3,
     };
     eprintln!("choosing balanced openings ({plies} plies)...");
-    let openings = balanced_openings(rules, plies, games.div_ceil(2) as usize);
+    let plan = MatchPlan {
+        rules,
+        openings: balanced_openings(rules, plies, games.div_ceil(2) as usize),
+        seed: a.seed,
+        max_plies: a.max_plies,
+        hub_time: movetime.unwrap_or(Duration::from_millis(100)),
+    };
     eprintln!(
-        "{} openings; {games} games, {} vs {}",
-        openings.len(),
+        "{} openings; {games} games, {} vs {}, {concurrency} at a time",
+        plan.openings.len(),
         a.a,
         a.b
     );
     let start = Instant::now();
+    let next_game = std::sync::atomic::AtomicU32::new(0);
+    let (tx, rx) = mpsc::channel::<Result<GameOutcome, CliError>>();
     let mut tally = Tally::default();
     let mut adjudicated = 0;
-    for g in 0..games {
-        let opening = &openings[(g / 2) as usize % openings.len()];
-        let a_white = g % 2 == 0;
-        let mut game = Game::new(Position::start(rules));
-        for mv in opening {
-            if game.play(mv).is_err() {
-                break;
-            }
-        }
-        let game_seed = a.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(g));
-        engine_a.new_game(game_seed)?;
-        engine_b.new_game(game_seed ^ 0xABCD)?;
-        let mut result = None;
-        while game.status() == GameStatus::Ongoing {
-            if game.moves().len() as u32 >= a.max_plies {
-                adjudicated += 1;
-                break;
-            }
-            let white_to_move = game.position().side_to_move() == Color::White;
-            let engine = if white_to_move == a_white {
-                &mut engine_a
-            } else {
-                &mut engine_b
+    let mut first_error = None;
+    std::thread::scope(|scope| {
+        let mut first_pair = Some(first_pair);
+        for worker in 0..concurrency {
+            let tx = tx.clone();
+            let plan = &plan;
+            let next_game = &next_game;
+            let pair = match first_pair.take() {
+                Some(p) => Ok(p),
+                None => start_pair(u64::from(worker)),
             };
-            let mv = engine.choose(&game, hub_time)?;
-            game.play(&mv)
-                .map_err(|e| CliError(format!("illegal move from an engine: {e}")))?;
+            scope.spawn(move || {
+                let (mut engine_a, mut engine_b) = match pair {
+                    Ok(p) => p,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                loop {
+                    let index = next_game.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if index >= games {
+                        break;
+                    }
+                    let outcome = play_game(plan, index, &mut engine_a, &mut engine_b);
+                    let failed = outcome.is_err();
+                    if tx.send(outcome).is_err() || failed {
+                        // Stop the other workers too.
+                        next_game.store(games, std::sync::atomic::Ordering::Relaxed);
+                        break;
+                    }
+                }
+            });
         }
-        if let GameStatus::Finished(r) = game.status() {
-            result = Some(r);
+        drop(tx);
+        let mut finished = 0;
+        for outcome in rx {
+            let o = match outcome {
+                Ok(o) => o,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+            };
+            finished += 1;
+            let a_color = if o.a_white {
+                Color::White
+            } else {
+                Color::Black
+            };
+            let text = match o.result {
+                Some(GameResult::Win { winner, .. }) if winner == a_color => {
+                    tally.wins += 1;
+                    "A wins"
+                }
+                Some(GameResult::Win { .. }) => {
+                    tally.losses += 1;
+                    "B wins"
+                }
+                _ => {
+                    tally.draws += 1;
+                    "draw"
+                }
+            };
+            if o.result.is_none() {
+                adjudicated += 1;
+            }
+            let e = tally.elo();
+            eprintln!(
+                "game {} ({finished}/{games} done; A {}, {} plies): {text} ({}) | A +{} ={} -{} | {:.1}% | Elo {:+.0} ± {:.0}",
+                o.index + 1,
+                if o.a_white { "white" } else { "black" },
+                o.plies,
+                o.result.map(|r| r.describe()).unwrap_or_else(|| format!(
+                    "adjudicated a draw after {} plies",
+                    plan.max_plies
+                )),
+                tally.wins,
+                tally.draws,
+                tally.losses,
+                100.0 * e.score,
+                e.elo,
+                e.error
+            );
         }
-        let a_color = if a_white { Color::White } else { Color::Black };
-        let (text, describe) = match result {
-            Some(GameResult::Win { winner, .. }) if winner == a_color => {
-                tally.wins += 1;
-                ("A wins", result.map(|r| r.describe()))
-            }
-            Some(GameResult::Win { .. }) => {
-                tally.losses += 1;
-                ("B wins", result.map(|r| r.describe()))
-            }
-            _ => {
-                tally.draws += 1;
-                ("draw", result.map(|r| r.describe()))
-            }
-        };
-        let e = tally.elo();
-        eprintln!(
-            "game {}/{games} (A {}, {} plies): {text} ({}) | A +{} ={} -{} | {:.1}% | Elo {:+.0} ± {:.0}",
-            g + 1,
-            if a_white { "white" } else { "black" },
-            game.moves().len(),
-            describe.unwrap_or_else(|| format!("adjudicated after {} plies", a.max_plies)),
-            tally.wins,
-            tally.draws,
-            tally.losses,
-            100.0 * e.score,
-            e.elo,
-            e.error
-        );
+    });
+    if let Some(e) = first_error {
+        return Err(e);
     }
     let e = tally.elo();
     let report = MatchJson {
         variant: variant.key(),
         a: a.a.clone(),
         b: a.b.clone(),
-        games,
+        games: tally.games(),
         wins: tally.wins,
         draws: tally.draws,
         losses: tally.losses,
@@ -842,7 +968,7 @@ fn run_match(a: MatchArgs) -> Result<(), CliError> {
             report.variant,
             report.a,
             report.b,
-            games,
+            report.games,
             report.wins,
             report.draws,
             report.losses,

@@ -130,3 +130,63 @@ fn a_short_match_reports_a_result() {
     assert!(ok);
     assert!(out.contains("\"games\":2"), "{out}");
 }
+
+/// Reads one field of the match report.
+fn json_u64(out: &str, field: &str) -> u64 {
+    let key = format!("\"{field}\":");
+    let at = out.find(&key).unwrap_or_else(|| panic!("{field} in {out}")) + key.len();
+    out[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn the_hub_engine_plays_a_full_game_against_itself() {
+    // Both sides are `draughts hub` processes driven through the protocol by the match runner, which
+    // fails on any `error` line, an unparsable or illegal move, or a missing answer.
+    let engine = format!("hub:{} hub", env!("CARGO_BIN_EXE_draughts"));
+    let (ok, out) = run(&[
+        "match",
+        "--variant",
+        "international",
+        "--a",
+        &engine,
+        "--b",
+        &engine,
+        "--games",
+        "1",
+        "--movetime",
+        "10",
+        "--json",
+    ]);
+    assert!(ok, "{out}");
+    assert_eq!(json_u64(&out, "games"), 1, "{out}");
+    // Finished by the rules (a win or a rule draw), not cut off at the ply limit.
+    assert_eq!(json_u64(&out, "adjudicated"), 0, "{out}");
+}
+
+#[test]
+fn matches_of_levels_do_not_depend_on_concurrency() {
+    let report = |concurrency: &str| {
+        let (ok, out) = run(&[
+            "match",
+            "--variant",
+            "english",
+            "--a",
+            "3",
+            "--b",
+            "2",
+            "--games",
+            "4",
+            "--concurrency",
+            concurrency,
+            "--json",
+        ]);
+        assert!(ok, "{out}");
+        ["wins", "draws", "losses"].map(|f| json_u64(&out, f))
+    };
+    assert_eq!(report("1"), report("3"));
+}
