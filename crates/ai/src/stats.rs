@@ -17,6 +17,10 @@ pub struct EloEstimate {
     pub elo: f64,
     /// Half-width of the 95% interval, in Elo (infinite when undefined).
     pub error: f64,
+    /// The 95% interval itself, in Elo. Always finite: the score bounds are kept half a game inside
+    /// (0, 1), so a clean sweep of n games still says "at least so much".
+    pub lower: f64,
+    pub upper: f64,
 }
 
 fn elo_of(p: f64) -> f64 {
@@ -60,6 +64,8 @@ impl Tally {
             score: p,
             elo,
             error,
+            lower: lo,
+            upper: hi,
         }
     }
 }
@@ -78,6 +84,18 @@ mod tests {
         let e = t.elo();
         assert!(e.elo.abs() < 1e-9);
         assert!(e.error > 0.0 && e.error < 200.0);
+    }
+
+    #[test]
+    fn a_clean_sweep_has_a_finite_lower_bound() {
+        let e = Tally {
+            wins: 40,
+            draws: 0,
+            losses: 0,
+        }
+        .elo();
+        assert!(e.elo.is_infinite());
+        assert!(e.lower.is_finite() && e.lower > 400.0, "{}", e.lower);
     }
 
     #[test]

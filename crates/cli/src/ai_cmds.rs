@@ -740,8 +740,12 @@ struct MatchJson {
     draws: u32,
     losses: u32,
     score: f64,
+    /// `null` when one side scored everything (then see `elo_lower`/`elo_upper`).
     elo: f64,
     elo_error: f64,
+    /// The 95% interval (finite even for a clean sweep).
+    elo_lower: f64,
+    elo_upper: f64,
     adjudicated: u32,
     seconds: f64,
 }
@@ -815,6 +819,17 @@ fn play_game(
         plies: game.moves().len(),
         result,
     })
+}
+
+/// "Elo +191 ± 160 (95%)", or the interval's finite side after a clean sweep.
+fn elo_text(e: &draughts_ai::EloEstimate) -> String {
+    if e.elo.is_finite() && e.error.is_finite() {
+        format!("Elo {:+.0} ± {:.0} (95%)", e.elo, e.error)
+    } else if e.elo > 0.0 {
+        format!("Elo > {:+.0} (95%)", e.lower)
+    } else {
+        format!("Elo < {:+.0} (95%)", e.upper)
+    }
 }
 
 fn run_match(a: MatchArgs) -> Result<(), CliError> {
@@ -925,7 +940,7 @@ fn run_match(a: MatchArgs) -> Result<(), CliError> {
             }
             let e = tally.elo();
             eprintln!(
-                "game {} ({finished}/{games} done; A {}, {} plies): {text} ({}) | A +{} ={} -{} | {:.1}% | Elo {:+.0} ± {:.0}",
+                "game {} ({finished}/{games} done; A {}, {} plies): {text} ({}) | A +{} ={} -{} | {:.1}% | {}",
                 o.index + 1,
                 if o.a_white { "white" } else { "black" },
                 o.plies,
@@ -937,8 +952,7 @@ fn run_match(a: MatchArgs) -> Result<(), CliError> {
                 tally.draws,
                 tally.losses,
                 100.0 * e.score,
-                e.elo,
-                e.error
+                elo_text(&e)
             );
         }
     });
@@ -957,6 +971,8 @@ fn run_match(a: MatchArgs) -> Result<(), CliError> {
         score: e.score,
         elo: e.elo,
         elo_error: e.error,
+        elo_lower: e.lower,
+        elo_upper: e.upper,
         adjudicated,
         seconds: start.elapsed().as_secs_f64(),
     };
@@ -964,7 +980,7 @@ fn run_match(a: MatchArgs) -> Result<(), CliError> {
         print_line(&report);
     } else {
         println!(
-            "{} {} vs {}: {} games, A +{} ={} -{} ({:.1}%), Elo {:+.0} ± {:.0} (95%), {:.0} s",
+            "{} {} vs {}: {} games, A +{} ={} -{} ({:.1}%), {}, {:.0} s",
             report.variant,
             report.a,
             report.b,
@@ -973,8 +989,7 @@ fn run_match(a: MatchArgs) -> Result<(), CliError> {
             report.draws,
             report.losses,
             100.0 * report.score,
-            report.elo,
-            report.elo_error,
+            elo_text(&e),
             report.seconds
         );
     }
