@@ -6,7 +6,7 @@
 //! | 2 | 2 | - | - | 90 | one reply deep, still careless |
 //! | 3 | 3 | - | - | 50 | |
 //! | 4 | 4 | - | - | 25 | |
-//! | 5 | 6 | - | - | 10 | rarely strays from the best move |
+//! | 5 | 5 | - | - | 10 | rarely strays from the best move |
 //! | 6 | - | 15 000 | 1 s | 0 | a club player: a few plies of real search |
 //! | 7 | - | 100 000 | 2 s | 0 | |
 //! | 8 | - | 500 000 | 5 s | 0 | full strength at a fast move time (about a tenth of a second a move at 4-6 M nodes/s) |
@@ -51,7 +51,7 @@ impl Level {
             2 => (Some(2), None, None, 90),
             3 => (Some(3), None, None, 50),
             4 => (Some(4), None, None, 25),
-            5 => (Some(6), None, None, 10),
+            5 => (Some(5), None, None, 10),
             6 => (None, Some(15_000), Some(1_000), 0),
             7 => (None, Some(100_000), Some(2_000), 0),
             8 => (None, Some(500_000), Some(5_000), 0),
