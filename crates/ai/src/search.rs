@@ -756,7 +756,7 @@ impl Searcher {
         }
         if !pos.has_capture() {
             // A side with no capture and no move (every piece blocked) has lost.
-            if !pos.has_legal_move() {
+            if pos.count_quiet_moves() == 0 {
                 return -WIN + ply as i32;
             }
             return self.eval.evaluate(pos);

@@ -243,6 +243,29 @@ fn random_positions(v: Variant, n: usize, seed: u64) -> Vec<Position> {
     out
 }
 
+/// The counts the quiescence search uses instead of move lists agree with the lists, also in positions
+/// where a side is blocked (random playouts run on to the end of the game).
+#[test]
+fn quiet_move_counts_agree_with_the_move_lists() {
+    for v in Variant::ALL {
+        let mut rng = draughts_ai::Rng::new(11);
+        for _ in 0..if slow() { 400 } else { 40 } {
+            let mut pos = Position::start(v);
+            for _ in 0..300 {
+                let moves = pos.legal_moves();
+                assert_eq!(pos.has_legal_move(), !moves.is_empty(), "{pos:?}");
+                if !pos.has_capture() {
+                    assert_eq!(pos.count_quiet_moves(), moves.len() as u64, "{pos:?}");
+                }
+                if moves.is_empty() {
+                    break;
+                }
+                pos = pos.play_unchecked(&moves[rng.below(moves.len() as u64) as usize]);
+            }
+        }
+    }
+}
+
 #[test]
 fn returned_moves_and_lines_are_legal() {
     let n = if slow() { 60 } else { 6 };

@@ -360,7 +360,13 @@ impl Position {
     /// Whether the side to move has any legal move (without building a move list: a bitboard count of
     /// the quiet moves when there is no capture). A side without one has lost.
     pub fn has_legal_move(&self) -> bool {
-        self.has_capture() || dispatch!(self, count_quiet_dispatch) > 0
+        self.has_capture() || self.count_quiet_moves() > 0
+    }
+
+    /// The number of quiet (non-capturing) moves the side to move has, counted on bitboards without a
+    /// list; they are legal moves only when there is no capture (or captures are optional).
+    pub fn count_quiet_moves(&self) -> u64 {
+        dispatch!(self, count_quiet_dispatch)
     }
 
     /// Every legal move with every capture order and its path (several entries per `Move` when the same
