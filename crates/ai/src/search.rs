@@ -478,7 +478,7 @@ impl Searcher {
         let mut best_move = None;
         for (i, mv) in moves.iter().enumerate() {
             let child = pos.play_unchecked(mv);
-            self.push(mv, &child, 0);
+            self.push(mv, &child, 0, true);
             let ext = i32::from(single);
             let score = if i == 0 {
                 -self.alpha_beta(&child, depth - 1 + ext, -beta, -alpha, 1, true)
@@ -520,10 +520,11 @@ impl Searcher {
         line.extend_from_slice(&tail[0]);
     }
 
-    /// Records the move from ply `ply` to `ply + 1` for the draw rules.
+    /// Records the move from ply `ply` to `ply + 1` for the draw rules (and the child's hash, if its
+    /// search will read it).
     #[inline]
-    fn push(&mut self, mv: &Move, child: &Position, ply: usize) {
-        self.stack.push(child.hash());
+    fn push(&mut self, mv: &Move, child: &Position, ply: usize, needs_hash: bool) {
+        self.stack.push(if needs_hash { child.hash() } else { 0 });
         let irreversible = mv.is_capture() || !mv.is_king_move();
         self.reversible[ply + 1] = if irreversible {
             0
@@ -644,8 +645,10 @@ impl Searcher {
             pick(&mut list, &mut scores, i);
             let mv = list[i];
             let child = pos.play_unchecked(&mv);
-            self.push(&mv, &child, ply);
             let new_depth = depth - 1 + ext;
+            // A child searched at depth 0 goes straight to quiescence, which reads no hash (no table,
+            // no repetition) and pushes no children: it gets a placeholder instead of a computed hash.
+            self.push(&mv, &child, ply, new_depth > 0 && ply + 1 < MAX_PLY);
             let mut score;
             if i == 0 {
                 score = -self.alpha_beta(&child, new_depth, -beta, -alpha, ply + 1, pv_node);
