@@ -78,12 +78,23 @@ impl Level {
 
     /// Chooses a move (`None` if there is none).
     pub fn choose(&self, searcher: &mut Searcher, root: &RootState, rng: &mut Rng) -> Option<Move> {
+        self.choose_scored(searcher, root, rng).0
+    }
+
+    /// Chooses a move and says what the search thought of the position: the best line's internal score
+    /// for the side to move (`None` when there was nothing to search: no move or a single one).
+    pub fn choose_scored(
+        &self,
+        searcher: &mut Searcher,
+        root: &RootState,
+        rng: &mut Rng,
+    ) -> (Option<Move>, Option<i32>) {
         let n_moves = root.position.legal_moves().len();
         if n_moves <= 1 {
-            return root.position.legal_moves().first().copied();
+            return (root.position.legal_moves().first().copied(), None);
         }
         let result = searcher.search(root, &self.limits(n_moves), |_| {});
-        self.pick(&result, rng)
+        (self.pick(&result, rng), result.lines.first().map(|l| l.raw))
     }
 
     fn pick(&self, result: &SearchResult, rng: &mut Rng) -> Option<Move> {

@@ -110,6 +110,11 @@ pub(crate) struct MatchArgs {
     /// A game still going after this many plies is scored a draw.
     #[arg(long, default_value_t = 400)]
     max_plies: u32,
+    /// Adjudicate a game as won once both engines' own searches agree, on four consecutive moves (two
+    /// each), that one side is at least this many centi-men ahead (or has a forced win). Only engines that
+    /// report scores (our levels) take part; off by default.
+    #[arg(long)]
+    adjudicate: Option<i32>,
     /// Print the final report as JSON.
     #[arg(long)]
     json: bool,
@@ -715,18 +720,23 @@ impl Engine {
         Ok(())
     }
 
-    fn choose(&mut self, game: &Game, movetime: Duration) -> Result<Move, CliError> {
+    /// The engine's move, and its score of the position for the side to move (centi-men or the search's
+    /// win/loss scores) when it searched and says so (our levels do).
+    fn choose(&mut self, game: &Game, movetime: Duration) -> Result<(Move, Option<i32>), CliError> {
         let pos = game.position();
-        let mv = match self {
+        let (mv, score) = match self {
             Engine::Level {
                 level,
                 searcher,
                 rng,
-            } => level.choose(searcher, &RootState::from_game(game), rng),
-            Engine::Greedy(rng) => greedy_move(pos, rng),
-            Engine::Hub(p) => Some(p.choose(game, movetime)?),
+            } => level.choose_scored(searcher, &RootState::from_game(game), rng),
+            Engine::Greedy(rng) => (greedy_move(pos, rng), None),
+            Engine::Hub(p) => (Some(p.choose(game, movetime)?), None),
         };
-        mv.ok_or_else(|| CliError("engine found no move".into()))
+        Ok((
+            mv.ok_or_else(|| CliError("engine found no move".into()))?,
+            score,
+        ))
     }
 }
 
@@ -746,6 +756,7 @@ struct MatchJson {
     /// The 95% interval (finite even for a clean sweep).
     elo_lower: f64,
     elo_upper: f64,
+    /// Games the runner ended, not the rules: draws at `--max-plies` and wins by `--adjudicate`.
     adjudicated: u32,
     seconds: f64,
 }
@@ -757,6 +768,8 @@ struct MatchPlan {
     seed: u64,
     max_plies: u32,
     hub_time: Duration,
+    /// See `MatchArgs::adjudicate`.
+    adjudicate: Option<i32>,
 }
 
 /// One finished game, from engine A's point of view.
@@ -766,6 +779,8 @@ struct GameOutcome {
     plies: usize,
     /// `None`: adjudicated a draw after `max_plies`.
     result: Option<GameResult>,
+    /// Won by adjudication (`--adjudicate`): the winner.
+    adjudicated_winner: Option<Color>,
 }
 
 /// Plays game number `index` of the match (its opening, colours and seeds depend on the index only, so a
@@ -790,6 +805,8 @@ fn play_game(
         .wrapping_add(u64::from(index));
     engine_a.new_game(game_seed)?;
     engine_b.new_game(game_seed ^ 0xABCD)?;
+    // The last scores, from White's point of view (adjudication).
+    let mut white_scores: Vec<Option<i32>> = Vec::new();
     while game.status() == GameStatus::Ongoing {
         if game.moves().len() as u32 >= plan.max_plies {
             return Ok(GameOutcome {
@@ -797,6 +814,7 @@ fn play_game(
                 a_white,
                 plies: game.moves().len(),
                 result: None,
+                adjudicated_winner: None,
             });
         }
         let white_to_move = game.position().side_to_move() == Color::White;
@@ -805,9 +823,21 @@ fn play_game(
         } else {
             &mut *engine_b
         };
-        let mv = engine.choose(&game, plan.hub_time)?;
+        let (mv, score) = engine.choose(&game, plan.hub_time)?;
         game.play(&mv)
             .map_err(|e| CliError(format!("illegal move from an engine: {e}")))?;
+        if let Some(threshold) = plan.adjudicate {
+            white_scores.push(score.map(|s| if white_to_move { s } else { -s }));
+            if let Some(winner) = adjudicated_winner(&white_scores, threshold) {
+                return Ok(GameOutcome {
+                    index,
+                    a_white,
+                    plies: game.moves().len(),
+                    result: None,
+                    adjudicated_winner: Some(winner),
+                });
+            }
+        }
     }
     let result = match game.status() {
         GameStatus::Finished(r) => Some(r),
@@ -818,7 +848,22 @@ fn play_game(
         a_white,
         plies: game.moves().len(),
         result,
+        adjudicated_winner: None,
     })
+}
+
+/// The side both engines agree is winning: the last four scores (White's point of view, two from each
+/// engine) all at least `threshold` for the same side. A move without a score (forced, or an engine that
+/// reports none) breaks the run.
+fn adjudicated_winner(white_scores: &[Option<i32>], threshold: i32) -> Option<Color> {
+    let last = white_scores.get(white_scores.len().checked_sub(4)?..)?;
+    if last.iter().all(|s| s.is_some_and(|s| s >= threshold)) {
+        Some(Color::White)
+    } else if last.iter().all(|s| s.is_some_and(|s| s <= -threshold)) {
+        Some(Color::Black)
+    } else {
+        None
+    }
 }
 
 /// "Elo +191 ± 160 (95%)", or the interval's finite side after a clean sweep.
@@ -859,6 +904,7 @@ fn run_match(a: MatchArgs) -> Result<(), CliError> {
         seed: a.seed,
         max_plies: a.max_plies,
         hub_time: movetime.unwrap_or(Duration::from_millis(100)),
+        adjudicate: a.adjudicate,
     };
     eprintln!(
         "{} openings; {games} games, {} vs {}, {concurrency} at a time",
@@ -921,16 +967,21 @@ fn run_match(a: MatchArgs) -> Result<(), CliError> {
             } else {
                 Color::Black
             };
-            let text = match o.result {
-                Some(GameResult::Win { winner, .. }) if winner == a_color => {
+            let winner = match (o.result, o.adjudicated_winner) {
+                (Some(GameResult::Win { winner, .. }), _) => Some(winner),
+                (_, Some(winner)) => Some(winner),
+                _ => None,
+            };
+            let text = match winner {
+                Some(w) if w == a_color => {
                     tally.wins += 1;
                     "A wins"
                 }
-                Some(GameResult::Win { .. }) => {
+                Some(_) => {
                     tally.losses += 1;
                     "B wins"
                 }
-                _ => {
+                None => {
                     tally.draws += 1;
                     "draw"
                 }
@@ -938,16 +989,22 @@ fn run_match(a: MatchArgs) -> Result<(), CliError> {
             if o.result.is_none() {
                 adjudicated += 1;
             }
+            let how = match (o.result, o.adjudicated_winner) {
+                (Some(r), _) => r.describe(),
+                (None, Some(w)) => format!(
+                    "adjudicated: both engines see {} at least {} centi-men ahead",
+                    if w == Color::White { "white" } else { "black" },
+                    plan.adjudicate.unwrap_or_default()
+                ),
+                (None, None) => format!("adjudicated a draw after {} plies", plan.max_plies),
+            };
             let e = tally.elo();
             eprintln!(
                 "game {} ({finished}/{games} done; A {}, {} plies): {text} ({}) | A +{} ={} -{} | {:.1}% | {}",
                 o.index + 1,
                 if o.a_white { "white" } else { "black" },
                 o.plies,
-                o.result.map(|r| r.describe()).unwrap_or_else(|| format!(
-                    "adjudicated a draw after {} plies",
-                    plan.max_plies
-                )),
+                how,
                 tally.wins,
                 tally.draws,
                 tally.losses,
@@ -1080,4 +1137,25 @@ fn search_bench(a: SearchBenchArgs) -> Result<(), CliError> {
         crate::print_json(&out)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adjudication_needs_four_agreeing_scores() {
+        let w = |v: &[Option<i32>]| adjudicated_winner(v, 500);
+        assert_eq!(w(&[Some(600), Some(700), Some(800)]), None);
+        assert_eq!(
+            w(&[Some(0), Some(600), Some(700), Some(500), Some(900)]),
+            Some(Color::White)
+        );
+        assert_eq!(
+            w(&[Some(-600), Some(-29_990), Some(-700), Some(-500)]),
+            Some(Color::Black)
+        );
+        assert_eq!(w(&[Some(600), None, Some(700), Some(800)]), None);
+        assert_eq!(w(&[Some(600), Some(-700), Some(700), Some(800)]), None);
+    }
 }
