@@ -1064,8 +1064,14 @@ impl RatingsCore {
         if let Some((rating, player)) = &after {
             query = query.bind(*rating).bind(player.clone());
         }
-        // The rows and the rank of the first one are read in one snapshot.
+        // The rows and the rank of the first one are read in one snapshot (SQLite: a read transaction
+        // is one; PostgreSQL needs REPEATABLE READ for that, its default is per statement).
         let mut tx = self.db.pool().begin().await?;
+        if self.db.backend() == draughts_store::DbBackend::Postgres {
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .execute(&mut *tx)
+                .await?;
+        }
         let rows = query.fetch_all(&mut *tx).await?;
         let mut decoded = Vec::with_capacity(rows.len());
         for row in &rows {
