@@ -261,6 +261,18 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
         max: usize,
     ) -> Result<Vec<String>, StoreError>;
 
+    /// Like [`take_due`](LiveStore::take_due), but the members handed out stay scheduled, moved to
+    /// `now_unix_ms + retry_in`: a caller that dies before it has dealt with a member (and
+    /// rescheduled or cancelled it) does not lose it, it comes due again. Each due member is
+    /// handed to exactly one caller until then.
+    async fn claim_due(
+        &self,
+        set: &str,
+        now_unix_ms: u64,
+        max: usize,
+        retry_in: Duration,
+    ) -> Result<Vec<String>, StoreError>;
+
     /// The earliest scheduled member and its time, without removing it (to know how long
     /// to sleep).
     async fn next_due(&self, set: &str) -> Result<Option<(String, u64)>, StoreError>;

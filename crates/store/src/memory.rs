@@ -605,6 +605,32 @@ impl LiveStore for MemoryStore {
         Ok(due)
     }
 
+    async fn claim_due(
+        &self,
+        set: &str,
+        now_unix_ms: u64,
+        max: usize,
+        retry_in: Duration,
+    ) -> Result<Vec<String>, StoreError> {
+        positive_max(max)?;
+        let retry_at = now_unix_ms.saturating_add(positive_ms("retry_in", retry_in)?);
+        let mut state = self.lock();
+        let Some(schedule) = state.schedules.get(set) else {
+            return Ok(Vec::new());
+        };
+        let due: Vec<String> = schedule
+            .by_time
+            .iter()
+            .take_while(|(at, _)| *at <= now_unix_ms)
+            .take(max)
+            .map(|(_, member)| member.clone())
+            .collect();
+        for member in &due {
+            state.schedule(set, member, retry_at);
+        }
+        Ok(due)
+    }
+
     async fn next_due(&self, set: &str) -> Result<Option<(String, u64)>, StoreError> {
         Ok(self.lock().schedules.get(set).and_then(|schedule| {
             schedule

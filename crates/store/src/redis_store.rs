@@ -141,6 +141,16 @@ end
 return due
 ";
 
+/// KEYS[1] = schedule zset; ARGV[1] = now (ms), ARGV[2] = max, ARGV[3] = retry time (ms). Returns
+/// the due members, each moved to the retry time.
+const CLAIM_DUE_SCRIPT: &str = r"
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+for _, member in ipairs(due) do
+  redis.call('ZADD', KEYS[1], 'XX', ARGV[3], member)
+end
+return due
+";
+
 /// KEYS[1] = counter; ARGV[1] = window ms. Returns the count in the current window.
 const HIT_SCRIPT: &str = r"
 local count = redis.call('INCR', KEYS[1])
@@ -157,6 +167,7 @@ struct Scripts {
     lease: Script,
     release: Script,
     take_due: Script,
+    claim_due: Script,
     hit: Script,
 }
 
@@ -252,6 +263,7 @@ impl RedisStore {
                 lease: Script::new(LEASE_SCRIPT),
                 release: Script::new(RELEASE_SCRIPT),
                 take_due: Script::new(TAKE_DUE_SCRIPT),
+                claim_due: Script::new(CLAIM_DUE_SCRIPT),
                 hit: Script::new(HIT_SCRIPT),
             }),
         })
@@ -682,6 +694,26 @@ impl LiveStore for RedisStore {
             .key(self.keys.schedule(set))
             .arg(now_unix_ms)
             .arg(max)
+            .invoke_async(&mut self.conn())
+            .await?)
+    }
+
+    async fn claim_due(
+        &self,
+        set: &str,
+        now_unix_ms: u64,
+        max: usize,
+        retry_in: Duration,
+    ) -> Result<Vec<String>, StoreError> {
+        positive_max(max)?;
+        let retry_at = now_unix_ms.saturating_add(positive_ms("retry_in", retry_in)?);
+        Ok(self
+            .scripts
+            .claim_due
+            .key(self.keys.schedule(set))
+            .arg(now_unix_ms)
+            .arg(max)
+            .arg(retry_at)
             .invoke_async(&mut self.conn())
             .await?)
     }

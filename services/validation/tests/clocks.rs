@@ -176,3 +176,42 @@ async fn correspondence_deadline_and_timeout_claim() {
         ("white", "time")
     );
 }
+
+/// A replica that claimed a due deadline and died before ending the game loses nothing: the claim runs
+/// out and another replica's timer ends the game on time.
+#[tokio::test]
+async fn a_deadline_claimed_by_a_dead_replica_comes_back() {
+    use draughts_validation::games::service::{CLAIM_RETRY, keys};
+    let core = core().await;
+    let g = core
+        .create(new_game(TimeControlRec::Fischer {
+            base_ms: 5_000,
+            increment_ms: 0,
+        }))
+        .await
+        .unwrap();
+    // Black's flag falls at 5 s; the "dead" replica claims the deadline at 6 s and then does nothing.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let claimed = core
+        .live()
+        .claim_due(keys::DEADLINES, core.now(), 10, CLAIM_RETRY)
+        .await
+        .unwrap();
+    assert_eq!(claimed, std::slice::from_ref(&g.id));
+    // A live replica's timer starts: nothing is due while the claim lasts...
+    let timers = tokio::spawn(core.clone().run_timers(std::future::pending()));
+    tokio::time::sleep(CLAIM_RETRY - Duration::from_secs(1)).await;
+    assert!(core.load(&g.id).await.unwrap().0.result.is_none());
+    // ...and once it runs out, the game ends on time, at Black's real deadline on the clock.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (r, _) = core.load(&g.id).await.unwrap();
+    let result = r.result.expect("ended on time after the claim ran out");
+    assert_eq!(
+        (result.outcome.as_str(), result.reason.as_str()),
+        ("white", "time")
+    );
+    assert_eq!(r.black_ms, 0);
+    // Dealt with: nothing left in the schedule.
+    assert_eq!(core.live().next_due(keys::DEADLINES).await.unwrap(), None);
+    timers.abort();
+}

@@ -40,6 +40,9 @@ struct Args {
     /// Stop after this long (measurement, after the warm-up).
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     duration: Duration,
+    /// Moves before the measurement starts are not counted (game set-up, connection warm-up).
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    warmup: Duration,
     /// Stop after this many moves in all.
     #[arg(long, default_value_t = 5_000_000)]
     moves: u64,
@@ -121,12 +124,14 @@ async fn main() -> anyhow::Result<()> {
         channels.push(Channel::from_shared(target.uri())?.connect().await?);
     }
     let stop = Arc::new(AtomicBool::new(false));
+    let measuring = Arc::new(AtomicBool::new(false));
     let total = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
     for i in 0..args.games {
         let ch = channels[i % channels.len()].clone();
         let (stop, total, errors) = (stop.clone(), total.clone(), errors.clone());
+        let measuring = measuring.clone();
         let limit = args.moves;
         // Paced games start spread over one interval, so the load is even from the first second.
         let interval =
@@ -168,8 +173,10 @@ async fn main() -> anyhow::Result<()> {
                     let t = Instant::now();
                     let r = games.play_move(authed(token, req)).await;
                     let us = t.elapsed().as_micros() as u64;
-                    hist.saturating_record(us.max(1));
-                    total.fetch_add(1, Ordering::Relaxed);
+                    if measuring.load(Ordering::Relaxed) {
+                        hist.saturating_record(us.max(1));
+                        total.fetch_add(1, Ordering::Relaxed);
+                    }
                     if let Err(e) = r {
                         errors.fetch_add(1, Ordering::Relaxed);
                         eprintln!("PlayMove: {:?} {}", e.code(), e.message());
@@ -180,6 +187,8 @@ async fn main() -> anyhow::Result<()> {
             Ok::<_, tonic::Status>(hist)
         }));
     }
+    tokio::time::sleep(args.warmup).await;
+    measuring.store(true, Ordering::Relaxed);
     let start = Instant::now();
     let mut last = 0;
     while start.elapsed() < args.duration && total.load(Ordering::Relaxed) < args.moves {

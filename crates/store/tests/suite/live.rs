@@ -51,6 +51,7 @@ macro_rules! live_store_suite {
                 take_due_is_exactly_once_under_concurrency,
                 schedule_cancel_and_next_due,
                 put_with_applies_effects_only_when_it_wins,
+                claimed_due_members_come_back_unless_dealt_with,
                 rate_counter_resets_after_window,
                 errors_have_codes,
             );
@@ -779,6 +780,50 @@ pub mod checks {
             .await
             .unwrap();
         assert_eq!(v3, 3);
+    }
+
+    pub async fn claimed_due_members_come_back_unless_dealt_with(store: Store) {
+        let retry = Duration::from_secs(10);
+        for (member, at) in [
+            ("g1", 1_000),
+            ("g2", 2_000),
+            ("g3", 3_000),
+            ("later", 90_000),
+        ] {
+            store.schedule("flags", member, at).await.unwrap();
+        }
+        // Two claimers at once: each due member goes to exactly one of them.
+        let (a, b) = tokio::join!(
+            store.claim_due("flags", 5_000, 2, retry),
+            store.claim_due("flags", 5_000, 2, retry)
+        );
+        let mut both: Vec<String> = a.unwrap().into_iter().chain(b.unwrap()).collect();
+        both.sort();
+        assert_eq!(both, ["g1", "g2", "g3"]);
+        assert!(
+            store
+                .claim_due("flags", 5_000, 10, retry)
+                .await
+                .unwrap()
+                .is_empty(),
+            "claimed members are not due again before the retry time"
+        );
+        // The claimer dealt with g1 (cancelled) and g2 (rescheduled); g3's claimer died.
+        assert!(store.cancel("flags", "g1").await.unwrap());
+        store.schedule("flags", "g2", 60_000).await.unwrap();
+        assert_eq!(
+            store.next_due("flags").await.unwrap(),
+            Some(("g3".to_owned(), 15_000)),
+            "g3 comes back at claim time + retry"
+        );
+        assert_eq!(
+            store.claim_due("flags", 15_000, 10, retry).await.unwrap(),
+            ["g3"]
+        );
+        assert!(matches!(
+            store.claim_due("flags", 1, 10, Duration::ZERO).await,
+            Err(StoreError::InvalidArgument(_))
+        ));
     }
 
     pub async fn rate_counter_resets_after_window(store: Store) {

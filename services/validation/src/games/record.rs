@@ -385,7 +385,11 @@ impl GameRecord {
         } else {
             Color::White
         };
-        if index.is_multiple_of(2) { first } else { !first }
+        if index.is_multiple_of(2) {
+            first
+        } else {
+            !first
+        }
     }
 
     fn remaining(&self, side: Color) -> u64 {

@@ -53,6 +53,10 @@ pub mod keys {
     pub const FINISHED: &str = "games.finished";
 }
 
+/// How long a deadline or archive job claimed by a replica's timer stays away before another replica
+/// may claim it (only if the first died before dealing with it).
+pub const CLAIM_RETRY: Duration = Duration::from_secs(10);
+
 /// Durable schema of finished games.
 pub const MIGRATIONS: &[Migration<'static>] = &[Migration {
     version: 1,
@@ -446,10 +450,15 @@ impl GamesCore {
         for _ in 0..5 {
             let (mut record, version) = match self.load(id).await {
                 Ok(x) => x,
-                Err(GamesError::NotFound(_)) => return Ok(()),
+                Err(GamesError::NotFound(_)) => {
+                    self.live.cancel(keys::DEADLINES, id).await?;
+                    return Ok(());
+                }
                 Err(e) => return Err(e),
             };
             if record.is_over() {
+                // Claimed deadlines stay scheduled until dealt with (see `run_timers`).
+                self.live.cancel(keys::DEADLINES, id).await?;
                 return Ok(());
             }
             let now = self.now();
@@ -484,7 +493,8 @@ impl GamesCore {
         let result_text = pdn::result_text(record);
         let finished_at = record.finished_ms.unwrap_or(record.created_ms);
         let json = serde_json::to_string(record).map_err(|e| GamesError::Invalid(e.to_string()))?;
-        let inserted = sqlx_insert(
+        // The row is keyed by game id: a repeat inserts nothing.
+        sqlx_insert(
             &self.db,
             record,
             result,
@@ -494,7 +504,10 @@ impl GamesCore {
             &json,
         )
         .await?;
-        if inserted {
+        // Published whenever the game is not yet marked archived, not only when this call inserted
+        // the row: a crash between the insert and the append must not lose the event. A repeat is
+        // possible and allowed (consumers deduplicate by game id; see the module docs).
+        {
             let carrier = draughts_runtime::propagation::inject_map();
             let event = FinishedEvent {
                 v: 1,
@@ -606,7 +619,14 @@ impl GamesCore {
         tokio::pin!(shutdown);
         loop {
             let now = self.now();
-            match self.live.take_due(keys::DEADLINES, now, 100).await {
+            // Claimed, not taken: a due game stays scheduled (moved CLAIM_RETRY ahead) until this
+            // replica has dealt with it, so a replica killed in between loses nothing; another one
+            // picks the game up when the claim runs out.
+            match self
+                .live
+                .claim_due(keys::DEADLINES, now, 100, CLAIM_RETRY)
+                .await
+            {
                 Ok(ids) => {
                     for id in ids {
                         if let Err(e) = self.enforce_clock(&id).await {
@@ -617,11 +637,20 @@ impl GamesCore {
                 }
                 Err(e) => tracing::warn!(error = %e, "deadline schedule unavailable"),
             }
-            if let Ok(ids) = self.live.take_due(keys::ARCHIVE, now, 100).await {
+            if let Ok(ids) = self
+                .live
+                .claim_due(keys::ARCHIVE, now, 100, CLAIM_RETRY)
+                .await
+            {
                 for id in ids {
                     let r = match self.load(&id).await {
                         Ok((r, _)) => self.archive(&r).await,
-                        Err(GamesError::NotFound(_)) => Ok(()),
+                        Err(GamesError::NotFound(_)) => self
+                            .live
+                            .cancel(keys::ARCHIVE, &id)
+                            .await
+                            .map(drop)
+                            .map_err(GamesError::from),
                         Err(e) => Err(e),
                     };
                     if let Err(e) = r {
