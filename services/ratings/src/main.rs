@@ -1,6 +1,10 @@
 use clap::Parser;
 use draughts_ratings::Config;
 
+/// mimalloc, like the other service binaries (see the workspace Cargo.toml).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();
