@@ -160,6 +160,9 @@ fn the_hub_engine_plays_a_full_game_against_itself() {
         "1",
         "--movetime",
         "10",
+        // Far above any real game: the draw rules end a game long before.
+        "--max-plies",
+        "2000",
         "--json",
     ]);
     assert!(ok, "{out}");
