@@ -121,6 +121,22 @@ impl Database {
                 .min_connections(1)
                 .idle_timeout(None)
                 .max_lifetime(None)
+        } else if backend == DbBackend::Sqlite {
+            // A file: write-ahead logging, so readers never wait for the writer and a commit is an
+            // append to the log, synced at checkpoints (`synchronous=NORMAL`: a power cut may lose the
+            // last commits, never corrupt the file). Without it every commit synced the whole file and
+            // concurrent writers queued behind each other up to the busy timeout (seen as multi-second
+            // stalls when many games finished at once).
+            AnyPoolOptions::new()
+                .max_connections(max_connections.max(1))
+                .after_connect(|conn, _meta| {
+                    Box::pin(async move {
+                        use sqlx::Executor;
+                        conn.execute("PRAGMA journal_mode=WAL").await?;
+                        conn.execute("PRAGMA synchronous=NORMAL").await?;
+                        Ok(())
+                    })
+                })
         } else {
             AnyPoolOptions::new().max_connections(max_connections.max(1))
         };
