@@ -7,6 +7,8 @@ use draughts_loadgen::report::StoppedBy;
 use draughts_loadgen::{LoadError, LoadSettings, PreparedCall, Report, Target, run_load};
 use draughts_validation::Config;
 
+use draughts_testkit::ServiceUnderTest;
+
 const VALIDATE_MOVE: &str = "draughts.v1.Rules/ValidateMove";
 const ENGLISH_11_15: &str = r#"{"rules":{"variant":"VARIANT_ENGLISH"},"move":{"text":"11-15"}}"#;
 /// International middle game, 16 men each, White to move: 28x17 (the only legal move) takes the man on 22.
@@ -14,31 +16,26 @@ const INTERNATIONAL_CAPTURE: &str = r#"{"rules":{"variant":"VARIANT_INTERNATIONA
     "fen":"W:W27,28,31,32,33,34,36,37,38,39,41,42,43,44,46,47:B3,6,7,8,9,11,12,13,14,16,18,19,22,23,24,25",
     "move":{"text":"28x17"}}"#;
 
+/// The validation service on 127.0.0.1:0 (the shared harness from testkit).
 struct Server {
     addr: SocketAddr,
-    stop: tokio::sync::oneshot::Sender<()>,
-    handle: tokio::task::JoinHandle<()>,
+    inner: ServiceUnderTest,
 }
 
 impl Server {
     async fn start() -> Server {
-        let config = Config::for_tests();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            draughts_validation::run(config, listener, async {
-                let _ = stopped.await;
-            })
-            .await
-            .unwrap();
-        });
-        Server { addr, stop, handle }
+        let inner = ServiceUnderTest::start(|listener, shutdown| {
+            draughts_validation::run(Config::for_tests(), listener, shutdown)
+        })
+        .await;
+        Server {
+            addr: inner.addr(),
+            inner,
+        }
     }
 
     async fn stop(self) {
-        let _ = self.stop.send(());
-        self.handle.await.unwrap();
+        self.inner.stop().await
     }
 }
 

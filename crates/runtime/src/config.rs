@@ -90,6 +90,16 @@ pub struct TelemetryConfig {
 }
 
 impl TelemetryConfig {
+    /// Warnings only, as text; no trace export, no metrics listener.
+    pub fn for_tests() -> TelemetryConfig {
+        TelemetryConfig {
+            log: "warn".into(),
+            log_format: "text".into(),
+            otlp_endpoint: None,
+            metrics_listen: "off".into(),
+        }
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !matches!(self.log_format.as_str(), "text" | "json") {
             return Err(ConfigError(format!(

@@ -90,6 +90,20 @@ pub fn prometheus() -> &'static PrometheusHandle {
 }
 
 /// Serves `GET /metrics` on `addr` until `shutdown` completes; returns the bound address.
+/// What every service binary's `main` does first: [`init`], then the Prometheus listener (if
+/// configured) until the process is asked to stop. Keep the guard until the end of `main`.
+pub async fn start(
+    service: &str,
+    config: &TelemetryConfig,
+) -> Result<TelemetryGuard, Box<dyn std::error::Error + Send + Sync>> {
+    let guard = init(service, config)?;
+    if let Some(addr) = config.metrics_addr()? {
+        let bound = serve_metrics(addr, crate::shutdown_signal()).await?;
+        tracing::info!(%bound, "metrics on http://{bound}/metrics");
+    }
+    Ok(guard)
+}
+
 pub async fn serve_metrics(
     addr: SocketAddr,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,

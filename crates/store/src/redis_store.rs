@@ -44,36 +44,10 @@ const MAX_IDLE_BLOCKING: usize = 8;
 /// Upper bound on `XAUTOCLAIM` round trips in one `claim_idle` call.
 const MAX_CLAIM_ROUNDS: usize = 64;
 
-/// KEYS[1] = kv hash; ARGV[1] = value, ARGV[2] = expected version ('' = must not exist),
-/// ARGV[3] = ttl in ms ('0' = none). Returns {1, new version} or {0, stored version or -1}.
-fn put_script() -> Script {
-    Script::new(&format!(
-        r"
-local current = redis.call('HGET', KEYS[1], '{version}')
-if ARGV[2] == '' then
-  if current then return {{0, tonumber(current)}} end
-elseif current ~= ARGV[2] then
-  if current then return {{0, tonumber(current)}} end
-  return {{0, -1}}
-end
-local version = (current and tonumber(current) or 0) + 1
-redis.call('HSET', KEYS[1], '{value}', ARGV[1], '{version}', tostring(version))
-if ARGV[3] == '0' then
-  redis.call('PERSIST', KEYS[1])
-else
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-end
-return {{1, version}}
-",
-        version = KV_VERSION_FIELD,
-        value = KV_VALUE_FIELD,
-    ))
-}
-
-/// The compare-and-set of [`put_script`] followed, if it wins, by effects. KEYS[1] = kv hash,
-/// KEYS[2..] = the schedule sets of the schedule/cancel effects in order; ARGV[1..3] as for
-/// `put_script`, then three arguments per effect: `s`, member, time (ZADD); `c`, member, ''
-/// (ZREM); `p`, channel, payload (PUBLISH). Same reply as `put_script`.
+/// Compare-and-set followed, if it wins, by effects. KEYS[1] = kv hash, KEYS[2..] = the schedule
+/// sets of the schedule/cancel effects in order; ARGV[1] = value, ARGV[2] = expected version ('' =
+/// must not exist), ARGV[3] = ttl in ms ('0' = none), then three arguments per effect: `s`, member, time (ZADD); `c`, member, ''
+/// (ZREM); `p`, channel, payload (PUBLISH). Returns {1, new version} or {0, stored version or -1}.
 fn put_with_script() -> Script {
     Script::new(&format!(
         r"
@@ -162,7 +136,6 @@ return count
 
 #[derive(Clone)]
 struct Scripts {
-    put: Script,
     put_with: Script,
     lease: Script,
     release: Script,
@@ -258,7 +231,6 @@ impl RedisStore {
             idle_blocking: Arc::new(Mutex::new(Vec::new())),
             keys: Keys::new(prefix),
             scripts: Arc::new(Scripts {
-                put: put_script(),
                 put_with: put_with_script(),
                 lease: Script::new(LEASE_SCRIPT),
                 release: Script::new(RELEASE_SCRIPT),
@@ -360,31 +332,7 @@ impl LiveStore for RedisStore {
         expected: Option<Version>,
         ttl: Option<Duration>,
     ) -> Result<Version, StoreError> {
-        let ttl_ms = match ttl {
-            Some(ttl) => positive_ms("ttl", ttl)?,
-            None => 0,
-        };
-        let expected_arg = expected
-            .map(|version| version.to_string())
-            .unwrap_or_default();
-        let (won, version): (i64, i64) = self
-            .scripts
-            .put
-            .key(self.keys.kv(key))
-            .arg(value.as_ref())
-            .arg(expected_arg)
-            .arg(ttl_ms)
-            .invoke_async(&mut self.conn())
-            .await?;
-        if won == 1 {
-            return Version::try_from(version)
-                .map_err(|_| StoreError::internal("redis", "negative version"));
-        }
-        Err(StoreError::Conflict {
-            key: key.to_owned(),
-            expected,
-            actual: Version::try_from(version).ok(),
-        })
+        self.put_with(key, value, expected, ttl, &[]).await
     }
 
     async fn put_with(
@@ -395,9 +343,6 @@ impl LiveStore for RedisStore {
         ttl: Option<Duration>,
         effects: &[Effect],
     ) -> Result<Version, StoreError> {
-        if effects.is_empty() {
-            return self.put(key, value, expected, ttl).await;
-        }
         let ttl_ms = match ttl {
             Some(ttl) => positive_ms("ttl", ttl)?,
             None => 0,

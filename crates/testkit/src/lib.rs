@@ -11,9 +11,14 @@
 //! # Ok::<(), draughts_testkit::TestkitError>(())
 //! ```
 //!
+//! [`ServiceUnderTest`] runs a service's `run(listener, shutdown)` in-process on `127.0.0.1:0`.
+//!
 //! Needs the Debian packages `redis-server` and `postgresql` (the binaries are looked up
 //! on `PATH` and under `/usr/lib/postgresql/*/bin`). PostgreSQL refuses to run as root,
 //! so when the tests run as root the cluster is created and run as the `postgres` user.
+
+mod service;
+pub use service::{ServiceUnderTest, Shutdown};
 
 use std::ffi::OsStr;
 use std::fs;

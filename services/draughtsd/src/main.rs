@@ -13,13 +13,9 @@ async fn main() -> anyhow::Result<()> {
         config.auth.token_secret = draughtsd::random_secret();
     }
     config.validate()?;
-    let _telemetry = draughts_runtime::telemetry::init("draughtsd", &config.telemetry)?;
-    if let Some(addr) = config.telemetry.metrics_addr()? {
-        let bound =
-            draughts_runtime::telemetry::serve_metrics(addr, draughts_runtime::shutdown_signal())
-                .await?;
-        tracing::info!(%bound, "metrics on http://{bound}/metrics");
-    }
+    let _telemetry = draughts_runtime::telemetry::start("draughtsd", &config.telemetry)
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
     if ephemeral_secret {
         tracing::warn!(
             "no DRAUGHTS_TOKEN_SECRET given: using a random one, so guest tokens end with this process"

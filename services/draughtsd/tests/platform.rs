@@ -8,12 +8,7 @@ use draughtsd::Config;
 fn config(redis_url: &str, database_url: &str) -> Config {
     Config {
         server: ServerConfig::for_tests(),
-        telemetry: TelemetryConfig {
-            log: "warn".into(),
-            log_format: "text".into(),
-            otlp_endpoint: None,
-            metrics_listen: "off".into(),
-        },
+        telemetry: TelemetryConfig::for_tests(),
         backends: draughts_runtime::BackendConfig {
             redis_url: redis_url.into(),
             key_prefix: "test:".into(),

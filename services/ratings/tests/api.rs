@@ -1,22 +1,19 @@
 //! `draughts.v1.Ratings` through a real server on port 0 (embedded backends): every RPC, the admin scope
 //! on RecordResult, idempotent imports, bad requests with their status codes, health.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use draughts_proto::pb;
 use draughts_proto::pb::ratings_client::RatingsClient;
 use draughts_ratings::Config;
+use draughts_testkit::ServiceUnderTest;
 use tonic::Code;
 use tonic::transport::Channel;
 
 const ADMIN_KEY: &str = "dk_test_only_admin_key_0123456789abcdef";
 
-struct Server {
-    addr: SocketAddr,
-    stop: tokio::sync::oneshot::Sender<()>,
-    handle: tokio::task::JoinHandle<()>,
-}
+/// The ratings service on 127.0.0.1:0 (the shared harness from testkit).
+struct Server(ServiceUnderTest);
 
 async fn start() -> Server {
     let mut config = Config::for_tests();
@@ -24,36 +21,21 @@ async fn start() -> Server {
     config.ratings.provisional_deviation = 340.0;
     config.auth.rate_limit_anonymous_per_minute = 1_000_000;
     config.auth.rate_limit_api_key_per_minute = 1_000_000;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let handle = tokio::spawn(async move {
-        draughts_ratings::run(config, listener, async {
-            let _ = rx.await;
+    Server(
+        ServiceUnderTest::start(|listener, shutdown| {
+            draughts_ratings::run(config, listener, shutdown)
         })
-        .await
-        .unwrap();
-    });
-    Server { addr, stop, handle }
+        .await,
+    )
 }
 
 impl Server {
     async fn channel(&self) -> Channel {
-        loop {
-            match Channel::from_shared(format!("http://{}", self.addr))
-                .unwrap()
-                .connect()
-                .await
-            {
-                Ok(c) => return c,
-                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
-            }
-        }
+        self.0.channel().await
     }
 
     async fn stop(self) {
-        self.stop.send(()).unwrap();
-        self.handle.await.unwrap();
+        self.0.stop().await
     }
 }
 

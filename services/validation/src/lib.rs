@@ -47,12 +47,7 @@ impl Config {
     pub fn for_tests() -> Config {
         Config {
             server: ServerConfig::for_tests(),
-            telemetry: TelemetryConfig {
-                log: "warn".into(),
-                log_format: "text".into(),
-                otlp_endpoint: None,
-                metrics_listen: "off".into(),
-            },
+            telemetry: TelemetryConfig::for_tests(),
             backends: BackendConfig::embedded_for_tests(),
             auth: auth::AuthConfig::for_tests(),
         }

@@ -9,13 +9,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();
     config.validate()?;
-    let _telemetry = draughts_runtime::telemetry::init("draughts-validation", &config.telemetry)?;
-    if let Some(addr) = config.telemetry.metrics_addr()? {
-        let bound =
-            draughts_runtime::telemetry::serve_metrics(addr, draughts_runtime::shutdown_signal())
-                .await?;
-        tracing::info!(%bound, "metrics on /metrics");
-    }
+    let _telemetry = draughts_runtime::telemetry::start("draughts-validation", &config.telemetry)
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
     let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, "draughts-validation serving draughts.v1.Rules");
     draughts_validation::run(config, listener, draughts_runtime::shutdown_signal()).await?;

@@ -2,58 +2,37 @@
 //! input of every kind with its status code, and what every host serves: health, reflection (v1 and
 //! v1alpha), the echo, gRPC-Web over HTTP/1.1.
 
-use std::net::SocketAddr;
-
 use draughts_proto::pb;
 use draughts_proto::pb::rules_client::RulesClient;
+use draughts_testkit::ServiceUnderTest;
 use draughts_validation::Config;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::Code;
 use tonic::transport::Channel;
 
-struct Server {
-    addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    handle: tokio::task::JoinHandle<()>,
-}
+/// The validation service on 127.0.0.1:0 (the shared harness from testkit).
+struct Server(ServiceUnderTest);
 
 impl Server {
     async fn start() -> Server {
-        let config = Config::for_tests();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            draughts_validation::run(config, listener, async {
-                let _ = rx.await;
+        Server(
+            ServiceUnderTest::start(|listener, shutdown| {
+                draughts_validation::run(Config::for_tests(), listener, shutdown)
             })
-            .await
-            .unwrap();
-        });
-        Server {
-            addr,
-            stop: Some(tx),
-            handle,
-        }
+            .await,
+        )
     }
 
     async fn channel(&self) -> Channel {
-        Channel::from_shared(format!("http://{}", self.addr))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap()
+        self.0.channel().await
     }
 
     async fn client(&self) -> RulesClient<Channel> {
         RulesClient::new(self.channel().await)
     }
 
-    async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        self.handle.await.unwrap();
+    async fn stop(self) {
+        self.0.stop().await
     }
 }
 
@@ -483,10 +462,12 @@ async fn grpc_web_over_http1_with_cors() {
     body.extend_from_slice(&msg);
     let head = format!(
         "POST /draughts.v1.Rules/StartPosition HTTP/1.1\r\nHost: {}\r\nContent-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\nOrigin: http://example.test\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        server.addr,
+        server.0.addr(),
         body.len()
     );
-    let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut tcp = tokio::net::TcpStream::connect(server.0.addr())
+        .await
+        .unwrap();
     tcp.write_all(head.as_bytes()).await.unwrap();
     tcp.write_all(&body).await.unwrap();
     let mut raw = Vec::new();
@@ -516,7 +497,7 @@ async fn shutdown_drains_and_stops() {
     })
     .await
     .unwrap();
-    let addr = server.addr;
+    let addr = server.0.addr();
     server.stop().await;
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }

@@ -2,13 +2,13 @@
 //! `serve`, an in-memory live store) with the generated client: guest tokens, identity-provider tokens
 //! (HS256 and ES256), API keys and scopes, revocation, bad and expired tokens, rate limits.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use draughts_proto::pb;
 use draughts_proto::pb::auth_client::AuthClient;
 use draughts_runtime::{ServerConfig, Services};
 use draughts_store::{MemoryStore, now_unix_ms};
+use draughts_testkit::ServiceUnderTest;
 use draughts_validation::auth::{AuthConfig, Authenticator, register_auth};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::json;
@@ -26,11 +26,10 @@ qING4pkv51DP1NWyC7HRWwFMHvuhRANCAASaU1U2dihmqezNeExmFPCgr2/1oLlz
 9ep11Vcb/R6P5CPKhePOYlIo0rowD/hNeyq72p11URf8uFlI4VPI5yiM
 -----END PRIVATE KEY-----";
 
+/// The Auth service alone on 127.0.0.1:0 (the shared harness from testkit).
 struct Server {
-    addr: SocketAddr,
+    inner: ServiceUnderTest,
     config: AuthConfig,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    handle: tokio::task::JoinHandle<()>,
 }
 
 impl Server {
@@ -39,42 +38,23 @@ impl Server {
         let server_config = ServerConfig::for_tests();
         let mut services = Services::new();
         register_auth(&mut services, &auth, server_config.max_message_bytes);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            draughts_runtime::serve(&server_config, services, listener, async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
-        Server {
-            addr,
-            config,
-            stop: Some(tx),
-            handle,
-        }
+        let inner = ServiceUnderTest::start(|listener, shutdown| async move {
+            draughts_runtime::serve(&server_config, services, listener, shutdown).await
+        })
+        .await;
+        Server { inner, config }
     }
 
     async fn client(&self) -> AuthClient<Channel> {
-        let channel = Channel::from_shared(format!("http://{}", self.addr))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        AuthClient::new(channel)
+        AuthClient::new(self.inner.channel().await)
     }
 
     fn admin_key(&self) -> String {
         self.config.admin_api_key.clone().unwrap()
     }
 
-    async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        self.handle.await.unwrap();
+    async fn stop(self) {
+        self.inner.stop().await
     }
 }
 

@@ -2,8 +2,6 @@
 //! same move, a late spectator, PDN export, tokens and scopes, and two replicas sharing one Redis (and
 //! PostgreSQL) with one of them stopped mid-game.
 
-use std::net::SocketAddr;
-
 use draughts_engine::{Count, Position, RuleSet, Variant};
 use draughts_proto::convert;
 use draughts_proto::pb;
@@ -18,58 +16,34 @@ fn config() -> Config {
     c.auth.rate_limit_anonymous_per_minute = 1_000_000;
     c
 }
+use draughts_testkit::ServiceUnderTest;
 use tonic::Code;
 use tonic::transport::Channel;
 
-struct Server {
-    addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    handle: tokio::task::JoinHandle<()>,
-}
+/// A validation replica on 127.0.0.1:0 (the shared harness from testkit).
+struct Server(ServiceUnderTest);
 
 impl Server {
     async fn start(config: Config) -> Server {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = tokio::spawn(async move {
-            draughts_validation::run(config, listener, async {
-                let _ = rx.await;
+        Server(
+            ServiceUnderTest::start(|listener, shutdown| {
+                draughts_validation::run(config, listener, shutdown)
             })
-            .await
-            .unwrap();
-        });
-        Server {
-            addr,
-            stop: Some(tx),
-            handle,
-        }
+            .await,
+        )
     }
 
     async fn channel(&self) -> Channel {
-        loop {
-            match Channel::from_shared(format!("http://{}", self.addr))
-                .unwrap()
-                .connect()
-                .await
-            {
-                Ok(c) => return c,
-                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
-            }
-        }
+        self.0.channel().await
     }
 
     /// Kills the replica: its task is aborted, nothing is drained or flushed.
     async fn kill(self) {
-        self.handle.abort();
-        let _ = self.handle.await;
+        self.0.kill().await
     }
 
-    async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        self.handle.await.unwrap();
+    async fn stop(self) {
+        self.0.stop().await
     }
 }
 
