@@ -139,7 +139,9 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
         value: Bytes,
         expected: Option<Version>,
         ttl: Option<Duration>,
-    ) -> Result<Version, StoreError>;
+    ) -> Result<Version, StoreError> {
+        self.put_with(key, value, expected, ttl, &[]).await
+    }
 
     /// [`put`](LiveStore::put) and, only if the compare-and-set wins, `effects` in the same atomic
     /// step (one Lua script on Redis, one critical section in memory): no other client sees the new

@@ -325,16 +325,6 @@ impl LiveStore for RedisStore {
         }
     }
 
-    async fn put(
-        &self,
-        key: &str,
-        value: Bytes,
-        expected: Option<Version>,
-        ttl: Option<Duration>,
-    ) -> Result<Version, StoreError> {
-        self.put_with(key, value, expected, ttl, &[]).await
-    }
-
     async fn put_with(
         &self,
         key: &str,

@@ -97,6 +97,18 @@ fn create_req(v: Variant, white: &Guest, black: &Guest, fen: &str) -> pb::Create
     }
 }
 
+/// `t`'s PlayMove request for move text `m` in game `id`.
+fn play_req(t: &Guest, id: &str, m: &str) -> tonic::Request<pb::PlayMoveRequest> {
+    authed(
+        &t.token,
+        pb::PlayMoveRequest {
+            game_id: id.to_string(),
+            r#move: text(m),
+            expected_ply: None,
+        },
+    )
+}
+
 fn text(t: &str) -> Option<pb::MoveInput> {
     Some(pb::MoveInput {
         r#move: Some(pb::move_input::Move::Text(t.into())),
@@ -243,16 +255,7 @@ async fn only_the_players_and_only_on_their_turn() {
         .unwrap()
         .into_inner();
     let id = g.game_id.clone();
-    let play = |t: &Guest, m: &str| {
-        authed(
-            &t.token,
-            pb::PlayMoveRequest {
-                game_id: id.clone(),
-                r#move: text(m),
-                expected_ply: None,
-            },
-        )
-    };
+    let play = |t: &Guest, m: &str| play_req(t, &id, m);
     // Not a player.
     let e = games.play_move(play(&other, "32-28")).await.unwrap_err();
     assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
@@ -421,16 +424,7 @@ async fn a_late_spectator_gets_the_history_then_live_events() {
         .unwrap()
         .into_inner();
     let id = g.game_id.clone();
-    let play = |t: &Guest, m: &str| {
-        authed(
-            &t.token,
-            pb::PlayMoveRequest {
-                game_id: id.clone(),
-                r#move: text(m),
-                expected_ply: None,
-            },
-        )
-    };
+    let play = |t: &Guest, m: &str| play_req(t, &id, m);
     games.play_move(play(&w, "c3-d4")).await.unwrap();
     games.play_move(play(&b, "f6-e5")).await.unwrap();
     let mut watch = GamesClient::new(server.channel().await)
@@ -524,16 +518,7 @@ async fn abort_only_before_both_sides_moved() {
         .unwrap()
         .into_inner();
     let id = g.game_id.clone();
-    let play = |t: &Guest, m: &str| {
-        authed(
-            &t.token,
-            pb::PlayMoveRequest {
-                game_id: id.clone(),
-                r#move: text(m),
-                expected_ply: None,
-            },
-        )
-    };
+    let play = |t: &Guest, m: &str| play_req(t, &id, m);
     games.play_move(play(&w, "c3-d4")).await.unwrap();
     games.play_move(play(&b, "f6-g5")).await.unwrap();
     let e = games
@@ -574,16 +559,7 @@ async fn two_replicas_share_redis_and_survive_a_stop() {
         .unwrap()
         .into_inner();
     let id = g.game_id.clone();
-    let play = |t: &Guest, m: &str| {
-        authed(
-            &t.token,
-            pb::PlayMoveRequest {
-                game_id: id.clone(),
-                r#move: text(m),
-                expected_ply: None,
-            },
-        )
-    };
+    let play = |t: &Guest, m: &str| play_req(t, &id, m);
     let mut watch = gb
         .watch_game(pb::WatchGameRequest {
             game_id: id.clone(),
