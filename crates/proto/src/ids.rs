@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn game_ids() {
         assert!(GameId::parse("g19a2b3c4d5e6f7").is_ok());
-        for bad in ["", "g 1", "g/1", "g\01", &"g".repeat(MAX_GAME_ID_BYTES + 1)] {
+        for bad in ["", "g 1", "g/1", "g\0x", &"g".repeat(MAX_GAME_ID_BYTES + 1)] {
             assert!(GameId::parse(bad).is_err(), "{bad:?}");
         }
     }
