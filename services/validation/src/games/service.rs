@@ -12,26 +12,18 @@
 //!   crash right after it still archives: at-least-once, made idempotent by the game id).
 //! - `games.finished` (stream): one entry per finished game, the event ratings and analysis consume.
 //!
-//! `games.finished` entry payload, JSON, schema version 1 (readers ignore unknown fields; consumers must
-//! treat `game_id` as the idempotency key, since an entry may be delivered more than once):
-//! ```json
-//! {"v":1,"game_id":"g_...","variant":"international","options":"","rated":true,
-//!  "white":{"id":"player:1","name":"Ann","guest":false,"computer":false},
-//!  "black":{"id":"guest:x","name":"Bob","guest":true,"computer":false},
-//!  "outcome":"white","reason":"resignation","result":"2-0",
-//!  "time_control":{"kind":"fischer","base_ms":300000,"increment_ms":2000},
-//!  "plies":41,"finished_at_ms":1764500000000,"pdn":"[Event ...] 1. 32-28 ... 2-0",
-//!  "traceparent":"00-...-...-01"}
-//! ```
+//! `games.finished` entry payload: [`draughts_proto::contract::finished::FinishedV1`] (JSON, schema
+//! version 1, documented there; consumers treat `game_id` as the idempotency key, since an entry may be
+//! delivered more than once).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use draughts_engine::{Color, Game, Move, Position, RuleSet};
+use draughts_proto::contract::finished;
 use draughts_proto::{ErrorKind, ServiceError};
 use draughts_store::{Database, Effect, LiveStore, Migration, StoreError};
-use serde::Serialize;
 
 use super::pdn;
 use super::record::{GameRecord, PlayError, PlayerRec, TimeControlRec};
@@ -49,8 +41,9 @@ pub mod keys {
     }
     pub const DEADLINES: &str = "game-deadlines";
     pub const ARCHIVE: &str = "game-archive";
-    /// The finished-games stream (see the module docs for its schema).
-    pub const FINISHED: &str = "games.finished";
+    /// The finished-games stream: name, payload and encoding are the one contract,
+    /// [`draughts_proto::contract::finished`].
+    pub const FINISHED: &str = draughts_proto::contract::finished::STREAM;
 }
 
 /// How long a deadline or archive job claimed by a replica's timer stays away before another replica
@@ -203,24 +196,57 @@ pub struct FinishedSummary {
     pub finished_at_ms: u64,
 }
 
-#[derive(Serialize)]
-struct FinishedEvent<'a> {
-    v: u32,
-    game_id: &'a str,
-    variant: &'a str,
-    options: &'a str,
-    rated: bool,
-    white: &'a PlayerRec,
-    black: &'a PlayerRec,
-    outcome: &'a str,
-    reason: &'a str,
-    result: &'a str,
-    time_control: &'a TimeControlRec,
-    plies: u32,
+/// The `games.finished` event of a finished game, in the one contract's types.
+fn finished_event(
+    record: &GameRecord,
+    result: &super::record::ResultRec,
+    result_text: &str,
     finished_at_ms: u64,
-    pdn: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    traceparent: Option<String>,
+    pdn_text: &str,
+) -> GamesResult<finished::FinishedV1> {
+    let unknown = |what: &str, value: &str| {
+        GamesError::Invalid(format!("{what} {value:?} in game {}", record.id))
+    };
+    let player = |p: &PlayerRec| finished::Player {
+        id: p.id.clone(),
+        name: p.name.clone(),
+        guest: p.guest,
+        computer: p.computer,
+    };
+    let outcome = finished::Outcome::from_key(&result.outcome)
+        .ok_or_else(|| unknown("outcome", &result.outcome))?;
+    Ok(finished::FinishedV1 {
+        game_id: record.id.clone(),
+        variant: draughts_engine::Variant::ALL
+            .into_iter()
+            .find(|v| v.key() == record.variant)
+            .ok_or_else(|| unknown("variant", &record.variant))?,
+        options: record.options.clone(),
+        rated: record.rated && outcome != finished::Outcome::Aborted,
+        white: player(&record.white),
+        black: player(&record.black),
+        outcome,
+        reason: finished::EndReason::from_key(&result.reason),
+        result: result_text.to_owned(),
+        time_control: Some(match record.time {
+            TimeControlRec::Fischer {
+                base_ms,
+                increment_ms,
+            } => finished::TimeControl::Fischer {
+                base_ms,
+                increment_ms,
+            },
+            TimeControlRec::Correspondence { days_per_move } => {
+                finished::TimeControl::Correspondence { days_per_move }
+            }
+        }),
+        plies: record.ply(),
+        finished_at_ms,
+        pdn: pdn_text.to_owned(),
+        traceparent: draughts_runtime::propagation::inject_map()
+            .get("traceparent")
+            .cloned(),
+    })
 }
 
 /// The games domain over the shared backends. Cheap to clone; any number of replicas may run it.
@@ -508,26 +534,8 @@ impl GamesCore {
         // the row: a crash between the insert and the append must not lose the event. A repeat is
         // possible and allowed (consumers deduplicate by game id; see the module docs).
         {
-            let carrier = draughts_runtime::propagation::inject_map();
-            let event = FinishedEvent {
-                v: 1,
-                game_id: &record.id,
-                variant: &record.variant,
-                options: &record.options,
-                rated: record.rated && result.outcome != "aborted",
-                white: &record.white,
-                black: &record.black,
-                outcome: &result.outcome,
-                reason: &result.reason,
-                result: &result_text,
-                time_control: &record.time,
-                plies: record.ply(),
-                finished_at_ms: finished_at,
-                pdn: &pdn_text,
-                traceparent: carrier.get("traceparent").cloned(),
-            };
-            let payload =
-                serde_json::to_vec(&event).map_err(|e| GamesError::Invalid(e.to_string()))?;
+            let event = finished_event(record, result, &result_text, finished_at, &pdn_text)?;
+            let payload = finished::encode(&event);
             self.live
                 .append(keys::FINISHED, Bytes::from(payload))
                 .await?;
