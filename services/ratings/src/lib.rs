@@ -7,10 +7,12 @@
 //! Layout:
 //! - [`glicko`]: Glicko-2 as Glickman defines it, a pure leaf module;
 //! - [`category`], [`event`]: rating categories and speed classes; the finished-game event (schema v1);
-//! - [`domain`]: [`RatingsCore`], the domain over the database (no tonic types): applying batches
-//!   atomically and idempotently, fixed rating periods, reads;
+//! - [`domain`]: [`RatingsCore`], the domain over the database (no tonic types): the write path
+//!   (applying batches atomically and idempotently, fixed rating periods) and the read path;
 //! - [`consumer`]: the stream loop (consumer group, batches, takeover of a dead consumer's entries,
-//!   acknowledgement after the commit);
+//!   acknowledgement after the commit), which also runs the reconciler;
+//! - [`reconcile`]: finished games in the games service's `finished_games` table that the stream did
+//!   not deliver, rated through the same idempotent apply;
 //! - [`grpc`]: the edge (converts only);
 //! - [`config`]: [`RatingsConfig`], the rating system's parameters and policies.
 //!
@@ -50,6 +52,7 @@ pub mod error;
 pub mod event;
 pub mod glicko;
 pub mod grpc;
+pub mod reconcile;
 
 use std::future::Future;
 use std::sync::Arc;

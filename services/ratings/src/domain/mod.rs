@@ -20,6 +20,8 @@
 //!   applied (both players, its history rows, its record) or not at all, and a game id seen again
 //!   changes nothing. For fixed periods it also holds the games waiting for their period.
 //! - `rating_periods`: the fixed periods already rated.
+//! - `rating_reconcile`: one row, the reconciler's watermark: every game of `finished_games` that
+//!   finished before it has been looked at (see [`crate::reconcile`]).
 //! - `rating_writer`: one row that every writing transaction updates first. It serialises rating writers
 //!   (replicas, the admin import, the period closer): two games of one player can never be computed from
 //!   the same old rating. On SQLite the transaction takes the database write lock at `BEGIN IMMEDIATE`
@@ -103,6 +105,14 @@ pub const MIGRATIONS: &[Migration<'static>] = &[Migration {
             writes BIGINT NOT NULL
         );
         INSERT INTO rating_writer (id, writes) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;",
+}, Migration {
+    version: 1002,
+    name: "rating_reconcile",
+    sql: "CREATE TABLE IF NOT EXISTS rating_reconcile (
+            id BIGINT PRIMARY KEY,
+            watermark_ms BIGINT NOT NULL
+        );
+        INSERT INTO rating_reconcile (id, watermark_ms) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;",
 }];
 
 /// Entries per page when the request says 0.

@@ -70,6 +70,14 @@ pub const MIGRATIONS: &[Migration<'static>] = &[Migration {
         );
         CREATE INDEX IF NOT EXISTS finished_games_white ON finished_games (white_id, finished_at_ms);
         CREATE INDEX IF NOT EXISTS finished_games_black ON finished_games (black_id, finished_at_ms);",
+}, Migration {
+    version: 2,
+    name: "finished_games_event",
+    // The `games.finished` payload of the game (the contract's encoding), so that a reader of the
+    // database (the ratings reconciler) decodes exactly what the stream carried; NULL in rows
+    // archived before. The index serves readers that page by finish time.
+    sql: "ALTER TABLE finished_games ADD COLUMN event TEXT;
+        CREATE INDEX IF NOT EXISTS finished_games_finished_at ON finished_games (finished_at_ms, game_id);",
 }];
 
 /// Time source (Unix ms). Tests use [`TokioClock`] so that paused tokio time drives the clocks.
@@ -519,6 +527,8 @@ impl GamesCore {
         let result_text = pdn::result_text(record);
         let finished_at = record.finished_ms.unwrap_or(record.created_ms);
         let json = serde_json::to_string(record).map_err(|e| GamesError::Invalid(e.to_string()))?;
+        let event = finished_event(record, result, &result_text, finished_at, &pdn_text)?;
+        let payload = finished::encode(&event);
         // The row is keyed by game id: a repeat inserts nothing.
         sqlx_insert(
             &self.db,
@@ -528,14 +538,13 @@ impl GamesCore {
             finished_at,
             &pdn_text,
             &json,
+            &String::from_utf8_lossy(&payload),
         )
         .await?;
         // Published whenever the game is not yet marked archived, not only when this call inserted
         // the row: a crash between the insert and the append must not lose the event. A repeat is
         // possible and allowed (consumers deduplicate by game id; see the module docs).
         {
-            let event = finished_event(record, result, &result_text, finished_at, &pdn_text)?;
-            let payload = finished::encode(&event);
             self.live
                 .append(keys::FINISHED, Bytes::from(payload))
                 .await?;
@@ -689,10 +698,11 @@ async fn sqlx_insert(
     finished_at: u64,
     pdn_text: &str,
     json: &str,
+    event: &str,
 ) -> GamesResult<bool> {
     let done = draughts_store::sqlx::query(
-        "INSERT INTO finished_games (game_id, variant, white_id, black_id, outcome, reason, result, rated, plies, finished_at_ms, pdn, record)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (game_id) DO NOTHING",
+        "INSERT INTO finished_games (game_id, variant, white_id, black_id, outcome, reason, result, rated, plies, finished_at_ms, pdn, record, event)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (game_id) DO NOTHING",
     )
     .bind(record.id.clone())
     .bind(record.variant.clone())
@@ -706,6 +716,7 @@ async fn sqlx_insert(
     .bind(finished_at as i64)
     .bind(pdn_text.to_string())
     .bind(json.to_string())
+    .bind(event.to_string())
     .execute(db.pool())
     .await
     .map_err(StoreError::from)?;
