@@ -57,7 +57,7 @@ pub mod reconcile;
 use std::future::Future;
 use std::sync::Arc;
 
-use draughts_auth::{AuthConfig, AuthLayer, Authenticator};
+use draughts_auth::{AuthConfig, AuthLayer, Authenticator, CallPolicy};
 use draughts_proto::pb::ratings_server::RatingsServer;
 use draughts_runtime::{BackendConfig, ConfigError, ServerConfig, Services, TelemetryConfig};
 use draughts_store::{Database, LiveStore};
@@ -67,6 +67,17 @@ pub use config::{ComputerPolicy, PeriodMode, Policy, RatingsConfig};
 pub use consumer::Consumer;
 pub use domain::RatingsCore;
 pub use error::RatingsError;
+
+/// The methods of `draughts.v1.Ratings` that only read: they go on, through each replica's fallback
+/// limiter, while the rate counters are unreachable; `RecordResult` is refused then (see
+/// `draughts_auth::limits`).
+pub const RATINGS_READS: CallPolicy = CallPolicy::reads(&[
+    "GetRating",
+    "GetRatings",
+    "Leaderboard",
+    "RatingHistory",
+    "PredictResult",
+]);
 
 /// Configuration of the ratings service binary.
 #[derive(Clone, Debug, clap::Parser)]
@@ -153,7 +164,8 @@ impl Ratings {
     pub fn register(&self, services: &mut Services, server: &ServerConfig, auth: &Authenticator) {
         let ratings = RatingsServer::new(grpc::RatingsService::new(self.core.clone()))
             .max_decoding_message_size(server.max_message_bytes);
-        services.add(tower::Layer::layer(&AuthLayer::new(auth.clone()), ratings));
+        let layer = AuthLayer::new(auth.clone()).with_policy(RATINGS_READS);
+        services.add(tower::Layer::layer(&layer, ratings));
     }
 
     /// The stream consumer this service runs (named by the configuration, else uniquely).

@@ -172,10 +172,7 @@ impl ServiceError for GamesError {
             }
             GamesError::Move(_) => ErrorKind::FailedPrecondition,
             GamesError::Corrupt(_) => ErrorKind::Internal,
-            GamesError::Store(e) => match e.code() {
-                draughts_store::ErrorCode::Unavailable => ErrorKind::Unavailable,
-                _ => ErrorKind::Internal,
-            },
+            GamesError::Store(e) => e.code().into(),
         }
     }
 }
