@@ -329,6 +329,10 @@ impl GamesCore {
         self.clock.now_ms()
     }
 
+    pub fn db(&self) -> &Database {
+        &self.db
+    }
+
     pub fn live(&self) -> &Arc<dyn LiveStore> {
         &self.live
     }
@@ -654,8 +658,18 @@ impl GamesCore {
     /// game is handed to exactly one of them.
     pub async fn run_timers(self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
+        // This replica's name in the consumer groups it reads.
+        let consumer = format!("games-{}", new_game_id());
+        let mut links_checked: Option<std::time::Instant> = None;
         loop {
             let now = self.now();
+            // Guests taken over by accounts, once a second (see `links`).
+            if links_checked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
+                links_checked = Some(std::time::Instant::now());
+                if let Err(e) = self.apply_links(&consumer).await {
+                    tracing::warn!(error = %e, "moving linked guests' games failed; retrying");
+                }
+            }
             // Claimed, not taken: a due game stays scheduled (moved CLAIM_RETRY ahead) until this
             // replica has dealt with it, so a replica killed in between loses nothing; another one
             // picks the game up when the claim runs out.
