@@ -311,7 +311,6 @@ async fn a_guest_who_signs_up_keeps_its_games_and_ratings(channel: tonic::transp
     });
     let rating_of = |id: String| {
         let mut ratings = ratings.clone();
-        let category = category;
         async move {
             ratings
                 .get_rating(pb::GetRatingRequest {
