@@ -2,11 +2,16 @@
 //!
 //! - [`record`]: the stored game and the pure rules of play around the engine (turns, clocks, offers).
 //! - [`service`]: the domain over the shared backends (compare-and-set, schedules, archive, events).
+//! - [`invitation`], [`consent`]: invitations (the consent step before a game between two people),
+//!   rematches, and the per-player signals behind `WatchPlayerEvents`.
 //! - [`pdn`]: PDN export.
 //! - [`grpc`]: the gRPC edge (authenticate, convert, call, convert back).
 
+pub mod consent;
 pub mod grpc;
+pub mod invitation;
 pub mod pdn;
+pub mod player_events;
 pub mod record;
 pub mod service;
 
