@@ -29,6 +29,8 @@ pub struct Config {
     pub auth: draughts_validation::auth::AuthConfig,
     #[command(flatten)]
     pub ratings: draughts_ratings::RatingsConfig,
+    #[command(flatten)]
+    pub games: draughts_validation::games::GamesLimits,
 }
 
 impl Config {
@@ -38,6 +40,7 @@ impl Config {
         self.backends.validate()?;
         self.auth.validate()?;
         self.ratings.validate()?;
+        self.games.validate()?;
         Ok(())
     }
 }
@@ -101,7 +104,8 @@ impl Platform {
             &config.auth,
             Arc::new(draughts_validation::games::SystemClock),
         )
-        .await?;
+        .await?
+        .with_limits(config.games.clone());
         let ratings = draughts_ratings::Ratings::new(
             backends.live.clone(),
             backends.db.clone(),

@@ -20,6 +20,7 @@ fn config(redis_url: &str, database_url: &str) -> Config {
             block_ms: 50,
             ..draughts_ratings::RatingsConfig::defaults()
         },
+        games: draughts_validation::games::GamesLimits::defaults(),
     }
 }
 

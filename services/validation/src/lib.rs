@@ -33,6 +33,8 @@ pub struct Config {
     pub backends: BackendConfig,
     #[command(flatten)]
     pub auth: auth::AuthConfig,
+    #[command(flatten)]
+    pub games: games::GamesLimits,
 }
 
 impl Config {
@@ -40,6 +42,7 @@ impl Config {
         self.server.validate()?;
         self.telemetry.validate()?;
         self.backends.validate()?;
+        self.games.validate()?;
         self.auth.validate()
     }
 
@@ -50,6 +53,7 @@ impl Config {
             telemetry: TelemetryConfig::for_tests(),
             backends: BackendConfig::embedded_for_tests(),
             auth: auth::AuthConfig::for_tests(),
+            games: games::GamesLimits::defaults(),
         }
     }
 }
@@ -106,6 +110,12 @@ impl Validation {
         auth::register_auth(services, &self.auth, server.max_message_bytes);
     }
 
+    /// Sets the bounds of games and watchers (before serving).
+    pub fn with_limits(mut self, limits: games::GamesLimits) -> Validation {
+        self.games = self.games.with_limits(limits);
+        self
+    }
+
     /// Runs the clock and archive timers until `shutdown` resolves.
     pub async fn run_timers(self, shutdown: impl std::future::Future<Output = ()>) {
         self.games.run_timers(shutdown).await
@@ -129,7 +139,9 @@ pub async fn run(
 ) -> Result<(), StartError> {
     config.validate()?;
     let (live, db) = connect(&config.backends).await?;
-    let v = Validation::new(live, db, &config.auth, Arc::new(games::SystemClock)).await?;
+    let v = Validation::new(live, db, &config.auth, Arc::new(games::SystemClock))
+        .await?
+        .with_limits(config.games.clone());
     let mut services = Services::new();
     v.register(&mut services, &config.server);
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);

@@ -4,15 +4,20 @@
 //! - [`service`]: the domain over the shared backends (compare-and-set, schedules, archive, events).
 //! - [`invitation`], [`consent`]: invitations (the consent step before a game between two people),
 //!   rematches, and the per-player signals behind `WatchPlayerEvents`.
+//! - [`watch`]: `WatchGame`, one feed per watched game and replica, and the watchers' caps.
+//! - [`limits`]: the bounds of games, watchers and the Redis state they leave (flags).
 //! - [`pdn`]: PDN export.
 //! - [`grpc`]: the gRPC edge (authenticate, convert, call, convert back).
 
 pub mod consent;
 pub mod grpc;
 pub mod invitation;
+pub mod limits;
 pub mod pdn;
 pub mod player_events;
 pub mod record;
 pub mod service;
+pub mod watch;
 
+pub use limits::GamesLimits;
 pub use service::{Clock, GamesCore, GamesError, SystemClock, TokioClock};
