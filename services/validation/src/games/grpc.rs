@@ -1,6 +1,5 @@
 //! `draughts.v1.Games` over gRPC: authenticate, convert, call [`GamesCore`], convert back.
 
-
 use draughts_engine::{Color, Position, RuleSet};
 use draughts_proto::{ServiceError, convert, pb};
 use tonic::{Request, Response, Status};

@@ -27,11 +27,19 @@ pub struct GamesLimits {
     pub max_watchers: u32,
     /// `games.finished` keeps at most this many entries, even if a consumer group has not read
     /// them (a group that stopped reading must not grow Redis without bound).
-    #[arg(long, env = "DRAUGHTS_FINISHED_STREAM_MAX_LEN", default_value_t = 100_000)]
+    #[arg(
+        long,
+        env = "DRAUGHTS_FINISHED_STREAM_MAX_LEN",
+        default_value_t = 100_000
+    )]
     pub finished_stream_max_len: u64,
     /// `games.finished` entries older than this are removed even if unread, in hours (the
     /// database keeps every finished game; consumers reconcile from it).
-    #[arg(long, env = "DRAUGHTS_FINISHED_STREAM_MAX_AGE_H", default_value_t = 168)]
+    #[arg(
+        long,
+        env = "DRAUGHTS_FINISHED_STREAM_MAX_AGE_H",
+        default_value_t = 168
+    )]
     pub finished_stream_max_age_h: u64,
 }
 
@@ -58,7 +66,12 @@ impl GamesLimits {
                 )))
             }
         };
-        in_range("archived-game-ttl-s", self.archived_game_ttl_s, 1, 30 * 86_400)?;
+        in_range(
+            "archived-game-ttl-s",
+            self.archived_game_ttl_s,
+            1,
+            30 * 86_400,
+        )?;
         in_range(
             "max-open-games-per-player",
             self.max_open_games_per_player.into(),

@@ -36,8 +36,8 @@ use serde::Serialize;
 use super::consent::{self, SignalKind};
 use super::limits::GamesLimits;
 use super::pdn;
-use super::watch::Watchers;
 use super::record::{GameRecord, PlayError, PlayerRec, TimeControlRec};
+use super::watch::Watchers;
 
 /// Key and stream names used by the games service.
 pub mod keys {
@@ -745,7 +745,10 @@ impl GamesCore {
         after: Option<&PageKey>,
     ) -> GamesResult<(Vec<GameRecord>, bool)> {
         let (after_ms, after_id) = match after {
-            Some(key) => (i64::try_from(key.finished_at_ms).unwrap_or(i64::MAX), key.game_id.clone()),
+            Some(key) => (
+                i64::try_from(key.finished_at_ms).unwrap_or(i64::MAX),
+                key.game_id.clone(),
+            ),
             // Past every real key: finished_at_ms is a Unix time in ms.
             None => (i64::MAX, String::new()),
         };
