@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod echo;
+pub mod listen;
 pub mod propagation;
 pub mod serve;
 pub mod telemetry;
