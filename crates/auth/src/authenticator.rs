@@ -8,6 +8,7 @@
 //! | live store name | kind | contents |
 //! |---|---|---|
 //! | `auth:apikey:{key_id}` | versioned key, no TTL | [`ApiKeyRecord`] as JSON |
+//! | `auth:guest-link:{guest_id}` | key, no TTL | the account a guest was linked to (`LinkGuest`), written once |
 //! | `auth:rate:{bucket}:{window}` | rate counter (`hit`), 60 s | calls of `bucket` in minute `window` (Unix ms / 60000) |
 //!
 //! `key_id` is the first 16 hex digits of the key's SHA-256; the record holds the whole hash, never the
@@ -19,6 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use draughts_proto::contract::linked;
+use draughts_proto::ids::PlayerId;
 use draughts_runtime::ConfigError;
 use draughts_store::{ErrorCode, LiveStore, now_unix_ms};
 use jsonwebtoken::errors::ErrorKind as JwtErrorKind;
@@ -28,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::config::{AuthConfig, GUEST_ISSUER};
+use super::identity::Identities;
 use super::layer::AuthLayer;
 use super::limits::{CallKind, FallbackLimiter};
 use super::{AuthError, Principal, PrincipalKind, Scope, Scopes};
@@ -55,6 +59,14 @@ const MAX_SUBJECT_BYTES: usize = 128;
 
 /// The owner (and display name) of the bootstrap admin key.
 const BOOTSTRAP_OWNER: &str = "admin";
+
+/// The stored link of a guest to an account, under `auth:guest-link:{guest_id}` (no TTL). JSON.
+#[derive(Debug, Serialize, Deserialize)]
+struct GuestLink {
+    v: u32,
+    player_id: String,
+    at_ms: u64,
+}
 
 /// The stored form of an API key, under [`api_key_record_name`]. JSON; readers ignore unknown fields
 /// and unknown scope names.
@@ -161,6 +173,8 @@ struct Inner {
     player_key: Option<(DecodingKey, Validation)>,
     /// SHA-256 of the bootstrap admin key, if configured.
     admin_key_hash: Option<[u8; 32]>,
+    /// Who this server has issued or seen.
+    identities: Identities,
     /// Counts reads while the live store cannot (see [`crate::limits`]).
     fallback: FallbackLimiter,
 }
@@ -217,6 +231,7 @@ impl Authenticator {
         Ok(Authenticator {
             inner: Arc::new(Inner {
                 config,
+                identities: Identities::new(store.clone()),
                 store,
                 guest_signing,
                 guest_key,
@@ -226,6 +241,16 @@ impl Authenticator {
                 fallback: FallbackLimiter::default(),
             }),
         })
+    }
+
+    /// The identity registry (who exists, and their display names).
+    pub fn identities(&self) -> &Identities {
+        &self.inner.identities
+    }
+
+    /// How long a guest identity lives: its token's lifetime plus the allowed clock skew.
+    fn guest_ttl(&self) -> Duration {
+        Duration::from_secs(self.inner.config.guest_token_ttl_secs + LEEWAY_SECS)
     }
 
     /// The configuration in use.
@@ -261,6 +286,18 @@ impl Authenticator {
         } else {
             return Err(AuthError::InvalidToken("neither a JWT nor an API key"));
         };
+        // Known from now on as the verified credential names it (a failed write only delays that).
+        if let Err(e) = self
+            .inner
+            .identities
+            .seen(&caller.principal, self.guest_ttl())
+            .await
+        {
+            tracing::warn!(
+                error = &e as &(dyn std::error::Error + 'static),
+                "identity registry unavailable; caller not recorded"
+            );
+        }
         Ok(Some(caller))
     }
 
@@ -316,6 +353,86 @@ impl Authenticator {
     /// Whether anonymous callers' addresses come from `x-forwarded-for`.
     pub(crate) fn trust_forwarded_for(&self) -> bool {
         self.inner.config.trust_forwarded_for
+    }
+
+    /// Links the guest of `guest_token` to `caller`'s account, once (see `Auth.LinkGuest`), and appends
+    /// the link to [`linked::STREAM`] for games and ratings to carry the guest's records over. Returns
+    /// the guest id and whether this call made the link. A repeat by the same account appends again
+    /// (the consumers are idempotent), so a crash between the record and the append loses nothing.
+    pub async fn link_guest(
+        &self,
+        caller: &Principal,
+        guest_token: &str,
+    ) -> Result<(String, bool), AuthError> {
+        if caller.kind != PrincipalKind::Player {
+            return Err(AuthError::NotAnAccount);
+        }
+        let claims: GuestClaims = jsonwebtoken::decode(
+            guest_token.trim(),
+            &self.inner.guest_key,
+            &self.inner.guest_validation,
+        )
+        .map_err(jwt_error)?
+        .claims;
+        let guest = PlayerId::parse(&claims.sub)
+            .ok()
+            .filter(PlayerId::is_guest)
+            .ok_or(AuthError::InvalidToken("malformed subject"))?;
+        let name = format!("auth:guest-link:{guest}");
+        let record = serde_json::to_vec(&GuestLink {
+            v: 1,
+            player_id: caller.player_id.clone(),
+            at_ms: now_unix_ms(),
+        })
+        .unwrap_or_default();
+        let linked_now = match self
+            .inner
+            .store
+            .put(&name, Bytes::from(record), None, None)
+            .await
+        {
+            Ok(_) => true,
+            Err(draughts_store::StoreError::Conflict { .. }) => {
+                let existing = self
+                    .inner
+                    .store
+                    .get(&name)
+                    .await
+                    .map_err(AuthError::Store)?
+                    .and_then(|(bytes, _)| serde_json::from_slice::<GuestLink>(&bytes).ok());
+                match existing {
+                    Some(link) if link.player_id == caller.player_id => false,
+                    _ => return Err(AuthError::AlreadyLinked),
+                }
+            }
+            Err(e) => return Err(AuthError::Store(e)),
+        };
+        let event = linked::LinkedV1 {
+            guest_id: guest.to_string(),
+            player_id: caller.player_id.clone(),
+            at_ms: now_unix_ms(),
+        };
+        self.inner
+            .store
+            .append(linked::STREAM, Bytes::from(linked::encode(&event)))
+            .await
+            .map_err(AuthError::Store)?;
+        tracing::info!(guest_id = %guest, player_id = %caller.player_id, linked_now, "guest linked");
+        Ok((guest.into_string(), linked_now))
+    }
+
+    /// Issues a guest ([`Authenticator::issue_guest`]) and records it in the identity registry, so that
+    /// others can name it as an opponent. Fails (and issues nothing) when the registry cannot be written.
+    pub async fn create_guest(&self, display_name: &str) -> Result<IssuedGuest, AuthError> {
+        let guest = self.issue_guest(display_name)?;
+        let id = PlayerId::parse(&guest.principal.player_id)
+            .map_err(|_| AuthError::InvalidToken("malformed subject"))?;
+        self.inner
+            .identities
+            .record(&id, &guest.principal.display_name, Some(self.guest_ttl()))
+            .await
+            .map_err(AuthError::Store)?;
+        Ok(guest)
     }
 
     /// Issues a guest identity: a fresh `guest:<random>` id with scope PLAY and a token for it.
@@ -385,6 +502,13 @@ impl Authenticator {
             {
                 Ok(_) => {
                     tracing::info!(key_id = %api_key_id(&key), owner, %scopes, "API key created");
+                    if let Ok(id) = PlayerId::parse(&format!("key:{owner}")) {
+                        self.inner
+                            .identities
+                            .record(&id, owner, None)
+                            .await
+                            .map_err(AuthError::Store)?;
+                    }
                     return Ok(key);
                 }
                 // A 64-bit id collision: astronomically rare, but a new key costs nothing.
@@ -528,6 +652,8 @@ impl Authenticator {
             .find(|name| checked_display_name(name).is_ok())
             .unwrap_or_else(|| claims.sub.clone());
         let player_id = format!("player:{}", claims.sub);
+        // The one definition of a well-formed player id (printable, bounded).
+        PlayerId::parse(&player_id).map_err(|_| AuthError::InvalidToken("malformed subject"))?;
         Ok(Caller {
             rate_bucket: player_id.clone(),
             principal: Principal {

@@ -72,7 +72,7 @@ impl Auth for AuthApi {
         &self,
         req: Request<pb::CreateGuestRequest>,
     ) -> Result<Response<pb::CreateGuestResponse>, Status> {
-        let guest = self.auth.issue_guest(&req.get_ref().display_name)?;
+        let guest = self.auth.create_guest(&req.get_ref().display_name).await?;
         Ok(Response::new(pb::CreateGuestResponse {
             token: guest.token,
             player: Some(player_to_wire(&guest.principal)),
@@ -110,6 +110,23 @@ impl Auth for AuthApi {
             key_id,
             owner: req.owner,
             scopes: scopes_to_wire(scopes),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn link_guest(
+        &self,
+        req: Request<pb::LinkGuestRequest>,
+    ) -> Result<Response<pb::LinkGuestResponse>, Status> {
+        let caller = principal(&req)?;
+        let (guest_id, linked_now) = self
+            .auth
+            .link_guest(&caller, &req.get_ref().guest_token)
+            .await?;
+        Ok(Response::new(pb::LinkGuestResponse {
+            guest_id,
+            player_id: caller.player_id,
+            linked_now,
         }))
     }
 

@@ -49,6 +49,7 @@ pub mod authenticator;
 pub mod config;
 pub mod error;
 pub mod grpc;
+pub mod identity;
 pub mod layer;
 pub mod limits;
 
@@ -63,6 +64,7 @@ use tower::Layer;
 pub use authenticator::{Authenticator, IssuedGuest, api_key_id};
 pub use config::AuthConfig;
 pub use error::AuthError;
+pub use identity::{Identities, Identity};
 pub use layer::{AuthLayer, Authenticated};
 pub use limits::{CallKind, CallPolicy};
 

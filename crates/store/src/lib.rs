@@ -46,6 +46,7 @@
 //! # }
 //! ```
 
+mod batch;
 mod database;
 mod error;
 pub mod keys;
@@ -55,6 +56,7 @@ mod redis_store;
 
 use std::sync::Arc;
 
+pub use batch::take_batch;
 pub use bytes::Bytes;
 pub use database::{DEFAULT_ACQUIRE_TIMEOUT, Database, DbBackend, Migration};
 pub use error::{BoxError, ErrorCode, StoreError};

@@ -38,6 +38,8 @@ pub struct Config {
     pub auth: draughts_validation::auth::AuthConfig,
     #[command(flatten)]
     pub ratings: draughts_ratings::RatingsConfig,
+    #[command(flatten)]
+    pub games: draughts_validation::games::GamesConfig,
 }
 
 impl Config {
@@ -47,6 +49,7 @@ impl Config {
         self.backends.validate()?;
         self.auth.validate()?;
         self.ratings.validate()?;
+        self.games.validate()?;
         Ok(())
     }
 }
@@ -108,6 +111,7 @@ impl Platform {
             backends.live.clone(),
             backends.db.clone(),
             &config.auth,
+            &config.games,
             Arc::new(draughts_validation::games::SystemClock),
         )
         .await?;

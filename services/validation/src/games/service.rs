@@ -25,6 +25,7 @@ use draughts_proto::contract::finished;
 use draughts_proto::{ErrorKind, ServiceError};
 use draughts_store::{Database, Effect, LiveStore, Migration, StoreError};
 
+use super::consent::{self, SignalKind};
 use super::pdn;
 use super::record::{GameRecord, PlayError, PlayerRec, TimeControlRec};
 
@@ -138,6 +139,9 @@ pub enum GamesError {
     Store(StoreError),
     #[error("{0}")]
     Corrupt(String),
+    /// A per-player bound is reached (pending invitations, open games).
+    #[error("{0}")]
+    Exhausted(String),
 }
 
 impl From<StoreError> for GamesError {
@@ -172,6 +176,7 @@ impl ServiceError for GamesError {
             }
             GamesError::Move(_) => ErrorKind::FailedPrecondition,
             GamesError::Corrupt(_) => ErrorKind::Internal,
+            GamesError::Exhausted(_) => ErrorKind::ResourceExhausted,
             GamesError::Store(e) => e.code().into(),
         }
     }
@@ -227,7 +232,7 @@ fn finished_event(
             .find(|v| v.key() == record.variant)
             .ok_or_else(|| unknown("variant", &record.variant))?,
         options: record.options.clone(),
-        rated: record.rated && outcome != finished::Outcome::Aborted,
+        rated: record.counts_for_rating(),
         white: player(&record.white),
         black: player(&record.black),
         outcome,
@@ -260,6 +265,8 @@ pub struct GamesCore {
     live: Arc<dyn LiveStore>,
     db: Database,
     clock: Arc<dyn Clock>,
+    /// Time each side has for its first move in Fischer games, ms.
+    first_move_ms: u64,
 }
 
 fn encode(record: &GameRecord) -> GamesResult<Bytes> {
@@ -284,7 +291,7 @@ fn notification(record: &GameRecord) -> Effect {
 }
 
 /// A new game id: `g`, the creation time in hex, and 48 random bits (unique across replicas).
-fn new_game_id() -> String {
+pub(crate) fn new_game_id() -> String {
     use rand::Rng;
     format!(
         "g{:x}{:012x}",
@@ -304,11 +311,26 @@ impl GamesCore {
         live.ensure_group(keys::FINISHED, "archive-check")
             .await
             .ok();
-        Ok(GamesCore { live, db, clock })
+        Ok(GamesCore {
+            live,
+            db,
+            clock,
+            first_move_ms: super::record::DEFAULT_FIRST_MOVE_MS,
+        })
+    }
+
+    /// Sets the time each side has for its first move (Fischer games).
+    pub fn with_first_move_ms(mut self, ms: u64) -> Self {
+        self.first_move_ms = ms;
+        self
     }
 
     pub fn now(&self) -> u64 {
         self.clock.now_ms()
+    }
+
+    pub fn db(&self) -> &Database {
+        &self.db
     }
 
     pub fn live(&self) -> &Arc<dyn LiveStore> {
@@ -334,19 +356,19 @@ impl GamesCore {
         }
     }
 
-    /// Creates a game.
+    /// Creates a game (with a new id).
     pub async fn create(&self, new: NewGame) -> GamesResult<GameRecord> {
+        self.create_with_id(new, new_game_id()).await
+    }
+
+    /// Creates a game with id `id`: [`GamesError::Conflict`] if that game exists (an accepted
+    /// invitation makes its game under its own id, once).
+    pub async fn create_with_id(&self, new: NewGame, id: String) -> GamesResult<GameRecord> {
         let now = self.now();
-        let record = GameRecord::new(
-            new_game_id(),
-            new.rules,
-            new.time,
-            new.white,
-            new.black,
-            new.rated,
-            &new.start,
-            now,
+        let mut record = GameRecord::new(
+            id, new.rules, new.time, new.white, new.black, new.rated, &new.start, now,
         )?;
+        record.first_move_ms = self.first_move_ms;
         let side = new.start.side_to_move();
         let effects = [
             Effect::Schedule {
@@ -355,6 +377,8 @@ impl GamesCore {
                 at_unix_ms: record.deadline(side),
             },
             notification(&record),
+            consent::signal(&record.white.id, SignalKind::GameStarted, &record.id),
+            consent::signal(&record.black.id, SignalKind::GameStarted, &record.id),
         ];
         self.live
             .put_with(
@@ -406,6 +430,9 @@ impl GamesCore {
                 set: keys::DEADLINES.into(),
                 member: record.id.clone(),
             });
+            for p in [&record.white.id, &record.black.id] {
+                effects.push(consent::signal(p, SignalKind::GameFinished, &record.id));
+            }
         } else if !record.is_over() {
             let side = record.side_to_move()?;
             effects.push(Effect::Schedule {
@@ -631,8 +658,18 @@ impl GamesCore {
     /// game is handed to exactly one of them.
     pub async fn run_timers(self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
+        // This replica's name in the consumer groups it reads.
+        let consumer = format!("games-{}", new_game_id());
+        let mut links_checked: Option<std::time::Instant> = None;
         loop {
             let now = self.now();
+            // Guests taken over by accounts, once a second (see `links`).
+            if links_checked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
+                links_checked = Some(std::time::Instant::now());
+                if let Err(e) = self.apply_links(&consumer).await {
+                    tracing::warn!(error = %e, "moving linked guests' games failed; retrying");
+                }
+            }
             // Claimed, not taken: a due game stays scheduled (moved CLAIM_RETRY ahead) until this
             // replica has dealt with it, so a replica killed in between loses nothing; another one
             // picks the game up when the claim runs out.
