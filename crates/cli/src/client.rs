@@ -78,8 +78,11 @@ enum ClientCommand {
         #[arg(long, default_value = "")]
         name: String,
     },
-    /// Games.CreateGame: a game between you (--token) and an opponent id.
+    /// Games.CreateInvitation: invite a player (by id) to a game with you (--token); prints the
+    /// invitation id, which becomes the game's id when they accept.
     Create(crate::games_cli::CreateArgs),
+    /// Games.AcceptInvitation: accept an invitation to you (--token); prints the game's id.
+    Accept { invitation_id: String },
     /// Play a game from the terminal: your moves from stdin, the opponent's as they come. At the end
     /// of input you leave the game: it goes on and your clock runs (run `play` again to come back).
     Play { game_id: String },
@@ -374,6 +377,9 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
             eprintln!("guest {} (export DRAUGHTS_TOKEN=... to use it)", g.id);
         }
         ClientCommand::Create(a) => crate::games_cli::create(&channel, &caller, a).await?,
+        ClientCommand::Accept { invitation_id } => {
+            crate::games_cli::accept(&channel, &caller, &invitation_id).await?
+        }
         ClientCommand::Play { game_id } => {
             crate::games_cli::play(&channel, &caller, &game_id).await?
         }

@@ -59,7 +59,7 @@ async fn my_id(ch: &Channel, caller: &Caller) -> Result<String, CliError> {
 pub struct CreateArgs {
     #[command(flatten)]
     target: Target,
-    /// The opponent's player id (e.g. from their `client guest`).
+    /// The invited player's id (e.g. from their `client guest`).
     #[arg(long)]
     opponent: String,
     /// Play Black (default: White).
@@ -91,25 +91,47 @@ fn time_control(base: u64, increment: u64, days: Option<u32>) -> pb::TimeControl
     }
 }
 
+/// Invites the opponent (`Games.CreateInvitation`); the game starts when they accept it
+/// (`draughts client accept INVITATION_ID`). Prints the invitation id, which is also the game's id.
 pub async fn create(ch: &Channel, caller: &Caller, a: CreateArgs) -> Result<(), CliError> {
     let caller = need_token(caller)?;
-    let me = pb::Player::default();
-    let them = pb::Player {
-        id: a.opponent.clone(),
-        ..Default::default()
-    };
-    let (white, black) = if a.black { (them, me) } else { (me, them) };
-    let req = pb::CreateGameRequest {
+    let req = pb::CreateInvitationRequest {
         rules: rules_of(&a.target)?,
         time_control: Some(time_control(a.base, a.increment, a.days)),
-        white: Some(white),
-        black: Some(black),
+        invitee_id: a.opponent.clone(),
+        color: if a.black {
+            pb::Color::Black
+        } else {
+            pb::Color::White
+        } as i32,
         rated: a.rated,
         fen: a.target.fen.clone(),
+        expires_in_ms: 0,
     };
     let games = GamesClient::new(ch.clone());
-    let g = call!(caller, games, create_game, req).map_err(status_error)?;
-    println!("{}", g.game_id);
+    let invitation = call!(caller, games, create_invitation, req).map_err(status_error)?;
+    println!("{}", invitation.invitation_id);
+    eprintln!(
+        "invitation sent; the game starts when {} runs `draughts client accept {}`",
+        a.opponent, invitation.invitation_id
+    );
+    Ok(())
+}
+
+/// Accepts an invitation (`Games.AcceptInvitation`); prints the game's id.
+pub async fn accept(ch: &Channel, caller: &Caller, invitation_id: &str) -> Result<(), CliError> {
+    let caller = need_token(caller)?;
+    let games = GamesClient::new(ch.clone());
+    let game = call!(
+        caller,
+        games,
+        accept_invitation,
+        pb::InvitationRequest {
+            invitation_id: invitation_id.into(),
+        }
+    )
+    .map_err(status_error)?;
+    println!("{}", game.game_id);
     Ok(())
 }
 
@@ -279,33 +301,33 @@ pub async fn bot(ch: &Channel, caller: &Caller, a: BotArgs) -> Result<(), CliErr
     };
     let bot = create_guest(ch, &me, "Built-in bot").await?;
     let bot_caller = Caller::new(Some(&bot.token))?;
-    let mine = pb::Player {
-        id: my_id(ch, &me).await?,
-        ..Default::default()
-    };
-    let theirs = pb::Player {
-        id: bot.id.clone(),
-        display_name: "Built-in bot".into(),
-        computer: true,
-        ..Default::default()
-    };
-    let (white, black) = if a.black {
-        (theirs, mine)
-    } else {
-        (mine, theirs)
-    };
+    // The bot is a second guest of this process: it is invited, and accepts.
     let games = GamesClient::new(ch.clone());
-    let g = call!(
+    let invitation = call!(
         me,
         games,
-        create_game,
-        pb::CreateGameRequest {
+        create_invitation,
+        pb::CreateInvitationRequest {
             rules: rules_of(&a.target)?,
             time_control: Some(time_control(a.base, a.increment, None)),
-            white: Some(white),
-            black: Some(black),
+            invitee_id: bot.id.clone(),
+            color: if a.black {
+                pb::Color::Black
+            } else {
+                pb::Color::White
+            } as i32,
             rated: false,
             fen: a.target.fen.clone(),
+            expires_in_ms: 0,
+        }
+    )
+    .map_err(status_error)?;
+    let g = call!(
+        bot_caller,
+        games,
+        accept_invitation,
+        pb::InvitationRequest {
+            invitation_id: invitation.invitation_id.clone(),
         }
     )
     .map_err(status_error)?;

@@ -27,7 +27,7 @@ struct Cli {
 /// The command groups `draughts --help` shows (a test checks that every command is in one).
 const COMMAND_GROUPS: &str = "Command groups:
   Engine tools:  perft, moves, play, bench
-  API client:    client (moves, validate, apply, start, parse, health, guest, create, play, bot,
+  API client:    client (moves, validate, apply, start, parse, health, guest, create, accept, play, bot,
                  watch, pdn, ...: `draughts client --help`; --server HOST:PORT, --token)
   AI:            analyse, bestmove, hub, match, search-bench";
 

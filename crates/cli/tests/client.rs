@@ -152,7 +152,6 @@ async fn play_says_what_the_end_of_input_does() {
     assert!(ok, "{err}");
     let bob_id = err_id(&err);
     let ann = ann.trim().to_owned();
-    let _ = bob;
     let (ok, game, err) = client(
         &server,
         &[
@@ -168,7 +167,11 @@ async fn play_says_what_the_end_of_input_does() {
     )
     .await;
     assert!(ok, "{err}");
+    let invitation = game.trim().to_owned();
+    let (ok, game, err) = client(&server, &["--token", bob.trim(), "accept", &invitation]).await;
+    assert!(ok, "{err}");
     let game = game.trim().to_owned();
+    assert_eq!(game, invitation);
     let (ok, out, err) = client(&server, &["--token", &ann, "play", &game]).await;
     assert!(ok, "{err}");
     assert!(
