@@ -1,4 +1,12 @@
 //! `draughts client ...`: calls the platform's API (draughts.v1) over gRPC.
+//!
+//! Every call carries the caller's token when one is given (`--token` / `DRAUGHTS_TOKEN`), so it counts
+//! against the caller's own rate limit, not the anonymous per-address one; a call refused with
+//! RESOURCE_EXHAUSTED is retried after the server's `retry-after` seconds, up to [`MAX_RATE_WAIT`] in
+//! all, and only then reported.
+
+use std::future::Future;
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use draughts_proto::pb;
@@ -9,12 +17,12 @@ use crate::CliError;
 
 #[derive(Args, Debug)]
 pub struct ClientArgs {
-    /// Server address.
+    /// Server address: HOST:PORT (plain HTTP/2) or a URL (http://HOST:PORT, https://HOST:PORT).
     #[arg(
         long,
         short = 's',
         env = "DRAUGHTS_SERVER",
-        default_value = "http://127.0.0.1:50051",
+        default_value = "127.0.0.1:50051",
         global = true
     )]
     server: String,
@@ -70,11 +78,16 @@ enum ClientCommand {
         #[arg(long, default_value = "")]
         name: String,
     },
-    /// Games.CreateGame: a game between you (--token) and an opponent id.
+    /// Games.CreateInvitation: invite a player (by id) to a game with you (--token); prints the
+    /// invitation id, which becomes the game's id when they accept.
     Create(crate::games_cli::CreateArgs),
-    /// Play a game from the terminal: your moves from stdin, the opponent's as they come.
+    /// Games.AcceptInvitation: accept an invitation to you (--token); prints the game's id.
+    Accept { invitation_id: String },
+    /// Play a game from the terminal: your moves from stdin, the opponent's as they come. At the end
+    /// of input you leave the game: it goes on and your clock runs (run `play` again to come back).
     Play { game_id: String },
-    /// Play a whole game against the built-in opponent (a simple engine-backed player).
+    /// Play a whole game against the built-in opponent (a simple engine-backed player). At the end of
+    /// input the game is aborted (fewer than two moves) or resigned, since nobody plays the bot then.
     Bot(crate::games_cli::BotArgs),
     /// Games.WatchGame: print every event of a game until it ends.
     Watch { game_id: String },
@@ -92,6 +105,111 @@ pub(crate) fn rules_of(t: &Target) -> Result<Option<pb::RuleSet>, CliError> {
 pub(crate) fn status_error(e: tonic::Status) -> CliError {
     CliError(format!("{:?}: {}", e.code(), e.message()))
 }
+
+/// The server's URL: `HOST:PORT` becomes `http://HOST:PORT`; a URL stays as it is.
+pub(crate) fn server_url(server: &str) -> String {
+    let server = server.trim();
+    if server.contains("://") {
+        server.to_owned()
+    } else {
+        format!("http://{server}")
+    }
+}
+
+/// Who calls: the `authorization` metadata every request of this caller carries (none without a
+/// token: the call is anonymous).
+#[derive(Clone, Debug)]
+pub(crate) struct Caller {
+    bearer: Option<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>,
+}
+
+impl Caller {
+    pub(crate) fn new(token: Option<&str>) -> Result<Caller, CliError> {
+        let bearer = match token.map(str::trim).filter(|t| !t.is_empty()) {
+            None => None,
+            Some(token) => Some(
+                format!("Bearer {token}")
+                    .parse()
+                    .map_err(|_| CliError("the token has characters that can't be sent".into()))?,
+            ),
+        };
+        Ok(Caller { bearer })
+    }
+
+    pub(crate) fn has_token(&self) -> bool {
+        self.bearer.is_some()
+    }
+
+    /// `message` as a request of this caller.
+    pub(crate) fn request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut req = tonic::Request::new(message);
+        if let Some(bearer) = &self.bearer {
+            req.metadata_mut().insert("authorization", bearer.clone());
+        }
+        req
+    }
+}
+
+/// The longest total wait for rate limits before a call is given up.
+pub(crate) const MAX_RATE_WAIT: Duration = Duration::from_secs(180);
+/// The longest single wait (a server asking for more is capped).
+const MAX_ONE_WAIT: Duration = Duration::from_secs(60);
+
+/// The wait a RESOURCE_EXHAUSTED status asks for: its `retry-after` seconds (1 s when absent), capped.
+fn retry_after(status: &tonic::Status) -> Duration {
+    let secs = status
+        .metadata()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(1)
+        .max(1);
+    Duration::from_secs(secs).min(MAX_ONE_WAIT)
+}
+
+/// Makes the call `call` builds, again after the server's `retry-after` while it is refused with
+/// RESOURCE_EXHAUSTED, up to `max_wait` of waiting in all (then the last refusal is returned).
+pub(crate) async fn retrying<T, F, Fut>(max_wait: Duration, mut call: F) -> Result<T, tonic::Status>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    let mut waited = Duration::ZERO;
+    loop {
+        match call().await {
+            Ok(response) => return Ok(response.into_inner()),
+            Err(status) if status.code() == tonic::Code::ResourceExhausted => {
+                let wait = retry_after(&status);
+                if waited + wait > max_wait {
+                    return Err(status);
+                }
+                eprintln!(
+                    "rate limited ({}); retrying in {} s",
+                    status.message(),
+                    wait.as_secs()
+                );
+                tokio::time::sleep(wait).await;
+                waited += wait;
+            }
+            Err(status) => return Err(status),
+        }
+    }
+}
+
+/// `call!(caller, client, method, message)`: `client.method(message)` as `caller`, retried on rate
+/// limits ([`retrying`]); the response message or the status.
+macro_rules! call {
+    ($caller:expr, $client:expr, $method:ident, $message:expr) => {{
+        let message = $message;
+        $crate::client::retrying($crate::client::MAX_RATE_WAIT, || {
+            let mut client = $client.clone();
+            let request = $caller.request(message.clone());
+            async move { client.$method(request).await }
+        })
+        .await
+    }};
+}
+pub(crate) use call;
 
 fn text(t: &str) -> pb::MoveInput {
     pb::MoveInput {
@@ -126,42 +244,48 @@ pub fn run(args: ClientArgs) -> Result<(), CliError> {
 }
 
 async fn run_async(args: ClientArgs) -> Result<(), CliError> {
-    let endpoint = Channel::from_shared(args.server.clone())
+    let url = server_url(&args.server);
+    let endpoint = Channel::from_shared(url.clone())
         .map_err(|e| CliError(format!("bad server address '{}': {e}", args.server)))?
         .connect_timeout(std::time::Duration::from_secs(5))
         .timeout(std::time::Duration::from_secs(30));
     let channel = endpoint
         .connect()
         .await
-        .map_err(|e| CliError(format!("cannot connect to {}: {e}", args.server)))?;
-    let mut rules_client = RulesClient::new(channel.clone());
+        .map_err(|e| CliError(format!("cannot connect to {url}: {e}")))?;
+    let rules_client = RulesClient::new(channel.clone());
     let token = args.token.clone();
+    let caller = Caller::new(token.as_deref())?;
     match args.command {
         ClientCommand::Moves(t) => {
-            let r = rules_client
-                .list_moves(pb::ListMovesRequest {
+            let r = call!(
+                caller,
+                rules_client,
+                list_moves,
+                pb::ListMovesRequest {
                     rules: rules_of(&t)?,
                     fen: t.fen.clone(),
-                })
-                .await
-                .map_err(status_error)?
-                .into_inner();
+                }
+            )
+            .map_err(status_error)?;
             for m in &r.moves {
                 println!("{}", describe_move(m));
             }
             print_status(r.status.as_ref());
         }
         ClientCommand::Validate { target, mv } => {
-            let r = rules_client
-                .validate_move(pb::ValidateMoveRequest {
+            let r = call!(
+                caller,
+                rules_client,
+                validate_move,
+                pb::ValidateMoveRequest {
                     rules: rules_of(&target)?,
                     fen: target.fen.clone(),
                     r#move: Some(text(&mv)),
                     include_pieces: false,
-                })
-                .await
-                .map_err(status_error)?
-                .into_inner();
+                }
+            )
+            .map_err(status_error)?;
             if r.legal {
                 if let Some(m) = &r.r#move {
                     println!("legal: {}", describe_move(m));
@@ -175,15 +299,17 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
             }
         }
         ClientCommand::Apply { target, moves } => {
-            let r = rules_client
-                .apply_moves(pb::ApplyMovesRequest {
+            let r = call!(
+                caller,
+                rules_client,
+                apply_moves,
+                pb::ApplyMovesRequest {
                     rules: rules_of(&target)?,
                     fen: target.fen.clone(),
                     moves: moves.iter().map(|m| text(m)).collect(),
-                })
-                .await
-                .map_err(status_error)?
-                .into_inner();
+                }
+            )
+            .map_err(status_error)?;
             let applied: Vec<&str> = r.applied.iter().map(|m| m.notation.as_str()).collect();
             println!("applied: {}", applied.join(" "));
             if let Some(p) = &r.position {
@@ -200,63 +326,136 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
                 fen: String::new(),
                 options: String::new(),
             };
-            let r = rules_client
-                .start_position(pb::StartPositionRequest {
+            let r = call!(
+                caller,
+                rules_client,
+                start_position,
+                pb::StartPositionRequest {
                     rules: rules_of(&t)?,
-                })
-                .await
-                .map_err(status_error)?
-                .into_inner();
+                }
+            )
+            .map_err(status_error)?;
             if let Some(p) = r.position {
                 println!("{}", p.fen);
             }
         }
         ClientCommand::Parse(t) => {
-            let r = rules_client
-                .parse_position(pb::ParsePositionRequest {
+            let r = call!(
+                caller,
+                rules_client,
+                parse_position,
+                pb::ParsePositionRequest {
                     rules: rules_of(&t)?,
                     fen: t.fen.clone(),
-                })
-                .await
-                .map_err(status_error)?
-                .into_inner();
+                }
+            )
+            .map_err(status_error)?;
             if let Some(p) = &r.position {
                 println!("{}", p.fen);
             }
             print_status(r.status.as_ref());
         }
         ClientCommand::Health => {
-            let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
-            let r = health
-                .check(tonic_health::pb::HealthCheckRequest {
+            let health = tonic_health::pb::health_client::HealthClient::new(channel);
+            let r = call!(
+                caller,
+                health,
+                check,
+                tonic_health::pb::HealthCheckRequest {
                     service: String::new(),
-                })
-                .await
-                .map_err(status_error)?
-                .into_inner();
+                }
+            )
+            .map_err(status_error)?;
             let status = tonic_health::pb::health_check_response::ServingStatus::try_from(r.status)
                 .map(|s| s.as_str_name())
                 .unwrap_or("UNKNOWN");
             println!("{status}");
         }
         ClientCommand::Guest { name } => {
-            let g = crate::games_cli::create_guest(&channel, &name).await?;
+            let g = crate::games_cli::create_guest(&channel, &caller, &name).await?;
             println!("{}", g.token);
             eprintln!("guest {} (export DRAUGHTS_TOKEN=... to use it)", g.id);
         }
-        ClientCommand::Create(a) => crate::games_cli::create(&channel, token.as_deref(), a).await?,
-        ClientCommand::Play { game_id } => {
-            crate::games_cli::play(&channel, token.as_deref(), &game_id).await?
+        ClientCommand::Create(a) => crate::games_cli::create(&channel, &caller, a).await?,
+        ClientCommand::Accept { invitation_id } => {
+            crate::games_cli::accept(&channel, &caller, &invitation_id).await?
         }
-        ClientCommand::Bot(a) => crate::games_cli::bot(&channel, token.as_deref(), a).await?,
-        ClientCommand::Watch { game_id } => crate::games_cli::watch(&channel, &game_id).await?,
+        ClientCommand::Play { game_id } => {
+            crate::games_cli::play(&channel, &caller, &game_id).await?
+        }
+        ClientCommand::Bot(a) => crate::games_cli::bot(&channel, &caller, a).await?,
+        ClientCommand::Watch { game_id } => {
+            crate::games_cli::watch(&channel, &caller, &game_id).await?
+        }
         ClientCommand::Pdn { game_id } => {
-            let r = pb::games_client::GamesClient::new(channel)
-                .export_pdn(pb::GetGameRequest { game_id })
-                .await
+            let games = pb::games_client::GamesClient::new(channel);
+            let r = call!(caller, games, export_pdn, pb::GetGameRequest { game_id })
                 .map_err(status_error)?;
-            print!("{}", r.into_inner().pdn);
+            print!("{}", r.pdn);
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_without_a_scheme_is_plain_http() {
+        assert_eq!(server_url("127.0.0.1:50051"), "http://127.0.0.1:50051");
+        assert_eq!(
+            server_url("https://draughts.example:443"),
+            "https://draughts.example:443"
+        );
+        assert_eq!(server_url(" localhost:1 "), "http://localhost:1");
+    }
+
+    fn exhausted(retry_after: &str) -> tonic::Status {
+        let mut status = tonic::Status::resource_exhausted("rate limit exceeded");
+        status
+            .metadata_mut()
+            .insert("retry-after", retry_after.parse().unwrap());
+        status
+    }
+
+    /// A call refused with RESOURCE_EXHAUSTED is made again after `retry-after`; past the bound, the
+    /// refusal is returned.
+    #[tokio::test(start_paused = true)]
+    async fn rate_limited_calls_are_retried_after_retry_after() {
+        let mut attempts = 0;
+        let started = tokio::time::Instant::now();
+        let result = retrying(MAX_RATE_WAIT, || {
+            attempts += 1;
+            let attempt = attempts;
+            async move {
+                if attempt < 3 {
+                    Err(exhausted("7"))
+                } else {
+                    Ok(tonic::Response::new(42))
+                }
+            }
+        })
+        .await;
+        assert_eq!(result.unwrap(), 42);
+        assert_eq!(attempts, 3);
+        assert_eq!(started.elapsed().as_secs(), 14);
+
+        let mut attempts = 0;
+        let result: Result<u32, _> = retrying(Duration::from_secs(100), || {
+            attempts += 1;
+            async { Err(exhausted("40")) }
+        })
+        .await;
+        assert_eq!(result.unwrap_err().code(), tonic::Code::ResourceExhausted);
+        assert_eq!(
+            attempts, 3,
+            "40 s + 40 s fit in 100 s, a third wait does not"
+        );
+        let other: Result<u32, _> = retrying(MAX_RATE_WAIT, || async {
+            Err(tonic::Status::invalid_argument("no"))
+        })
+        .await;
+        assert_eq!(other.unwrap_err().code(), tonic::Code::InvalidArgument);
+    }
 }

@@ -10,7 +10,7 @@ use draughts_proto::pb::games_client::GamesClient;
 use tonic::transport::Channel;
 
 use crate::CliError;
-use crate::client::{Target, rules_of, status_error};
+use crate::client::{Caller, Target, call, rules_of, status_error};
 
 /// A guest identity.
 pub struct Guest {
@@ -18,40 +18,48 @@ pub struct Guest {
     pub token: String,
 }
 
-pub async fn create_guest(ch: &Channel, name: &str) -> Result<Guest, CliError> {
-    let r = pb::auth_client::AuthClient::new(ch.clone())
-        .create_guest(pb::CreateGuestRequest {
+pub async fn create_guest(ch: &Channel, caller: &Caller, name: &str) -> Result<Guest, CliError> {
+    let auth = pb::auth_client::AuthClient::new(ch.clone());
+    let r = call!(
+        caller,
+        auth,
+        create_guest,
+        pb::CreateGuestRequest {
             display_name: name.into(),
-        })
-        .await
-        .map_err(status_error)?
-        .into_inner();
+        }
+    )
+    .map_err(status_error)?;
     Ok(Guest {
         id: r.player.map(|p| p.id).unwrap_or_default(),
         token: r.token,
     })
 }
 
-fn authed<T>(token: &str, msg: T) -> Result<tonic::Request<T>, CliError> {
-    let mut req = tonic::Request::new(msg);
-    let value = format!("Bearer {token}")
-        .parse()
-        .map_err(|_| CliError("the token has characters that can't be sent".into()))?;
-    req.metadata_mut().insert("authorization", value);
-    Ok(req)
+fn need_token(caller: &Caller) -> Result<&Caller, CliError> {
+    if caller.has_token() {
+        Ok(caller)
+    } else {
+        Err(CliError(
+            "this command needs --token (get one with `draughts client guest`)".into(),
+        ))
+    }
 }
 
-fn need_token(token: Option<&str>) -> Result<&str, CliError> {
-    token.ok_or_else(|| {
-        CliError("this command needs --token (get one with `draughts client guest`)".into())
-    })
+/// The caller's player id (`Auth.WhoAmI`).
+async fn my_id(ch: &Channel, caller: &Caller) -> Result<String, CliError> {
+    let auth = pb::auth_client::AuthClient::new(ch.clone());
+    Ok(call!(caller, auth, who_am_i, pb::WhoAmIRequest {})
+        .map_err(status_error)?
+        .player
+        .map(|p| p.id)
+        .unwrap_or_default())
 }
 
 #[derive(Args, Debug)]
 pub struct CreateArgs {
     #[command(flatten)]
     target: Target,
-    /// The opponent's player id (e.g. from their `client guest`).
+    /// The invited player's id (e.g. from their `client guest`).
     #[arg(long)]
     opponent: String,
     /// Play Black (default: White).
@@ -83,28 +91,47 @@ fn time_control(base: u64, increment: u64, days: Option<u32>) -> pb::TimeControl
     }
 }
 
-pub async fn create(ch: &Channel, token: Option<&str>, a: CreateArgs) -> Result<(), CliError> {
-    let token = need_token(token)?;
-    let me = pb::Player::default();
-    let them = pb::Player {
-        id: a.opponent.clone(),
-        ..Default::default()
-    };
-    let (white, black) = if a.black { (them, me) } else { (me, them) };
-    let req = pb::CreateGameRequest {
+/// Invites the opponent (`Games.CreateInvitation`); the game starts when they accept it
+/// (`draughts client accept INVITATION_ID`). Prints the invitation id, which is also the game's id.
+pub async fn create(ch: &Channel, caller: &Caller, a: CreateArgs) -> Result<(), CliError> {
+    let caller = need_token(caller)?;
+    let req = pb::CreateInvitationRequest {
         rules: rules_of(&a.target)?,
         time_control: Some(time_control(a.base, a.increment, a.days)),
-        white: Some(white),
-        black: Some(black),
+        invitee_id: a.opponent.clone(),
+        color: if a.black {
+            pb::Color::Black
+        } else {
+            pb::Color::White
+        } as i32,
         rated: a.rated,
         fen: a.target.fen.clone(),
+        expires_in_ms: 0,
     };
-    let g = GamesClient::new(ch.clone())
-        .create_game(authed(token, req)?)
-        .await
-        .map_err(status_error)?
-        .into_inner();
-    println!("{}", g.game_id);
+    let games = GamesClient::new(ch.clone());
+    let invitation = call!(caller, games, create_invitation, req).map_err(status_error)?;
+    println!("{}", invitation.invitation_id);
+    eprintln!(
+        "invitation sent; the game starts when {} runs `draughts client accept {}`",
+        a.opponent, invitation.invitation_id
+    );
+    Ok(())
+}
+
+/// Accepts an invitation (`Games.AcceptInvitation`); prints the game's id.
+pub async fn accept(ch: &Channel, caller: &Caller, invitation_id: &str) -> Result<(), CliError> {
+    let caller = need_token(caller)?;
+    let games = GamesClient::new(ch.clone());
+    let game = call!(
+        caller,
+        games,
+        accept_invitation,
+        pb::InvitationRequest {
+            invitation_id: invitation_id.into(),
+        }
+    )
+    .map_err(status_error)?;
+    println!("{}", game.game_id);
     Ok(())
 }
 
@@ -144,27 +171,27 @@ fn over(view: &pb::GameView) -> bool {
         .is_some_and(|s| s.outcome != pb::Outcome::Ongoing as i32)
 }
 
-/// Plays `game_id` as the holder of `token`: reads moves from stdin when it is their turn.
-pub async fn play(ch: &Channel, token: Option<&str>, game_id: &str) -> Result<(), CliError> {
-    let token = need_token(token)?;
-    let me = pb::auth_client::AuthClient::new(ch.clone())
-        .who_am_i(authed(token, pb::WhoAmIRequest {})?)
-        .await
-        .map_err(status_error)?
-        .into_inner()
-        .player
-        .map(|p| p.id)
-        .unwrap_or_default();
-    let mut games = GamesClient::new(ch.clone());
+/// What `play` says when its input ends: the game is not resigned (the opponent is a person who may
+/// be thinking), so it goes on without us.
+pub const LEFT_THE_GAME: &str = "end of input: you left the game; it goes on and your clock runs (run `draughts client play GAME_ID` again to come back)";
+
+/// Plays `game_id` as `caller`: reads moves from stdin when it is their turn. Every call carries the
+/// caller's token.
+pub async fn play(ch: &Channel, caller: &Caller, game_id: &str) -> Result<(), CliError> {
+    let caller = need_token(caller)?;
+    let me = my_id(ch, caller).await?;
+    let games = GamesClient::new(ch.clone());
     let mut stdin = std::io::stdin().lock().lines();
     loop {
-        let view = games
-            .get_game(pb::GetGameRequest {
+        let view = call!(
+            caller,
+            games,
+            get_game,
+            pb::GetGameRequest {
                 game_id: game_id.into(),
-            })
-            .await
-            .map_err(status_error)?
-            .into_inner();
+            }
+        )
+        .map_err(status_error)?;
         show(&view);
         if over(&view) {
             return Ok(());
@@ -183,6 +210,7 @@ pub async fn play(ch: &Channel, token: Option<&str>, game_id: &str) -> Result<()
                 .collect();
             println!("your move ({}), or 'resign' / 'draw':", moves.join(" "));
             let Some(line) = stdin.next() else {
+                println!("{LEFT_THE_GAME}");
                 return Ok(());
             };
             let line = line.map_err(|e| CliError(e.to_string()))?;
@@ -191,38 +219,38 @@ pub async fn play(ch: &Channel, token: Option<&str>, game_id: &str) -> Result<()
                 game_id: game_id.into(),
             };
             let r = match line {
-                "resign" => games.resign(authed(token, action)?).await,
-                "draw" => games.offer_draw(authed(token, action)?).await,
+                "resign" => call!(caller, games, resign, action),
+                "draw" => call!(caller, games, offer_draw, action),
                 "" => continue,
-                mv => {
-                    games
-                        .play_move(authed(
-                            token,
-                            pb::PlayMoveRequest {
-                                game_id: game_id.into(),
-                                r#move: Some(pb::MoveInput {
-                                    r#move: Some(pb::move_input::Move::Text(mv.into())),
-                                }),
-                                expected_ply: Some(
-                                    view.moves.len() as u32 + view.first_ply.saturating_sub(1),
-                                ),
-                            },
-                        )?)
-                        .await
-                }
+                mv => call!(
+                    caller,
+                    games,
+                    play_move,
+                    pb::PlayMoveRequest {
+                        game_id: game_id.into(),
+                        r#move: Some(pb::MoveInput {
+                            r#move: Some(pb::move_input::Move::Text(mv.into())),
+                        }),
+                        expected_ply: Some(
+                            view.moves.len() as u32 + view.first_ply.saturating_sub(1),
+                        ),
+                    }
+                ),
             };
             if let Err(e) = r {
                 println!("refused: {}", e.message());
             }
         } else {
             println!("waiting for the opponent...");
-            let mut stream = games
-                .watch_game(pb::WatchGameRequest {
+            let mut stream = call!(
+                caller,
+                games,
+                watch_game,
+                pb::WatchGameRequest {
                     game_id: game_id.into(),
-                })
-                .await
-                .map_err(status_error)?
-                .into_inner();
+                }
+            )
+            .map_err(status_error)?;
             // Skip the history, wait for the next event.
             let seen = view.revision;
             while let Some(e) = stream.message().await.map_err(status_error)? {
@@ -263,73 +291,74 @@ fn bot_move(pos: &Position) -> Option<draughts_engine::Move> {
         .copied()
 }
 
-/// Plays a whole game against the built-in opponent from the terminal.
-pub async fn bot(ch: &Channel, token: Option<&str>, a: BotArgs) -> Result<(), CliError> {
-    let me = match token {
-        Some(t) => t.to_string(),
-        None => create_guest(ch, "You").await?.token,
-    };
-    let bot = create_guest(ch, "Built-in bot").await?;
-    let who = pb::auth_client::AuthClient::new(ch.clone())
-        .who_am_i(authed(&me, pb::WhoAmIRequest {})?)
-        .await
-        .map_err(status_error)?
-        .into_inner();
-    let my_id = who.player.map(|p| p.id).unwrap_or_default();
-    let mine = pb::Player {
-        id: my_id,
-        ..Default::default()
-    };
-    let theirs = pb::Player {
-        id: bot.id.clone(),
-        display_name: "Built-in bot".into(),
-        computer: true,
-        ..Default::default()
-    };
-    let (white, black) = if a.black {
-        (theirs, mine)
+/// Plays a whole game against the built-in opponent from the terminal. The player's calls carry the
+/// player's token (a new guest's without `--token`), the bot's calls the bot guest's.
+pub async fn bot(ch: &Channel, caller: &Caller, a: BotArgs) -> Result<(), CliError> {
+    let me = if caller.has_token() {
+        caller.clone()
     } else {
-        (mine, theirs)
+        Caller::new(Some(&create_guest(ch, caller, "You").await?.token))?
     };
-    let mut games = GamesClient::new(ch.clone());
-    let g = games
-        .create_game(authed(
-            &me,
-            pb::CreateGameRequest {
-                rules: rules_of(&a.target)?,
-                time_control: Some(time_control(a.base, a.increment, None)),
-                white: Some(white),
-                black: Some(black),
-                rated: false,
-                fen: a.target.fen.clone(),
-            },
-        )?)
-        .await
-        .map_err(status_error)?
-        .into_inner();
+    let bot = create_guest(ch, &me, "Built-in bot").await?;
+    let bot_caller = Caller::new(Some(&bot.token))?;
+    // The bot is a second guest of this process: it is invited, and accepts.
+    let games = GamesClient::new(ch.clone());
+    let invitation = call!(
+        me,
+        games,
+        create_invitation,
+        pb::CreateInvitationRequest {
+            rules: rules_of(&a.target)?,
+            time_control: Some(time_control(a.base, a.increment, None)),
+            invitee_id: bot.id.clone(),
+            color: if a.black {
+                pb::Color::Black
+            } else {
+                pb::Color::White
+            } as i32,
+            rated: false,
+            fen: a.target.fen.clone(),
+            expires_in_ms: 0,
+        }
+    )
+    .map_err(status_error)?;
+    let g = call!(
+        bot_caller,
+        games,
+        accept_invitation,
+        pb::InvitationRequest {
+            invitation_id: invitation.invitation_id.clone(),
+        }
+    )
+    .map_err(status_error)?;
     println!("game {}", g.game_id);
     let bot_color = if a.black { Color::White } else { Color::Black };
     let mut stdin = std::io::stdin().lock().lines();
+    let action = pb::GameActionRequest {
+        game_id: g.game_id.clone(),
+    };
     loop {
-        let view = games
-            .get_game(pb::GetGameRequest {
+        let view = call!(
+            me,
+            games,
+            get_game,
+            pb::GetGameRequest {
                 game_id: g.game_id.clone(),
-            })
-            .await
-            .map_err(status_error)?
-            .into_inner();
+            }
+        )
+        .map_err(status_error)?;
         show(&view);
         if over(&view) {
             return Ok(());
         }
         let pos = variant_of(&view)?;
-        let (token, text) = if pos.side_to_move() == bot_color {
+        let (caller, text) = if pos.side_to_move() == bot_color {
             let Some(mv) = bot_move(&pos) else {
                 return Ok(());
             };
             let text = pos.move_to_text(&mv);
             println!("bot plays {text}");
-            (bot.token.as_str(), text)
+            (&bot_caller, text)
         } else {
             let moves: Vec<String> = pos
                 .legal_moves()
@@ -338,35 +367,36 @@ pub async fn bot(ch: &Channel, token: Option<&str>, a: BotArgs) -> Result<(), Cl
                 .collect();
             println!("your move ({}), or 'resign':", moves.join(" "));
             let Some(line) = stdin.next() else {
+                // Nobody plays the bot once this process ends: end the game rather than leave it to
+                // run out the clock.
+                let ended = if view.moves.len() < 2 {
+                    call!(me, games, abort, action.clone()).map(|_| "aborted")
+                } else {
+                    call!(me, games, resign, action.clone()).map(|_| "resigned")
+                };
+                let ended = ended.map_err(status_error)?;
+                println!("end of input: the game against the bot is {ended}");
                 return Ok(());
             };
             let line = line.map_err(|e| CliError(e.to_string()))?;
             if line.trim() == "resign" {
-                games
-                    .resign(authed(
-                        &me,
-                        pb::GameActionRequest {
-                            game_id: g.game_id.clone(),
-                        },
-                    )?)
-                    .await
-                    .map_err(status_error)?;
+                call!(me, games, resign, action.clone()).map_err(status_error)?;
                 continue;
             }
-            (me.as_str(), line.trim().to_string())
+            (&me, line.trim().to_string())
         };
-        let r = games
-            .play_move(authed(
-                token,
-                pb::PlayMoveRequest {
-                    game_id: g.game_id.clone(),
-                    r#move: Some(pb::MoveInput {
-                        r#move: Some(pb::move_input::Move::Text(text)),
-                    }),
-                    expected_ply: Some(view.moves.len() as u32 + view.first_ply.saturating_sub(1)),
-                },
-            )?)
-            .await;
+        let r = call!(
+            caller,
+            games,
+            play_move,
+            pb::PlayMoveRequest {
+                game_id: g.game_id.clone(),
+                r#move: Some(pb::MoveInput {
+                    r#move: Some(pb::move_input::Move::Text(text)),
+                }),
+                expected_ply: Some(view.moves.len() as u32 + view.first_ply.saturating_sub(1)),
+            }
+        );
         if let Err(e) = r {
             println!("refused: {}", e.message());
         }
@@ -374,14 +404,17 @@ pub async fn bot(ch: &Channel, token: Option<&str>, a: BotArgs) -> Result<(), Cl
 }
 
 /// Prints every event of a game until it ends.
-pub async fn watch(ch: &Channel, game_id: &str) -> Result<(), CliError> {
-    let mut stream = GamesClient::new(ch.clone())
-        .watch_game(pb::WatchGameRequest {
+pub async fn watch(ch: &Channel, caller: &Caller, game_id: &str) -> Result<(), CliError> {
+    let games = GamesClient::new(ch.clone());
+    let mut stream = call!(
+        caller,
+        games,
+        watch_game,
+        pb::WatchGameRequest {
             game_id: game_id.into(),
-        })
-        .await
-        .map_err(status_error)?
-        .into_inner();
+        }
+    )
+    .map_err(status_error)?;
     while let Some(e) = stream.message().await.map_err(status_error)? {
         use pb::game_event::Kind;
         match e.kind {

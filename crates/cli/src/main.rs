@@ -16,12 +16,20 @@ use serde::Serialize;
 #[command(
     name = "draughts",
     version,
-    about = "Draughts rules engine tools: perft, legal moves, playing moves, benchmarks"
+    about = "Draughts tools: the rules engine, a client of the platform's API, and the AI",
+    after_help = COMMAND_GROUPS
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+/// The command groups `draughts --help` shows (a test checks that every command is in one).
+const COMMAND_GROUPS: &str = "Command groups:
+  Engine tools:  perft, moves, play, bench
+  API client:    client (moves, validate, apply, start, parse, health, guest, create, accept, play, bot,
+                 watch, pdn, ...: `draughts client --help`; --server HOST:PORT, --token)
+  AI:            analyse, bestmove, hub, match, search-bench";
 
 #[derive(Subcommand, Debug)]
 enum Command {
@@ -448,4 +456,28 @@ fn bench(a: BenchArgs) -> Result<(), CliError> {
         print_json(&entries)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// `draughts --help` names every command, in its group.
+    #[test]
+    fn help_lists_every_command_group() {
+        let help = Cli::command().render_long_help().to_string();
+        for group in ["Engine tools:", "API client:", "AI:"] {
+            assert!(help.contains(group), "{help}");
+        }
+        let groups = COMMAND_GROUPS.replace([',', ':', '(', ')'], " ");
+        let listed: Vec<&str> = groups.split_whitespace().collect();
+        for command in Cli::command().get_subcommands() {
+            let name = command.get_name();
+            assert!(
+                listed.contains(&name),
+                "`{name}` is in no command group of --help"
+            );
+        }
+    }
 }

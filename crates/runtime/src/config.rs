@@ -9,6 +9,47 @@ use std::time::Duration;
 #[error("invalid configuration: {0}")]
 pub struct ConfigError(pub String);
 
+/// Whether `text` is a browser origin as browsers send it: `http://` or `https://`, a host and an
+/// optional port; no user, path, query or wildcard.
+fn is_origin(text: &str) -> bool {
+    let Ok(uri) = text.parse::<http::Uri>() else {
+        return false;
+    };
+    let scheme_ok = matches!(uri.scheme_str(), Some("http" | "https"));
+    let authority_ok = uri.authority().is_some_and(|a| {
+        !a.as_str().contains('@') && !a.host().is_empty() && !a.host().contains('*')
+    });
+    scheme_ok && authority_ok && uri.query().is_none() && !text.ends_with('/') && uri.path() == "/"
+}
+
+#[cfg(test)]
+mod origin_tests {
+    use super::is_origin;
+
+    #[test]
+    fn origins() {
+        for ok in [
+            "https://play.example.com",
+            "http://localhost:8080",
+            "http://[::1]:3000",
+        ] {
+            assert!(is_origin(ok), "{ok}");
+        }
+        for bad in [
+            "*",
+            "example.com",
+            "https://example.com/",
+            "https://a.com/x",
+            "ftp://a.com",
+            "https://u@a.com",
+            "https://*.a.com",
+            "null",
+        ] {
+            assert!(!is_origin(bad), "{bad}");
+        }
+    }
+}
+
 /// How the gRPC server listens and protects itself.
 #[derive(Clone, Debug, clap::Args)]
 pub struct ServerConfig {
@@ -31,6 +72,16 @@ pub struct ServerConfig {
     /// How long shutdown waits for in-flight calls before closing, in milliseconds.
     #[arg(long, env = "DRAUGHTS_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
     pub shutdown_grace_ms: u64,
+    /// Browser origins allowed to call over gRPC-Web (CORS), comma-separated, each
+    /// `http(s)://host[:port]` exactly as the browser sends it. Default: none (no cross-origin call is
+    /// allowed; same-origin pages and non-browser clients need no CORS).
+    #[arg(
+        long,
+        env = "DRAUGHTS_CORS_ORIGINS",
+        value_delimiter = ',',
+        default_value = ""
+    )]
+    pub cors_origins: Vec<String>,
     #[command(flatten)]
     pub connections: ConnectionLimits,
 }
@@ -145,12 +196,26 @@ impl ServerConfig {
                 self.request_timeout_ms
             )));
         }
+        for origin in self.cors_origins() {
+            if !is_origin(origin) {
+                return Err(ConfigError(format!(
+                    "cors-origins: '{origin}' is not an origin (http(s)://host[:port], no path, no wildcard)"
+                )));
+            }
+        }
         if self.concurrency_per_connection == 0 {
             return Err(ConfigError(
                 "concurrency-per-connection must be at least 1".into(),
             ));
         }
         self.connections.validate()
+    }
+    /// The configured CORS origins (empty entries, as an empty default gives, left out).
+    pub fn cors_origins(&self) -> impl Iterator<Item = &str> {
+        self.cors_origins
+            .iter()
+            .map(|o| o.trim())
+            .filter(|o| !o.is_empty())
     }
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
@@ -166,6 +231,7 @@ impl ServerConfig {
             request_timeout_ms: 10_000,
             concurrency_per_connection: 256,
             shutdown_grace_ms: 2_000,
+            cors_origins: Vec::new(),
             connections: ConnectionLimits::defaults(),
         }
     }

@@ -10,6 +10,7 @@
 pub mod config;
 pub mod echo;
 pub mod edge;
+pub mod listen;
 pub mod propagation;
 pub mod serve;
 pub mod telemetry;

@@ -12,7 +12,7 @@ use tonic::server::NamedService;
 use tonic::service::RoutesBuilder;
 use tonic_health::ServingStatus;
 use tower::{Layer, Service};
-use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, CorsLayer};
+use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::config::ServerConfig;
 use crate::echo::EchoService;
@@ -98,11 +98,12 @@ pub async fn shutdown_signal() {
 /// and lets in-flight calls finish for up to the configured grace period.
 ///
 /// Every server also gets: health (`grpc.health.v1.Health`, every service SERVING while up), reflection
-/// v1 and v1alpha over the whole API, `draughts.v1.Diagnostics/Echo`, gRPC-Web with CORS (HTTP/1.1
-/// accepted), the request timeout, the per-connection concurrency limit, per-RPC metrics and trace
-/// context taken from the request metadata, and the connection edge of [`crate::edge`]: at most
-/// `max_connections` connections, TCP keepalive, HTTP/2 keepalive pings with a timeout, a stream
-/// limit per connection, and connections without an open request closed after the idle timeout.
+/// v1 and v1alpha over the whole API, `draughts.v1.Diagnostics/Echo`, gRPC-Web with CORS for the
+/// configured origins only (`--cors-origins`, default none; HTTP/1.1 accepted), the request timeout,
+/// the per-connection concurrency limit, per-RPC metrics and trace context taken from the request
+/// metadata, and the connection edge of [`crate::edge`]: at most `max_connections` connections, TCP
+/// keepalive, HTTP/2 keepalive pings with a timeout, a stream limit per connection, and connections
+/// without an open request closed after the idle timeout.
 pub async fn serve(
     config: &ServerConfig,
     mut services: Services,
@@ -134,15 +135,29 @@ pub async fn serve(
     services.add(reflection_v1);
     services.add(reflection_v1alpha);
 
+    // CORS: only the configured origins, never a mirror of whatever Origin the request carries, and
+    // no credentials (calls authenticate with the `authorization` header, not cookies).
+    let origins: Vec<http::HeaderValue> = config
+        .cors_origins()
+        .filter_map(|o| http::HeaderValue::from_str(o).ok())
+        .collect();
     let cors = CorsLayer::new()
-        .allow_origin(AllowOrigin::mirror_request())
-        .allow_credentials(true)
-        .allow_methods(AllowMethods::mirror_request())
-        .allow_headers(AllowHeaders::mirror_request())
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_credentials(false)
+        .allow_methods([http::Method::POST, http::Method::OPTIONS])
+        .allow_headers([
+            http::header::AUTHORIZATION,
+            http::header::CONTENT_TYPE,
+            http::HeaderName::from_static("x-grpc-web"),
+            http::HeaderName::from_static("x-user-agent"),
+            http::HeaderName::from_static("grpc-timeout"),
+            http::HeaderName::from_static("traceparent"),
+        ])
         .expose_headers([
             http::HeaderName::from_static("grpc-status"),
             http::HeaderName::from_static("grpc-message"),
             http::HeaderName::from_static("grpc-status-details-bin"),
+            http::HeaderName::from_static("retry-after"),
         ])
         .max_age(std::time::Duration::from_secs(24 * 3600));
 

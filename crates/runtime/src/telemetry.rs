@@ -124,7 +124,7 @@ pub async fn serve_metrics(
         "/metrics",
         axum::routing::get(move || async move { handle.render() }),
     );
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let listener = crate::listen::bind("metrics listener", addr).await?;
     let bound = listener.local_addr()?;
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app)

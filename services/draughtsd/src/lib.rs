@@ -11,12 +11,21 @@ use draughts_runtime::{BackendConfig, ConfigError, ServerConfig, Services, Telem
 use draughts_store::{Database, LiveStore};
 use tokio::net::TcpListener;
 
+/// Where `draughtsd` listens for gRPC and gRPC-Web unless told otherwise: loopback.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:50051";
+/// Where `draughtsd` serves Prometheus metrics unless told otherwise: loopback.
+pub const DEFAULT_METRICS_LISTEN: &str = "127.0.0.1:9090";
+
 /// Configuration of `draughtsd`.
 #[derive(Clone, Debug, clap::Parser)]
 #[command(
     name = "draughtsd",
     version,
-    about = "The draughts platform in one process: every service on one port"
+    about = "The draughts platform in one process: every service on one port",
+    // The one-process mode runs on a developer's machine: loopback only by default. A deployment
+    // sets --listen / DRAUGHTS_LISTEN (and --metrics-listen / DRAUGHTS_METRICS_LISTEN), e.g. 0.0.0.0:50051.
+    mut_arg("listen", |a| a.default_value(DEFAULT_LISTEN)),
+    mut_arg("metrics_listen", |a| a.default_value(DEFAULT_METRICS_LISTEN))
 )]
 pub struct Config {
     #[command(flatten)]

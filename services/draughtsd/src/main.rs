@@ -21,7 +21,7 @@ async fn main() -> anyhow::Result<()> {
             "no DRAUGHTS_TOKEN_SECRET given: using a random one, so guest tokens end with this process"
         );
     }
-    let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
+    let listener = draughts_runtime::listen::bind("gRPC listener", config.server.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, "draughtsd listening (gRPC and gRPC-Web)");
     draughtsd::run(config, listener, draughts_runtime::shutdown_signal()).await?;
     Ok(())

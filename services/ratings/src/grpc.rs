@@ -29,6 +29,11 @@ fn err(e: RatingsError) -> Status {
     e.to_status()
 }
 
+/// INVALID_ARGUMENT through the one status table.
+fn invalid(message: impl Into<String>) -> Status {
+    RatingsError::InvalidArgument(message.into()).to_status()
+}
+
 fn now_ms() -> u64 {
     draughts_store::now_unix_ms()
 }
@@ -41,9 +46,7 @@ fn speed_from_wire(speed: i32) -> Result<Option<Speed>, Status> {
         Ok(pb::SpeedClass::Rapid) => Ok(Some(Speed::Rapid)),
         Ok(pb::SpeedClass::Classical) => Ok(Some(Speed::Classical)),
         Ok(pb::SpeedClass::Correspondence) => Ok(Some(Speed::Correspondence)),
-        Err(_) => Err(Status::invalid_argument(format!(
-            "unknown speed class {speed}"
-        ))),
+        Err(_) => Err(invalid(format!("unknown speed class {speed}"))),
     }
 }
 
@@ -59,8 +62,7 @@ fn speed_to_wire(speed: Option<Speed>) -> pb::SpeedClass {
 }
 
 fn category(wire: Option<&pb::RatingCategory>) -> Result<Category, Status> {
-    let wire =
-        wire.ok_or_else(|| Status::invalid_argument("category is required (a variant at least)"))?;
+    let wire = wire.ok_or_else(|| invalid("category is required (a variant at least)"))?;
     Ok(Category {
         variant: convert::variant(wire.variant)?,
         speed: speed_from_wire(wire.speed)?,
@@ -108,7 +110,7 @@ fn time_control(wire: Option<&pb::TimeControl>) -> Result<Option<TimeControl>, S
         None => Ok(None),
         Some(pb::time_control::Kind::Fischer(f)) => {
             if f.base_ms == 0 && f.increment_ms == 0 {
-                return Err(Status::invalid_argument(
+                return Err(invalid(
                     "a Fischer time control needs a base or an increment",
                 ));
             }
@@ -119,7 +121,7 @@ fn time_control(wire: Option<&pb::TimeControl>) -> Result<Option<TimeControl>, S
         }
         Some(pb::time_control::Kind::Correspondence(c)) => {
             if c.days_per_move == 0 {
-                return Err(Status::invalid_argument(
+                return Err(invalid(
                     "a correspondence time control needs at least one day per move",
                 ));
             }
@@ -131,7 +133,7 @@ fn time_control(wire: Option<&pb::TimeControl>) -> Result<Option<TimeControl>, S
 }
 
 fn side(wire: Option<&pb::Player>, which: &str) -> Result<Side, Status> {
-    let player = wire.ok_or_else(|| Status::invalid_argument(format!("{which} is required")))?;
+    let player = wire.ok_or_else(|| invalid(format!("{which} is required")))?;
     Ok(Side {
         id: player.id.trim().to_owned(),
         guest: player.guest,
@@ -145,7 +147,7 @@ fn finished_game(req: &pb::RecordResultRequest) -> Result<FinishedGame, Status> 
         Ok(pb::Outcome::BlackWins) => Outcome::BlackWins,
         Ok(pb::Outcome::Draw) => Outcome::Draw,
         _ => {
-            return Err(Status::invalid_argument(
+            return Err(invalid(
                 "outcome must be OUTCOME_WHITE_WINS, OUTCOME_BLACK_WINS or OUTCOME_DRAW",
             ));
         }
@@ -166,11 +168,9 @@ fn finished_game(req: &pb::RecordResultRequest) -> Result<FinishedGame, Status> 
         },
         traceparent: None,
     };
-    game.check().map_err(Status::invalid_argument)?;
+    game.check().map_err(invalid)?;
     if game.white.id == game.black.id {
-        return Err(Status::invalid_argument(
-            "white and black must be different players",
-        ));
+        return Err(invalid("white and black must be different players"));
     }
     Ok(game)
 }

@@ -12,7 +12,7 @@ async fn main() -> anyhow::Result<()> {
     let _telemetry = draughts_runtime::telemetry::start("draughts-ratings", &config.telemetry)
         .await
         .map_err(|e| anyhow::anyhow!(e))?;
-    let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
+    let listener = draughts_runtime::listen::bind("gRPC listener", config.server.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, "draughts-ratings serving draughts.v1.Ratings");
     draughts_ratings::run(config, listener, draughts_runtime::shutdown_signal()).await?;
     Ok(())

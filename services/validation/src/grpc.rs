@@ -1,6 +1,7 @@
 //! `draughts.v1.Rules` over gRPC: converts, calls the engine, converts back. No rule lives here.
 
 use draughts_engine::{Game, GameStatus, Position};
+use draughts_proto::ApiError;
 use draughts_proto::convert;
 use draughts_proto::pb;
 use draughts_proto::pb::rules_server::Rules;
@@ -96,10 +97,11 @@ impl Rules for RulesService {
     ) -> Result<Response<pb::ApplyMovesResponse>, Status> {
         let req = req.into_inner();
         if req.moves.len() > MAX_APPLY_MOVES {
-            return Err(Status::invalid_argument(format!(
+            return Err(ApiError::InvalidArgument(format!(
                 "at most {MAX_APPLY_MOVES} moves per call, got {}",
                 req.moves.len()
-            )));
+            ))
+            .into());
         }
         let pos = position_of(req.rules.as_ref(), &req.fen)?;
         let span = tracing::Span::current();
@@ -163,7 +165,7 @@ impl Rules for RulesService {
     ) -> Result<Response<pb::ParsePositionResponse>, Status> {
         let req = req.into_inner();
         if req.fen.trim().is_empty() {
-            return Err(Status::invalid_argument("fen is required"));
+            return Err(ApiError::InvalidArgument("fen is required".into()).into());
         }
         let pos = position_of(req.rules.as_ref(), &req.fen)?;
         Ok(Response::new(pb::ParsePositionResponse {

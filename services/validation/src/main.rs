@@ -12,7 +12,7 @@ async fn main() -> anyhow::Result<()> {
     let _telemetry = draughts_runtime::telemetry::start("draughts-validation", &config.telemetry)
         .await
         .map_err(|e| anyhow::anyhow!(e))?;
-    let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
+    let listener = draughts_runtime::listen::bind("gRPC listener", config.server.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, "draughts-validation serving draughts.v1.Rules");
     draughts_validation::run(config, listener, draughts_runtime::shutdown_signal()).await?;
     Ok(())

@@ -15,9 +15,13 @@ struct Server(ServiceUnderTest);
 
 impl Server {
     async fn start() -> Server {
+        Server::start_with(Config::for_tests()).await
+    }
+
+    async fn start_with(config: Config) -> Server {
         Server(
-            ServiceUnderTest::start(|listener, shutdown| {
-                draughts_validation::run(Config::for_tests(), listener, shutdown)
+            ServiceUnderTest::start(move |listener, shutdown| {
+                draughts_validation::run(config, listener, shutdown)
             })
             .await,
         )
@@ -448,11 +452,10 @@ async fn health_reflection_and_echo_are_served() {
     server.stop().await;
 }
 
-/// A gRPC-Web call as a browser makes it: HTTP/1.1 POST, `application/grpc-web+proto`, an Origin header.
-#[tokio::test]
-async fn grpc_web_over_http1_with_cors() {
+/// A gRPC-Web call as a browser on `origin` makes it (HTTP/1.1 POST, `application/grpc-web+proto`);
+/// the whole response, lowercased.
+async fn grpc_web_call(server: &Server, origin: &str) -> String {
     use prost::Message;
-    let server = Server::start().await;
     let msg = pb::StartPositionRequest {
         rules: rules(pb::Variant::English),
     }
@@ -461,7 +464,7 @@ async fn grpc_web_over_http1_with_cors() {
     body.extend_from_slice(&(msg.len() as u32).to_be_bytes());
     body.extend_from_slice(&msg);
     let head = format!(
-        "POST /draughts.v1.Rules/StartPosition HTTP/1.1\r\nHost: {}\r\nContent-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\nOrigin: http://example.test\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "POST /draughts.v1.Rules/StartPosition HTTP/1.1\r\nHost: {}\r\nContent-Type: application/grpc-web+proto\r\nX-Grpc-Web: 1\r\nOrigin: {origin}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         server.0.addr(),
         body.len()
     );
@@ -472,7 +475,17 @@ async fn grpc_web_over_http1_with_cors() {
     tcp.write_all(&body).await.unwrap();
     let mut raw = Vec::new();
     tcp.read_to_end(&mut raw).await.unwrap();
-    let text = String::from_utf8_lossy(&raw).to_lowercase();
+    String::from_utf8_lossy(&raw).to_lowercase()
+}
+
+/// gRPC-Web over HTTP/1.1 from a configured origin: answered, with CORS for that origin only and
+/// without credentials.
+#[tokio::test]
+async fn grpc_web_over_http1_with_cors() {
+    let mut config = Config::for_tests();
+    config.server.cors_origins = vec!["http://example.test".into()];
+    let server = Server::start_with(config).await;
+    let text = grpc_web_call(&server, "http://example.test").await;
     assert!(text.starts_with("http/1.1 200"), "{text}");
     assert!(
         text.contains("content-type: application/grpc-web+proto"),
@@ -483,8 +496,23 @@ async fn grpc_web_over_http1_with_cors() {
         "{text}"
     );
     assert!(text.contains("access-control-expose-headers"), "{text}");
+    assert!(!text.contains("access-control-allow-credentials"), "{text}");
     // The trailer frame carries grpc-status:0.
     assert!(text.contains("grpc-status:0"), "{text}");
+    // Another origin gets no CORS answer (its browser will not hand the response to the page).
+    let text = grpc_web_call(&server, "http://evil.test").await;
+    assert!(!text.contains("access-control-allow-origin"), "{text}");
+    server.stop().await;
+}
+
+/// The default allows no origin: an arbitrary Origin is never mirrored (it was, with credentials).
+#[tokio::test]
+async fn cors_allows_no_origin_by_default() {
+    let server = Server::start().await;
+    let text = grpc_web_call(&server, "http://evil.test").await;
+    assert!(text.starts_with("http/1.1 200"), "{text}");
+    assert!(!text.contains("access-control-allow-origin"), "{text}");
+    assert!(!text.contains("access-control-allow-credentials"), "{text}");
     server.stop().await;
 }
 

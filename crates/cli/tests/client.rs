@@ -1,0 +1,194 @@
+//! The `draughts client` commands against a real server (the one-process platform, `draughtsd`'s
+//! library, on 127.0.0.1:0 with in-memory backends): `--server HOST:PORT` without a scheme, the token
+//! on every call (a whole game against the built-in bot with an anonymous limit of 3 calls a minute:
+//! polls without the token stopped such a game at ply 52 before), and what the end of input does.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use draughts_testkit::ServiceUnderTest;
+
+async fn platform(anonymous_per_minute: u32) -> ServiceUnderTest {
+    let limit = anonymous_per_minute.to_string();
+    let config = draughtsd::Config::try_parse_from([
+        "draughtsd",
+        "--redis-url",
+        "memory://",
+        "--database-url",
+        "sqlite::memory:",
+        "--metrics-listen",
+        "off",
+        "--token-secret",
+        "cli-test-only-token-secret-0123456789abcdef",
+        "--rate-limit-anonymous-per-minute",
+        &limit,
+    ])
+    .unwrap();
+    ServiceUnderTest::start(move |listener, shutdown| draughtsd::run(config, listener, shutdown))
+        .await
+}
+
+fn draughts(server: &ServiceUnderTest) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_draughts"));
+    command
+        .env_remove("DRAUGHTS_TOKEN")
+        .env("DRAUGHTS_SERVER", server.addr().to_string());
+    command
+}
+
+/// Runs `draughts client ARGS` (stdin closed); success, stdout, stderr.
+async fn client(server: &ServiceUnderTest, args: &[&str]) -> (bool, String, String) {
+    let mut command = draughts(server);
+    command.arg("client").args(args).stdin(Stdio::null());
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_without_scheme_and_the_token_on_every_call() {
+    let server = platform(2).await;
+    let addr = server.addr().to_string();
+    // `--server 127.0.0.1:PORT`, no scheme.
+    let (ok, token, err) = client(&server, &["--server", &addr, "guest", "--name", "Ann"]).await;
+    assert!(ok, "{err}");
+    let token = token.trim().to_owned();
+    // Far more calls than the anonymous limit allows: they carry the token, so they pass.
+    for _ in 0..6 {
+        let (ok, out, err) = client(
+            &server,
+            &["--token", &token, "moves", "--variant", "english"],
+        )
+        .await;
+        assert!(ok, "{err}");
+        assert!(out.contains("11-15"), "{out}");
+    }
+    server.stop().await;
+}
+
+/// A whole game against the built-in bot, our side played by answering each prompt with its first
+/// legal move, until ply 60 (then the input ends) or the end of the game.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bot_game_runs_on_tokens_to_its_end_or_the_end_of_input() {
+    let server = platform(3).await;
+    let mut command = draughts(&server);
+    command
+        .args(["client", "bot", "--variant", "english"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let transcript = tokio::task::spawn_blocking(move || {
+        let mut child = command.spawn().unwrap();
+        let mut stdin = Some(child.stdin.take().unwrap());
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut transcript = Vec::new();
+        let mut ply = 0u32;
+        for line in stdout.lines() {
+            let line = line.unwrap();
+            assert!(
+                Instant::now() < deadline,
+                "too slow:\n{}",
+                transcript.join("\n")
+            );
+            if let Some(rest) = line.strip_prefix("ply ") {
+                ply = rest.split_whitespace().next().unwrap().parse().unwrap();
+            }
+            if let Some(moves) = line
+                .strip_prefix("your move (")
+                .and_then(|rest| rest.split(')').next())
+            {
+                if ply >= 60 {
+                    stdin = None;
+                } else if let Some(input) = stdin.as_mut() {
+                    let first = moves.split_whitespace().next().unwrap();
+                    writeln!(input, "{first}").unwrap();
+                }
+            }
+            transcript.push(line);
+        }
+        drop(stdin);
+        let status = child.wait().unwrap();
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert!(status.success(), "{err}\n{}", transcript.join("\n"));
+        (transcript, ply)
+    })
+    .await
+    .unwrap();
+    let (lines, ply) = transcript;
+    let text = lines.join("\n");
+    let finished = lines
+        .iter()
+        .any(|l| l.starts_with("ply ") && (l.contains(" wins: ") || l.contains(" draw")));
+    if ply >= 60 {
+        assert!(
+            text.contains("end of input: the game against the bot is resigned"),
+            "{text}"
+        );
+    } else {
+        // The game ended on the board first (the bot wins against first-listed moves in about 50
+        // plies): every poll still went through, far past the anonymous limit of 3 calls.
+        assert!(finished && ply > 20, "{text}");
+    }
+    server.stop().await;
+}
+
+/// `play` at the end of input leaves the game (it goes on, the clock runs) and says so; the game is
+/// still ongoing afterwards. (Ann plays Black, who moves first in english.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn play_says_what_the_end_of_input_does() {
+    let server = platform(10).await;
+    let (ok, ann, err) = client(&server, &["guest", "--name", "Ann"]).await;
+    assert!(ok, "{err}");
+    let (ok, bob, err) = client(&server, &["guest", "--name", "Bob"]).await;
+    assert!(ok, "{err}");
+    let bob_id = err_id(&err);
+    let ann = ann.trim().to_owned();
+    let (ok, game, err) = client(
+        &server,
+        &[
+            "--token",
+            &ann,
+            "create",
+            "--variant",
+            "english",
+            "--opponent",
+            &bob_id,
+            "--black",
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    let invitation = game.trim().to_owned();
+    let (ok, game, err) = client(&server, &["--token", bob.trim(), "accept", &invitation]).await;
+    assert!(ok, "{err}");
+    let game = game.trim().to_owned();
+    assert_eq!(game, invitation);
+    let (ok, out, err) = client(&server, &["--token", &ann, "play", &game]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("end of input: you left the game; it goes on and your clock runs"),
+        "{out}"
+    );
+    let (ok, pdn, err) = client(&server, &["--token", &ann, "pdn", &game]).await;
+    assert!(ok, "{err}");
+    assert!(pdn.contains("[Result \"*\"]"), "the game goes on:\n{pdn}");
+    server.stop().await;
+}
+
+/// The guest id `client guest` prints on stderr ("guest guest:... (export ...)").
+fn err_id(stderr: &str) -> String {
+    stderr
+        .split_whitespace()
+        .find(|w| w.starts_with("guest:"))
+        .unwrap_or_default()
+        .to_owned()
+}
