@@ -175,6 +175,9 @@ pub enum GamesError {
     Store(StoreError),
     #[error("{0}")]
     Corrupt(String),
+    /// The replica is stopping (kind Unavailable: retry on another).
+    #[error("the server is shutting down")]
+    ShuttingDown,
     /// A per-player bound is reached (pending invitations, open games).
     #[error("{0}")]
     Exhausted(String),
@@ -213,6 +216,7 @@ impl ServiceError for GamesError {
             GamesError::Move(_) => ErrorKind::FailedPrecondition,
             GamesError::Corrupt(_) => ErrorKind::Internal,
             GamesError::Exhausted(_) => ErrorKind::ResourceExhausted,
+            GamesError::ShuttingDown => ErrorKind::Unavailable,
             GamesError::Store(e) => e.code().into(),
         }
     }

@@ -167,7 +167,7 @@ pub async fn watch(core: &GamesCore, caller: &str, id: &str) -> Result<WatchStre
         .wait_for(Option::is_some)
         .await
         .map(|snapshot| snapshot.clone())
-        .map_err(|_| Status::unavailable("the server is shutting down"))?;
+        .map_err(|_| GamesError::ShuttingDown.to_status())?;
     if let Some(Err(e)) = first {
         return Err(e.to_status());
     }
