@@ -120,6 +120,12 @@ impl Validation {
     }
 
     /// Sets the bounds of games and watchers (before serving).
+    /// Plays the `ai:<level>` players of this replica's games with `player` (see `games::computer`).
+    pub fn with_computer(mut self, player: Arc<dyn games::computer::ComputerPlayer>) -> Validation {
+        self.games = self.games.with_computer(player);
+        self
+    }
+
     pub fn with_limits(mut self, limits: games::GamesLimits) -> Validation {
         self.games = self.games.with_limits(limits);
         self

@@ -9,6 +9,7 @@
 //! - [`pdn`]: PDN export.
 //! - [`grpc`]: the gRPC edge (authenticate, convert, call, convert back).
 
+pub mod computer;
 pub mod consent;
 pub mod grpc;
 pub mod invitation;

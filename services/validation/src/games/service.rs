@@ -25,6 +25,7 @@ use draughts_proto::contract::finished;
 use draughts_proto::{ErrorKind, ServiceError};
 use draughts_store::{Database, Effect, LiveStore, Migration, StoreError};
 
+use super::computer::{self, ComputerPlayer};
 use super::consent::{self, SignalKind};
 use super::limits::GamesLimits;
 use super::pdn;
@@ -43,6 +44,8 @@ pub mod keys {
         format!("player-games:{player}")
     }
     pub const DEADLINES: &str = "game-deadlines";
+    /// Games where it is a computer's turn (see `computer`).
+    pub const COMPUTER: &str = "game-computer";
     pub const ARCHIVE: &str = "game-archive";
     /// The finished-games stream: name, payload and encoding are the one contract,
     /// [`draughts_proto::contract::finished`].
@@ -311,6 +314,8 @@ pub struct GamesCore {
     limits: Arc<GamesLimits>,
     /// This replica's watchers and game feeds.
     watchers: Arc<Watchers>,
+    /// Who plays the `ai:<level>` players, if this replica does.
+    computer: Option<Arc<dyn ComputerPlayer>>,
 }
 
 fn encode(record: &GameRecord) -> GamesResult<Bytes> {
@@ -361,12 +366,67 @@ impl GamesCore {
             clock,
             first_move_ms: super::record::DEFAULT_FIRST_MOVE_MS,
             watchers: Arc::new(Watchers::new(&GamesLimits::defaults())),
+            computer: None,
             limits: Arc::new(GamesLimits::defaults()),
         })
     }
 
     /// Sets the bounds (the defaults are [`GamesLimits::defaults`]). Call before serving: the
     /// watchers' registry is made anew.
+    /// Plays the computer's moves on this replica with `player`.
+    pub fn with_computer(mut self, player: Arc<dyn ComputerPlayer>) -> Self {
+        self.computer = Some(player);
+        self
+    }
+
+    pub fn computer(&self) -> Option<&Arc<dyn ComputerPlayer>> {
+        self.computer.as_ref()
+    }
+
+    /// The schedule effect for a game where it is (or is not) a computer's turn after a write: due at
+    /// once when no local computer player will move at once, else a safety net [`CLAIM_RETRY`] later.
+    fn computer_effect(&self, record: &GameRecord) -> Option<Effect> {
+        if !computer::has_computer(record) {
+            return None;
+        }
+        Some(match computer::computer_to_move(record) {
+            Some(_) => Effect::Schedule {
+                set: keys::COMPUTER.into(),
+                member: record.id.clone(),
+                at_unix_ms: self.now()
+                    + if self.computer.is_some() {
+                        CLAIM_RETRY.as_millis() as u64
+                    } else {
+                        0
+                    },
+            },
+            None => Effect::Cancel {
+                set: keys::COMPUTER.into(),
+                member: record.id.clone(),
+            },
+        })
+    }
+
+    /// After a write that made it the computer's turn: this replica's computer moves at once.
+    fn computer_now(&self, record: &GameRecord) {
+        if let Some(player) = &self.computer
+            && computer::computer_to_move(record).is_some()
+        {
+            let core = self.clone();
+            let player = player.clone();
+            let id = record.id.clone();
+            tokio::spawn(async move {
+                if let Err(e) = core.computer_move(&id, player.as_ref()).await {
+                    tracing::warn!(game_id = %id, error = %e, "computer move failed; the schedule retries it");
+                    let _ = core
+                        .live()
+                        .schedule(keys::COMPUTER, &id, core.now() + 1_000)
+                        .await;
+                }
+            });
+        }
+    }
+
     pub fn with_limits(mut self, limits: GamesLimits) -> Self {
         self.first_move_ms = limits.first_move_secs * 1000;
         self.watchers = Arc::new(Watchers::new(&limits));
@@ -473,7 +533,10 @@ impl GamesCore {
             notification(&record),
             consent::signal(&record.white.id, SignalKind::GameStarted, &record.id),
             consent::signal(&record.black.id, SignalKind::GameStarted, &record.id),
-        ];
+        ]
+        .into_iter()
+        .chain(self.computer_effect(&record))
+        .collect::<Vec<_>>();
         self.live
             .put_with(
                 &keys::game(&record.id),
@@ -486,6 +549,7 @@ impl GamesCore {
         for p in [&record.white.id, &record.black.id] {
             self.update_player_games(p, &record.id, true).await?;
         }
+        self.computer_now(&record);
         Ok(record)
     }
 
@@ -535,6 +599,7 @@ impl GamesCore {
                 at_unix_ms: record.deadline(side),
             });
         }
+        effects.extend(self.computer_effect(&record));
         effects.push(notification(&record));
         self.live
             .put_with(
@@ -545,6 +610,7 @@ impl GamesCore {
                 &effects,
             )
             .await?;
+        self.computer_now(&record);
         if finished_now && let Err(e) = self.archive(&record).await {
             tracing::warn!(game_id = %record.id, error = %e, "archiving deferred to the schedule");
         }
@@ -852,8 +918,11 @@ impl GamesCore {
         let mut links_checked: Option<std::time::Instant> = None;
         let mut next_sample = tokio::time::Instant::now();
         let mut next_trim = tokio::time::Instant::now();
+        let computer_slots = Arc::new(tokio::sync::Semaphore::new(computer::MAX_IN_FLIGHT));
         loop {
             let started = tokio::time::Instant::now();
+            // Computer turns left by a replica that died mid-search, or made where no computer plays.
+            self.run_computer_turns(&computer_slots).await;
             if started >= next_sample {
                 let trim = started >= next_trim;
                 self.housekeeping(trim).await;
