@@ -96,7 +96,6 @@ async fn resign(ch: &Channel, who: &Guest, id: &str) {
             &who.token,
             pb::GameActionRequest {
                 game_id: id.into(),
-                ..Default::default()
             },
         ))
         .await
@@ -106,7 +105,6 @@ async fn resign(ch: &Channel, who: &Guest, id: &str) {
 fn watch_req(id: &str) -> pb::WatchGameRequest {
     pb::WatchGameRequest {
         game_id: id.into(),
-        ..Default::default()
     }
 }
 
