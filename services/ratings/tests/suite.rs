@@ -235,6 +235,13 @@ async fn append_all(live: &Arc<dyn LiveStore>, payloads: impl IntoIterator<Item 
     }
 }
 
+async fn try_count(db: &Database, sql: &'static str) -> Result<i64, sqlx::Error> {
+    sqlx::query(sql)
+        .fetch_one(db.pool())
+        .await?
+        .try_get::<i64, _>(0)
+}
+
 async fn count(db: &Database, sql: &'static str) -> i64 {
     sqlx::query(sql)
         .fetch_one(db.pool())
@@ -248,8 +255,19 @@ async fn count(db: &Database, sql: &'static str) -> i64 {
 async fn wait_applied(b: &Backend, group: &str, expected: i64) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let recorded = count(&b.db, "SELECT COUNT(*) FROM rating_games").await;
-        let pending = b.live.pending_count(FINISHED_STREAM, group).await.unwrap();
+        // The consumer may not have created its group yet (NotFound: keep waiting). A pooled
+        // connection whose transaction was cancelled mid-query by an aborted consumer task can fail
+        // its next statement once (PostgreSQL 25P02); the consumer retries such errors, and so does
+        // this wait.
+        let Ok(recorded) = try_count(&b.db, "SELECT COUNT(*) FROM rating_games").await else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        let pending = match b.live.pending_count(FINISHED_STREAM, group).await {
+            Ok(n) => n,
+            Err(e) if e.code() == draughts_store::ErrorCode::NotFound => u64::MAX,
+            Err(e) => panic!("{e}"),
+        };
         if recorded == expected && pending == 0 {
             return;
         }

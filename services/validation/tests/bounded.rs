@@ -94,18 +94,14 @@ async fn resign(ch: &Channel, who: &Guest, id: &str) {
     GamesClient::new(ch.clone())
         .resign(authed(
             &who.token,
-            pb::GameActionRequest {
-                game_id: id.into(),
-            },
+            pb::GameActionRequest { game_id: id.into() },
         ))
         .await
         .unwrap();
 }
 
 fn watch_req(id: &str) -> pb::WatchGameRequest {
-    pb::WatchGameRequest {
-        game_id: id.into(),
-    }
+    pb::WatchGameRequest { game_id: id.into() }
 }
 
 type Events = tonic::Streaming<pb::GameEvent>;
