@@ -59,7 +59,7 @@ pub use bytes::Bytes;
 pub use database::{DEFAULT_ACQUIRE_TIMEOUT, Database, DbBackend, Migration};
 pub use error::{BoxError, ErrorCode, StoreError};
 pub use live::{
-    Effect, Entry, EntryId, LiveStore, ParseEntryIdError, ReadFrom, Subscription, Version,
+    Backlog, Effect, Entry, EntryId, LiveStore, ParseEntryIdError, ReadFrom, Subscription, Version,
     now_unix_ms,
 };
 pub use memory::MemoryStore;

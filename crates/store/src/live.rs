@@ -102,6 +102,15 @@ pub enum Effect {
     Publish { channel: String, payload: Bytes },
 }
 
+/// What a consumer group has not been handed yet ([`LiveStore::backlog`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Backlog {
+    /// Entries after the group's last delivered one: never delivered to the group.
+    pub waiting: u64,
+    /// The oldest of them, if any (its `ms` is its append time, so `now - ms` is how long it waited).
+    pub oldest: Option<EntryId>,
+}
+
 /// Where [`LiveStore::read_after`] starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadFrom {
@@ -207,6 +216,10 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
 
     /// How many entries of `group` are delivered but not acknowledged.
     async fn pending_count(&self, stream: &str, group: &str) -> Result<u64, StoreError>;
+
+    /// How many entries of `stream` were never delivered to `group`, and the oldest of them: a
+    /// work queue's depth and oldest wait. Fails with NotFound if the group does not exist.
+    async fn backlog(&self, stream: &str, group: &str) -> Result<Backlog, StoreError>;
 
     /// Up to `max` entries with an id greater than `after` (`None`: from the start), in
     /// order. Does not wait. For history and catch-up.

@@ -16,8 +16,8 @@ use tokio::sync::{Notify, broadcast};
 
 use crate::error::StoreError;
 use crate::live::{
-    Effect, Entry, EntryId, LiveStore, ReadFrom, Subscription, Version, now_unix_ms, positive_max,
-    positive_ms,
+    Backlog, Effect, Entry, EntryId, LiveStore, ReadFrom, Subscription, Version, now_unix_ms,
+    positive_max, positive_ms,
 };
 
 /// How many pub/sub messages a slow subscriber may fall behind before it misses some.
@@ -472,6 +472,25 @@ impl LiveStore for MemoryStore {
             .get(group)
             .map_or(0, |group_state| group_state.pending.len());
         Ok(u64::try_from(pending).unwrap_or(u64::MAX))
+    }
+
+    async fn backlog(&self, stream: &str, group: &str) -> Result<Backlog, StoreError> {
+        let mut state = self.lock();
+        let stream_state = group_mut(&mut state, stream, group)?;
+        let last_delivered = stream_state
+            .groups
+            .get(group)
+            .map_or(EntryId::ZERO, |group_state| group_state.last_delivered);
+        let Some(start) = last_delivered.successor() else {
+            return Ok(Backlog::default());
+        };
+        let mut waiting = stream_state.entries.range(start..);
+        let oldest = waiting.next().map(|(id, _)| *id);
+        let n_waiting = oldest.map_or(0, |_| 1 + waiting.count());
+        Ok(Backlog {
+            waiting: u64::try_from(n_waiting).unwrap_or(u64::MAX),
+            oldest,
+        })
     }
 
     async fn range(

@@ -30,7 +30,8 @@ use redis::{AsyncConnectionConfig, Client, Script, Value};
 use crate::error::StoreError;
 use crate::keys::{KV_VALUE_FIELD, KV_VERSION_FIELD, Keys, STREAM_PAYLOAD_FIELD};
 use crate::live::{
-    Effect, Entry, EntryId, LiveStore, ReadFrom, Subscription, Version, positive_max, positive_ms,
+    Backlog, Effect, Entry, EntryId, LiveStore, ReadFrom, Subscription, Version, positive_max,
+    positive_ms,
 };
 
 /// Timeout of ordinary (non-blocking) commands.
@@ -134,6 +135,30 @@ end
 return count
 ";
 
+/// KEYS[1] = stream; ARGV[1] = group. Returns {entries never delivered to the group, the oldest
+/// one's id or false}; a NOGROUP error when the stream or group does not exist. `lag` (Redis 7) is
+/// unknown after some deletions: then the entries after the last delivered id are counted.
+const BACKLOG_SCRIPT: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return redis.error_reply('NOGROUP no such stream')
+end
+for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+  local name, last, lag
+  for i = 1, #g, 2 do
+    if g[i] == 'name' then name = g[i + 1]
+    elseif g[i] == 'last-delivered-id' then last = g[i + 1]
+    elseif g[i] == 'lag' then lag = g[i + 1] end
+  end
+  if name == ARGV[1] then
+    local first = redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', 1)
+    if #first == 0 then return {0, false} end
+    if not lag then lag = #redis.call('XRANGE', KEYS[1], '(' .. last, '+') end
+    return {lag, first[1][1]}
+  end
+end
+return redis.error_reply('NOGROUP no such consumer group')
+";
+
 #[derive(Clone)]
 struct Scripts {
     put_with: Script,
@@ -142,6 +167,7 @@ struct Scripts {
     take_due: Script,
     claim_due: Script,
     hit: Script,
+    backlog: Script,
 }
 
 /// The Redis [`LiveStore`]. Cheap to clone (clones share connections).
@@ -237,6 +263,7 @@ impl RedisStore {
                 take_due: Script::new(TAKE_DUE_SCRIPT),
                 claim_due: Script::new(CLAIM_DUE_SCRIPT),
                 hit: Script::new(HIT_SCRIPT),
+                backlog: Script::new(BACKLOG_SCRIPT),
             }),
         })
     }
@@ -520,6 +547,31 @@ impl LiveStore for RedisStore {
             },
             _ => Err(StoreError::internal("redis", "unexpected XPENDING reply")),
         }
+    }
+
+    async fn backlog(&self, stream: &str, group: &str) -> Result<Backlog, StoreError> {
+        let reply: Value = self
+            .scripts
+            .backlog
+            .key(self.keys.stream(stream))
+            .arg(group)
+            .invoke_async(&mut self.conn())
+            .await?;
+        let Value::Array(items) = reply else {
+            return Err(StoreError::internal("redis", "unexpected backlog reply"));
+        };
+        let waiting = match items.first() {
+            Some(Value::Int(n)) => {
+                u64::try_from(*n).map_err(|_| StoreError::internal("redis", "negative backlog"))?
+            }
+            _ => return Err(StoreError::internal("redis", "unexpected backlog reply")),
+        };
+        let oldest = match items.get(1) {
+            Some(Value::BulkString(id)) => Some(parse_id(&String::from_utf8_lossy(id))?),
+            Some(Value::SimpleString(id)) => Some(parse_id(id)?),
+            _ => None,
+        };
+        Ok(Backlog { waiting, oldest })
     }
 
     async fn range(
