@@ -12,6 +12,7 @@
 
 pub mod convert;
 pub mod error;
+pub mod ids;
 
 /// Generated code of `proto/draughts/v1`.
 #[allow(clippy::all, missing_debug_implementations)]
