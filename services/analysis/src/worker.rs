@@ -86,7 +86,9 @@ pub fn default_slots() -> usize {
 pub async fn run(queue: Queue, config: WorkerConfig, shutdown: impl Future<Output = ()>) {
     let (stop_tx, stop_rx) = watch::channel(false);
     let running = Arc::new(AtomicU32::new(0));
-    let mut tasks = Vec::new();
+    // A JoinSet: when this future is dropped (the process dies or the task is aborted), every slot
+    // goes with it.
+    let mut tasks = tokio::task::JoinSet::new();
     for slot in 0..config.slots.max(1) {
         let slot = Slot {
             queue: queue.clone(),
@@ -97,9 +99,9 @@ pub async fn run(queue: Queue, config: WorkerConfig, shutdown: impl Future<Outpu
             next_reclaim: Instant::now(),
             jobs_done: 0,
         };
-        tasks.push(tokio::spawn(slot.run()));
+        tasks.spawn(slot.run());
     }
-    let beat = tokio::spawn(heartbeat(
+    tasks.spawn(heartbeat(
         queue.clone(),
         config.clone(),
         running.clone(),
@@ -108,10 +110,7 @@ pub async fn run(queue: Queue, config: WorkerConfig, shutdown: impl Future<Outpu
     tracing::info!(worker = %config.name, slots = config.slots, "analysis worker started");
     shutdown.await;
     let _ = stop_tx.send(true);
-    for task in tasks {
-        let _ = task.await;
-    }
-    let _ = beat.await;
+    while tasks.join_next().await.is_some() {}
     tracing::info!(worker = %config.name, "analysis worker stopped");
 }
 
@@ -137,7 +136,7 @@ async fn heartbeat(
             tracing::warn!(error = %e, "worker heartbeat failed");
         }
         beats += 1;
-        if beats % 30 == 1 {
+        if beats.is_multiple_of(30) {
             let _ = queue.live().trim(contract::WORKERS_STREAM, 2_000).await;
         }
         tokio::select! {
@@ -281,10 +280,10 @@ impl Slot {
         match self.start(&job_id).await {
             Ok(Start::Run(record)) => {
                 self.running.fetch_add(1, Ordering::Relaxed);
-                let searcher = self.execute(class, &entry, record, searcher).await;
+                let searcher = self.execute(class, &entry, *record, searcher).await;
                 self.running.fetch_sub(1, Ordering::Relaxed);
                 self.jobs_done += 1;
-                if self.jobs_done % 256 == 0 {
+                if self.jobs_done.is_multiple_of(256) {
                     let keep = self.queue.config().max_queued.saturating_mul(4).max(1024);
                     let _ = self.queue.live().trim(class.stream(), keep).await;
                 }
@@ -347,7 +346,9 @@ impl Slot {
             })
             .await?;
         match updated {
-            Some((record, true)) if record.state == JobState::Running => Ok(Start::Run(record)),
+            Some((record, true)) if record.state == JobState::Running => {
+                Ok(Start::Run(Box::new(record)))
+            }
             Some((record, _)) => {
                 let _ = live.release(&lease, &self.consumer).await;
                 if record.state == JobState::Failed {
@@ -550,7 +551,7 @@ fn state_name(state: JobState) -> &'static str {
 }
 
 enum Start {
-    Run(JobRecord),
+    Run(Box<JobRecord>),
     /// Nothing to run: ack the entry.
     Done,
     /// Another slot holds the run lease: leave the entry.
