@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use draughts_proto::ids::PlayerId;
 use draughts_runtime::ConfigError;
 use draughts_store::{ErrorCode, LiveStore, now_unix_ms};
 use jsonwebtoken::errors::ErrorKind as JwtErrorKind;
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::config::{AuthConfig, GUEST_ISSUER};
+use super::identity::Identities;
 use super::layer::AuthLayer;
 use super::{AuthError, Principal, PrincipalKind, Scope, Scopes};
 
@@ -160,6 +162,8 @@ struct Inner {
     player_key: Option<(DecodingKey, Validation)>,
     /// SHA-256 of the bootstrap admin key, if configured.
     admin_key_hash: Option<[u8; 32]>,
+    /// Who this server has issued or seen.
+    identities: Identities,
 }
 
 impl fmt::Debug for Authenticator {
@@ -214,6 +218,7 @@ impl Authenticator {
         Ok(Authenticator {
             inner: Arc::new(Inner {
                 config,
+                identities: Identities::new(store.clone()),
                 store,
                 guest_signing,
                 guest_key,
@@ -222,6 +227,16 @@ impl Authenticator {
                 admin_key_hash,
             }),
         })
+    }
+
+    /// The identity registry (who exists, and their display names).
+    pub fn identities(&self) -> &Identities {
+        &self.inner.identities
+    }
+
+    /// How long a guest identity lives: its token's lifetime plus the allowed clock skew.
+    fn guest_ttl(&self) -> Duration {
+        Duration::from_secs(self.inner.config.guest_token_ttl_secs + LEEWAY_SECS)
     }
 
     /// The configuration in use.
@@ -257,6 +272,18 @@ impl Authenticator {
         } else {
             return Err(AuthError::InvalidToken("neither a JWT nor an API key"));
         };
+        // Known from now on as the verified credential names it (a failed write only delays that).
+        if let Err(e) = self
+            .inner
+            .identities
+            .seen(&caller.principal, self.guest_ttl())
+            .await
+        {
+            tracing::warn!(
+                error = &e as &(dyn std::error::Error + 'static),
+                "identity registry unavailable; caller not recorded"
+            );
+        }
         Ok(Some(caller))
     }
 
@@ -300,6 +327,20 @@ impl Authenticator {
     /// Whether anonymous callers' addresses come from `x-forwarded-for`.
     pub(crate) fn trust_forwarded_for(&self) -> bool {
         self.inner.config.trust_forwarded_for
+    }
+
+    /// Issues a guest ([`Authenticator::issue_guest`]) and records it in the identity registry, so that
+    /// others can name it as an opponent. Fails (and issues nothing) when the registry cannot be written.
+    pub async fn create_guest(&self, display_name: &str) -> Result<IssuedGuest, AuthError> {
+        let guest = self.issue_guest(display_name)?;
+        let id = PlayerId::parse(&guest.principal.player_id)
+            .map_err(|_| AuthError::InvalidToken("malformed subject"))?;
+        self.inner
+            .identities
+            .record(&id, &guest.principal.display_name, Some(self.guest_ttl()))
+            .await
+            .map_err(AuthError::Store)?;
+        Ok(guest)
     }
 
     /// Issues a guest identity: a fresh `guest:<random>` id with scope PLAY and a token for it.
@@ -369,6 +410,13 @@ impl Authenticator {
             {
                 Ok(_) => {
                     tracing::info!(key_id = %api_key_id(&key), owner, %scopes, "API key created");
+                    if let Ok(id) = PlayerId::parse(&format!("key:{owner}")) {
+                        self.inner
+                            .identities
+                            .record(&id, owner, None)
+                            .await
+                            .map_err(AuthError::Store)?;
+                    }
                     return Ok(key);
                 }
                 // A 64-bit id collision: astronomically rare, but a new key costs nothing.
@@ -512,6 +560,8 @@ impl Authenticator {
             .find(|name| checked_display_name(name).is_ok())
             .unwrap_or_else(|| claims.sub.clone());
         let player_id = format!("player:{}", claims.sub);
+        // The one definition of a well-formed player id (printable, bounded).
+        PlayerId::parse(&player_id).map_err(|_| AuthError::InvalidToken("malformed subject"))?;
         Ok(Caller {
             rate_bucket: player_id.clone(),
             principal: Principal {

@@ -72,7 +72,7 @@ impl Auth for AuthApi {
         &self,
         req: Request<pb::CreateGuestRequest>,
     ) -> Result<Response<pb::CreateGuestResponse>, Status> {
-        let guest = self.auth.issue_guest(&req.get_ref().display_name)?;
+        let guest = self.auth.create_guest(&req.get_ref().display_name).await?;
         Ok(Response::new(pb::CreateGuestResponse {
             token: guest.token,
             player: Some(player_to_wire(&guest.principal)),

@@ -44,6 +44,7 @@ pub mod authenticator;
 pub mod config;
 pub mod error;
 pub mod grpc;
+pub mod identity;
 pub mod layer;
 
 use std::fmt;
@@ -57,6 +58,7 @@ use tower::Layer;
 pub use authenticator::{Authenticator, IssuedGuest, api_key_id};
 pub use config::AuthConfig;
 pub use error::AuthError;
+pub use identity::{Identities, Identity};
 pub use layer::{AuthLayer, Authenticated};
 
 /// Who is calling, once their credentials are checked.

@@ -17,7 +17,9 @@
 //! on `PATH` and under `/usr/lib/postgresql/*/bin`). PostgreSQL refuses to run as root,
 //! so when the tests run as root the cluster is created and run as the `postgres` user.
 
+pub mod games;
 mod service;
+pub use games::{agreed_game, authed};
 pub use service::{ServiceUnderTest, Shutdown};
 
 use std::ffi::OsStr;

@@ -29,6 +29,8 @@ pub struct Config {
     pub auth: draughts_validation::auth::AuthConfig,
     #[command(flatten)]
     pub ratings: draughts_ratings::RatingsConfig,
+    #[command(flatten)]
+    pub games: draughts_validation::games::GamesConfig,
 }
 
 impl Config {
@@ -38,6 +40,7 @@ impl Config {
         self.backends.validate()?;
         self.auth.validate()?;
         self.ratings.validate()?;
+        self.games.validate()?;
         Ok(())
     }
 }
@@ -99,6 +102,7 @@ impl Platform {
             backends.live.clone(),
             backends.db.clone(),
             &config.auth,
+            &config.games,
             Arc::new(draughts_validation::games::SystemClock),
         )
         .await?;

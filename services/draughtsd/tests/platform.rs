@@ -18,8 +18,11 @@ fn config(redis_url: &str, database_url: &str) -> Config {
         ratings: draughts_ratings::RatingsConfig {
             // Short waits so that a finished game is rated within the test's patience.
             block_ms: 50,
+            // The test's players are guests.
+            guest_games: draughts_ratings::config::Policy::Rate,
             ..draughts_ratings::RatingsConfig::defaults()
         },
+        games: draughts_validation::games::GamesConfig::defaults(),
     }
 }
 
@@ -130,35 +133,51 @@ async fn a_finished_game_is_rated(channel: tonic::transport::Channel) {
     let bob = guest("Bob").await;
     let (ann_id, bob_id) = (ann.player.unwrap().id, bob.player.unwrap().id);
     let mut games = pb::games_client::GamesClient::new(channel.clone());
-    let game = games
-        .create_game(authed(
-            &ann.token,
-            pb::CreateGameRequest {
-                rules: Some(pb::RuleSet {
-                    variant: pb::Variant::English as i32,
-                    options: None,
-                }),
-                time_control: Some(pb::TimeControl {
-                    kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
-                        base_ms: 300_000,
-                        increment_ms: 0,
-                    })),
-                }),
-                white: Some(pb::Player {
-                    id: ann_id.clone(),
-                    ..Default::default()
-                }),
-                black: Some(pb::Player {
-                    id: bob_id.clone(),
-                    ..Default::default()
-                }),
-                rated: true,
-                fen: String::new(),
-            },
-        ))
-        .await
-        .unwrap()
-        .into_inner();
+    // Ann invites Bob, Bob accepts; both sides move (a game that ends before that is aborted).
+    let game = draughts_testkit::agreed_game(
+        &channel,
+        &ann.token,
+        &bob.token,
+        pb::CreateGameRequest {
+            rules: Some(pb::RuleSet {
+                variant: pb::Variant::English as i32,
+                options: None,
+            }),
+            time_control: Some(pb::TimeControl {
+                kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
+                    base_ms: 300_000,
+                    increment_ms: 0,
+                })),
+            }),
+            white: Some(pb::Player {
+                id: ann_id.clone(),
+                ..Default::default()
+            }),
+            black: Some(pb::Player {
+                id: bob_id.clone(),
+                ..Default::default()
+            }),
+            rated: true,
+            fen: String::new(),
+        },
+    )
+    .await
+    .unwrap();
+    for (token, mv) in [(&bob.token, "11-15"), (&ann.token, "23-19")] {
+        games
+            .play_move(authed(
+                token,
+                pb::PlayMoveRequest {
+                    game_id: game.game_id.clone(),
+                    r#move: Some(pb::MoveInput {
+                        r#move: Some(pb::move_input::Move::Text(mv.into())),
+                    }),
+                    expected_ply: None,
+                },
+            ))
+            .await
+            .unwrap();
+    }
     games
         .resign(authed(
             &bob.token,

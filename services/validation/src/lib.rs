@@ -33,6 +33,8 @@ pub struct Config {
     pub backends: BackendConfig,
     #[command(flatten)]
     pub auth: auth::AuthConfig,
+    #[command(flatten)]
+    pub games: games::GamesConfig,
 }
 
 impl Config {
@@ -40,7 +42,8 @@ impl Config {
         self.server.validate()?;
         self.telemetry.validate()?;
         self.backends.validate()?;
-        self.auth.validate()
+        self.auth.validate()?;
+        self.games.validate()
     }
 
     /// Port 0 on loopback, embedded backends, test secrets.
@@ -50,6 +53,7 @@ impl Config {
             telemetry: TelemetryConfig::for_tests(),
             backends: BackendConfig::embedded_for_tests(),
             auth: auth::AuthConfig::for_tests(),
+            games: games::GamesConfig::defaults(),
         }
     }
 }
@@ -87,10 +91,13 @@ impl Validation {
         live: Arc<dyn LiveStore>,
         db: Database,
         auth_config: &auth::AuthConfig,
+        games_config: &games::GamesConfig,
         clock: Arc<dyn games::Clock>,
     ) -> Result<Validation, StartError> {
         let auth = auth::Authenticator::new(auth_config.clone(), live.clone())?;
-        let games = games::GamesCore::new(live, db, clock).await?;
+        let games = games::GamesCore::new(live, db, clock)
+            .await?
+            .with_first_move_ms(games_config.first_move_secs * 1000);
         Ok(Validation { games, auth })
     }
 
@@ -129,7 +136,14 @@ pub async fn run(
 ) -> Result<(), StartError> {
     config.validate()?;
     let (live, db) = connect(&config.backends).await?;
-    let v = Validation::new(live, db, &config.auth, Arc::new(games::SystemClock)).await?;
+    let v = Validation::new(
+        live,
+        db,
+        &config.auth,
+        &config.games,
+        Arc::new(games::SystemClock),
+    )
+    .await?;
     let mut services = Services::new();
     v.register(&mut services, &config.server);
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);

@@ -66,13 +66,15 @@ async fn a_flag_falls_with_nobody_calling() {
         }))
         .await
         .unwrap();
-    // English: Black moves first and uses 10 s.
+    // English: Black moves first after 10 s and White answers after 5 s: first moves cost no time.
     tokio::time::sleep(Duration::from_secs(10)).await;
     play(&core, &g.id, "guest:b", "11-15").await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    play(&core, &g.id, "guest:w", "23-19").await;
     let (r, _) = core.load(&g.id).await.unwrap();
-    close(r.black_ms, 50_000);
+    assert_eq!((r.black_ms, r.white_ms), (60_000, 60_000));
     assert!(r.result.is_none());
-    // White thinks for 59 s: still on.
+    // Now Black's clock runs: 59 s, still on...
     tokio::time::sleep(Duration::from_secs(59)).await;
     assert!(core.load(&g.id).await.unwrap().0.result.is_none());
     // ...and past 60 s the server ends the game by itself.
@@ -81,9 +83,9 @@ async fn a_flag_falls_with_nobody_calling() {
     let result = r.result.expect("the flag fell");
     assert_eq!(
         (result.outcome.as_str(), result.reason.as_str()),
-        ("black", "time")
+        ("white", "time")
     );
-    assert_eq!(r.white_ms, 0);
+    assert_eq!(r.black_ms, 0);
     // Archived durably and published on the finished stream. The database works in real time on its own
     // thread, so let time flow again and wait for it (retries, if any, come from the archive schedule).
     tokio::time::resume();
@@ -109,18 +111,26 @@ async fn the_increment_is_added_after_each_move() {
         }))
         .await
         .unwrap();
+    // The first moves neither cost time nor earn the increment.
     tokio::time::sleep(Duration::from_secs(3)).await;
     play(&core, &g.id, "guest:b", "11-15").await;
     tokio::time::sleep(Duration::from_secs(7)).await;
     play(&core, &g.id, "guest:w", "23-19").await;
     let (r, _) = core.load(&g.id).await.unwrap();
-    close(r.black_ms, 30_000 - 3_000 + 5_000);
-    close(r.white_ms, 30_000 - 7_000 + 5_000);
-    close(r.moves[1].white_ms, 28_000);
+    assert_eq!((r.black_ms, r.white_ms), (30_000, 30_000));
+    // From the second move on: time spent is taken, the increment added.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    play(&core, &g.id, "guest:b", "8-11").await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    play(&core, &g.id, "guest:w", "22-17").await;
+    let (r, _) = core.load(&g.id).await.unwrap();
+    close(r.black_ms, 30_000 - 4_000 + 5_000);
+    close(r.white_ms, 30_000 - 6_000 + 5_000);
+    close(r.moves[3].white_ms, 29_000);
     // A move after the flag fell is refused and the game is lost on time.
-    tokio::time::sleep(Duration::from_secs(33)).await;
+    tokio::time::sleep(Duration::from_secs(32)).await;
     let err = core
-        .play_move(&g.id, "guest:b", |pos| pos.parse_move("8-11"), None)
+        .play_move(&g.id, "guest:b", |pos| pos.parse_move("9-13"), None)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("time"), "{err}");
@@ -190,7 +200,10 @@ async fn a_deadline_claimed_by_a_dead_replica_comes_back() {
         }))
         .await
         .unwrap();
-    // Black's flag falls at 5 s; the "dead" replica claims the deadline at 6 s and then does nothing.
+    // Both first moves, then Black's flag falls 5 s later; the "dead" replica claims the deadline at 6 s
+    // and then does nothing.
+    play(&core, &g.id, "guest:b", "11-15").await;
+    play(&core, &g.id, "guest:w", "23-19").await;
     tokio::time::sleep(Duration::from_secs(6)).await;
     let claimed = core
         .live()
@@ -214,4 +227,78 @@ async fn a_deadline_claimed_by_a_dead_replica_comes_back() {
     // Dealt with: nothing left in the schedule.
     assert_eq!(core.live().next_due(keys::DEADLINES).await.unwrap(), None);
     timers.abort();
+}
+
+/// Before both sides have moved no clock runs: a side that makes no first move within its time for it
+/// gets the game aborted (never lost on time, never rated), and so does a resignation before then.
+#[tokio::test]
+async fn games_that_end_before_both_sides_moved_are_aborted() {
+    let core = core().await;
+    let timers = tokio::spawn(core.clone().run_timers(std::future::pending()));
+    let mut rated = new_game(TimeControlRec::Fischer {
+        base_ms: 1,
+        increment_ms: 0,
+    });
+    rated.rated = true;
+    // A 1 ms game: its clock would have fallen at once; the first move has 30 s.
+    let g = core.create(rated.clone()).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(29)).await;
+    assert!(core.load(&g.id).await.unwrap().0.result.is_none());
+    play(&core, &g.id, "guest:b", "11-15").await;
+    // White never answers: aborted after its 30 s.
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    let (r, _) = core.load(&g.id).await.unwrap();
+    let result = r.result.clone().expect("aborted");
+    assert_eq!(result.outcome, "aborted");
+    assert!(
+        result.description.contains("White made no first move"),
+        "{}",
+        result.description
+    );
+    assert!(!r.counts_for_rating());
+    // Resigning before both sides moved aborts too.
+    let g = core.create(rated).await.unwrap();
+    play(&core, &g.id, "guest:b", "11-15").await;
+    let r = core
+        .player_action(
+            &g.id,
+            "guest:b",
+            draughts_validation::games::record::GameRecord::resign,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.result.unwrap().outcome, "aborted");
+    timers.abort();
+}
+
+/// A finished game shows each side's time at the end, the time spent on the last turn included.
+#[tokio::test]
+async fn clocks_after_the_end_show_the_time_left_at_the_end() {
+    let core = core().await;
+    let g = core
+        .create(new_game(TimeControlRec::Fischer {
+            base_ms: 60_000,
+            increment_ms: 0,
+        }))
+        .await
+        .unwrap();
+    play(&core, &g.id, "guest:b", "11-15").await;
+    play(&core, &g.id, "guest:w", "23-19").await;
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let r = core
+        .player_action(
+            &g.id,
+            "guest:b",
+            draughts_validation::games::record::GameRecord::resign,
+        )
+        .await
+        .unwrap();
+    close(r.black_ms, 53_000);
+    // Read later, the clocks stay where they stopped.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let (r, _) = core.load(&g.id).await.unwrap();
+    let side = r.side_to_move().unwrap();
+    let (white, black) = r.clocks_at(side, core.now());
+    close(black, 53_000);
+    assert_eq!(white, 60_000);
 }

@@ -131,11 +131,14 @@ async fn complete_games_in_every_variant() {
     let white = guest(&ch, "White").await;
     let black = guest(&ch, "Black").await;
     for (i, v) in Variant::ALL.into_iter().enumerate() {
-        let game = games
-            .create_game(authed(&white.token, create_req(v, &white, &black, "")))
-            .await
-            .unwrap()
-            .into_inner();
+        let game = draughts_testkit::agreed_game(
+            &ch,
+            &white.token,
+            &black.token,
+            create_req(v, &white, &black, ""),
+        )
+        .await
+        .unwrap();
         let id = game.game_id.clone();
         let mut pos = Position::start(v);
         let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64 + 1);
@@ -246,14 +249,14 @@ async fn only_the_players_and_only_on_their_turn() {
         guest(&ch, "B").await,
         guest(&ch, "X").await,
     );
-    let g = games
-        .create_game(authed(
-            &w.token,
-            create_req(Variant::International, &w, &b, ""),
-        ))
-        .await
-        .unwrap()
-        .into_inner();
+    let g = draughts_testkit::agreed_game(
+        &ch,
+        &w.token,
+        &b.token,
+        create_req(Variant::International, &w, &b, ""),
+    )
+    .await
+    .unwrap();
     let id = g.game_id.clone();
     let play = |t: &Guest, m: &str| play_req(t, &id, m);
     // Not a player.
@@ -338,6 +341,8 @@ async fn only_the_players_and_only_on_their_turn() {
         ))
         .await
         .unwrap();
+    // Both sides move before the draw is agreed (an agreement before that aborts: tests/consent.rs).
+    games.play_move(play(&b, "19-23")).await.unwrap();
     games
         .offer_draw(authed(
             &w.token,
@@ -371,11 +376,14 @@ async fn a_raced_move_is_applied_once() {
     let ch = server.channel().await;
     let (w, b) = (guest(&ch, "W").await, guest(&ch, "B").await);
     let mut games = GamesClient::new(ch.clone());
-    let g = games
-        .create_game(authed(&w.token, create_req(Variant::English, &w, &b, "")))
-        .await
-        .unwrap()
-        .into_inner();
+    let g = draughts_testkit::agreed_game(
+        &ch,
+        &w.token,
+        &b.token,
+        create_req(Variant::English, &w, &b, ""),
+    )
+    .await
+    .unwrap();
     let mut handles = Vec::new();
     for _ in 0..8 {
         let mut c = GamesClient::new(server.channel().await);
@@ -418,11 +426,14 @@ async fn a_late_spectator_gets_the_history_then_live_events() {
     let ch = server.channel().await;
     let (w, b) = (guest(&ch, "W").await, guest(&ch, "B").await);
     let mut games = GamesClient::new(ch.clone());
-    let g = games
-        .create_game(authed(&w.token, create_req(Variant::Russian, &w, &b, "")))
-        .await
-        .unwrap()
-        .into_inner();
+    let g = draughts_testkit::agreed_game(
+        &ch,
+        &w.token,
+        &b.token,
+        create_req(Variant::Russian, &w, &b, ""),
+    )
+    .await
+    .unwrap();
     let id = g.game_id.clone();
     let play = |t: &Guest, m: &str| play_req(t, &id, m);
     games.play_move(play(&w, "c3-d4")).await.unwrap();
@@ -496,11 +507,14 @@ async fn abort_only_before_both_sides_moved() {
     let ch = server.channel().await;
     let (w, b) = (guest(&ch, "W").await, guest(&ch, "B").await);
     let mut games = GamesClient::new(ch.clone());
-    let g = games
-        .create_game(authed(&w.token, create_req(Variant::Czech, &w, &b, "")))
-        .await
-        .unwrap()
-        .into_inner();
+    let g = draughts_testkit::agreed_game(
+        &ch,
+        &w.token,
+        &b.token,
+        create_req(Variant::Czech, &w, &b, ""),
+    )
+    .await
+    .unwrap();
     let v = games
         .abort(authed(
             &b.token,
@@ -512,11 +526,14 @@ async fn abort_only_before_both_sides_moved() {
         .unwrap()
         .into_inner();
     assert_eq!(v.status.unwrap().outcome, pb::Outcome::Aborted as i32);
-    let g = games
-        .create_game(authed(&w.token, create_req(Variant::Czech, &w, &b, "")))
-        .await
-        .unwrap()
-        .into_inner();
+    let g = draughts_testkit::agreed_game(
+        &ch,
+        &w.token,
+        &b.token,
+        create_req(Variant::Czech, &w, &b, ""),
+    )
+    .await
+    .unwrap();
     let id = g.game_id.clone();
     let play = |t: &Guest, m: &str| play_req(t, &id, m);
     games.play_move(play(&w, "c3-d4")).await.unwrap();
@@ -553,11 +570,14 @@ async fn two_replicas_share_redis_and_survive_a_stop() {
     let (ca, cb) = (a.channel().await, b_server.channel().await);
     let (w, b) = (guest(&ca, "W").await, guest(&cb, "B").await);
     let (mut ga, mut gb) = (GamesClient::new(ca.clone()), GamesClient::new(cb.clone()));
-    let g = ga
-        .create_game(authed(&w.token, create_req(Variant::English, &w, &b, "")))
-        .await
-        .unwrap()
-        .into_inner();
+    let g = draughts_testkit::agreed_game(
+        &ca,
+        &w.token,
+        &b.token,
+        create_req(Variant::English, &w, &b, ""),
+    )
+    .await
+    .unwrap();
     let id = g.game_id.clone();
     let play = |t: &Guest, m: &str| play_req(t, &id, m);
     let mut watch = gb

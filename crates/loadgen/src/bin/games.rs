@@ -86,30 +86,38 @@ async fn new_game(
     w: &(String, String),
     b: &(String, String),
 ) -> Result<String, tonic::Status> {
-    let req = pb::CreateGameRequest {
-        rules: Some(pb::RuleSet {
-            variant: pb::Variant::English as i32,
-            options: None,
-        }),
-        time_control: Some(pb::TimeControl {
-            kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
-                base_ms: 3_600_000,
-                increment_ms: 0,
-            })),
-        }),
-        white: Some(pb::Player {
-            id: w.0.clone(),
-            ..Default::default()
-        }),
-        black: Some(pb::Player {
-            id: b.0.clone(),
-            ..Default::default()
-        }),
-        rated: false,
-        fen: FEN.into(),
-    };
-    Ok(GamesClient::new(ch.clone())
-        .create_game(authed(&w.1, req))
+    // Like two players: White invites Black, Black accepts (the game starts then).
+    let mut games = GamesClient::new(ch.clone());
+    let invitation = games
+        .create_invitation(authed(
+            &w.1,
+            pb::CreateInvitationRequest {
+                rules: Some(pb::RuleSet {
+                    variant: pb::Variant::English as i32,
+                    options: None,
+                }),
+                time_control: Some(pb::TimeControl {
+                    kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
+                        base_ms: 3_600_000,
+                        increment_ms: 0,
+                    })),
+                }),
+                invitee_id: b.0.clone(),
+                color: pb::Color::White as i32,
+                rated: false,
+                fen: FEN.into(),
+                expires_in_ms: 0,
+            },
+        ))
+        .await?
+        .into_inner();
+    Ok(games
+        .accept_invitation(authed(
+            &b.1,
+            pb::InvitationRequest {
+                invitation_id: invitation.invitation_id,
+            },
+        ))
         .await?
         .into_inner()
         .game_id)

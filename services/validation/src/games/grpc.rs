@@ -7,20 +7,54 @@ use draughts_proto::{ServiceError, convert, pb};
 use futures_util::Stream;
 use tonic::{Request, Response, Status};
 
+use super::consent::NewInvitation;
+use super::invitation::{DeclineReason, InvitationRec, InvitationState, Standing};
 use super::record::{EventRec, GameRecord, PlayerRec, TimeControlRec};
 use super::service::{GamesCore, GamesError, NewGame};
-use crate::auth::{self, Principal, Scope};
+use crate::auth::{self, Identities, Principal, Scope};
+use draughts_proto::ids::PlayerId;
 
 /// The Games gRPC service.
 #[derive(Clone, Debug)]
 pub struct GamesService {
     core: GamesCore,
+    identities: Identities,
 }
 
 impl GamesService {
     pub fn new(core: GamesCore) -> Self {
-        GamesService { core }
+        let identities = Identities::new(core.live().clone());
+        GamesService { core, identities }
     }
+
+    /// The player named `id` (empty: the caller), from the server's identities: INVALID_ARGUMENT for a
+    /// malformed id, NOT_FOUND for one the server does not know.
+    async fn resolve_player(
+        &self,
+        id: &str,
+        me: &Principal,
+        field: &str,
+    ) -> Result<PlayerRec, GamesError> {
+        if id.is_empty() || id == me.player_id {
+            return Ok(me_rec(me));
+        }
+        let id = PlayerId::parse(id).map_err(|e| GamesError::Invalid(format!("{field}: {e}")))?;
+        let identity = self
+            .identities
+            .lookup(&id)
+            .await?
+            .ok_or_else(|| GamesError::NotFound(format!("player '{id}' ({field})")))?;
+        Ok(PlayerRec {
+            guest: identity.is_guest(),
+            computer: identity.is_computer(),
+            id: identity.id.into_string(),
+            name: identity.name,
+        })
+    }
+}
+
+fn api(e: draughts_proto::ApiError) -> GamesError {
+    GamesError::Invalid(e.to_string())
 }
 
 fn err(e: GamesError) -> Status {
@@ -30,48 +64,28 @@ fn err(e: GamesError) -> Status {
     e.to_status()
 }
 
-fn player_rec(p: Option<&pb::Player>, caller: &Principal, side: &str) -> Result<PlayerRec, Status> {
-    let p = p.cloned().unwrap_or_default();
-    let id = if p.id.trim().is_empty() {
-        caller.player_id.clone()
-    } else {
-        p.id.trim().to_string()
-    };
-    if id.len() > 128 {
-        return Err(Status::invalid_argument(format!(
-            "{side}.id is longer than 128 characters"
-        )));
+/// The caller as a player of a game.
+fn me_rec(me: &Principal) -> PlayerRec {
+    PlayerRec {
+        id: me.player_id.clone(),
+        name: me.display_name.clone(),
+        guest: me.kind == auth::PrincipalKind::Guest,
+        computer: false,
     }
-    let name = if p.display_name.trim().is_empty() {
-        if id == caller.player_id {
-            caller.display_name.clone()
-        } else {
-            id.clone()
-        }
-    } else {
-        p.display_name.trim().chars().take(64).collect()
-    };
-    Ok(PlayerRec {
-        guest: id.starts_with("guest:"),
-        computer: p.computer || id.starts_with("ai:"),
-        id,
-        name,
-    })
 }
 
-fn time_control(tc: Option<&pb::TimeControl>) -> Result<TimeControlRec, Status> {
+fn time_control(tc: Option<&pb::TimeControl>) -> Result<TimeControlRec, GamesError> {
     use pb::time_control::Kind;
+    let invalid = |m: &str| Err(GamesError::Invalid(m.to_owned()));
     match tc.and_then(|t| t.kind.as_ref()) {
         Some(Kind::Fischer(f)) => {
             if f.base_ms == 0 && f.increment_ms == 0 {
-                return Err(Status::invalid_argument(
-                    "time_control.fischer needs a base or an increment",
-                ));
+                return invalid("time_control.fischer needs a base or an increment");
             }
             if f.base_ms > 7 * 24 * 3_600_000 || f.increment_ms > 3_600_000 {
-                return Err(Status::invalid_argument(
+                return invalid(
                     "time_control.fischer: base at most 7 days, increment at most 1 hour",
-                ));
+                );
             }
             Ok(TimeControlRec::Fischer {
                 base_ms: f.base_ms,
@@ -80,17 +94,13 @@ fn time_control(tc: Option<&pb::TimeControl>) -> Result<TimeControlRec, Status> 
         }
         Some(Kind::Correspondence(c)) => {
             if !(1..=30).contains(&c.days_per_move) {
-                return Err(Status::invalid_argument(
-                    "time_control.correspondence.days_per_move must be from 1 to 30",
-                ));
+                return invalid("time_control.correspondence.days_per_move must be from 1 to 30");
             }
             Ok(TimeControlRec::Correspondence {
                 days_per_move: c.days_per_move,
             })
         }
-        None => Err(Status::invalid_argument(
-            "time_control is required (fischer or correspondence)",
-        )),
+        None => invalid("time_control is required (fischer or correspondence)"),
     }
 }
 
@@ -319,32 +329,135 @@ impl pb::games_server::Games for GamesService {
     ) -> Result<Response<pb::GameView>, Status> {
         let me = caller(&req)?;
         let req = req.into_inner();
-        let rules: RuleSet = convert::rule_set(req.rules.as_ref())?;
-        let start = convert::position(rules, &req.fen)?;
-        let white = player_rec(req.white.as_ref(), &me, "white")?;
-        let black = player_rec(req.black.as_ref(), &me, "black")?;
-        let is_admin = me.scopes.has(Scope::Admin);
-        if !is_admin && white.id != me.player_id && black.id != me.player_id {
-            return Err(Status::permission_denied(
-                "you can only create games you play in",
-            ));
-        }
-        let time = time_control(req.time_control.as_ref())?;
-        let record = self
-            .core
-            .create(NewGame {
-                rules,
-                time,
-                white,
-                black,
-                rated: req.rated,
-                start,
-            })
-            .await
-            .map_err(err)?;
+        let record = self.create(&me, req).await.map_err(err)?;
         tracing::Span::current().record("game_id", record.id.as_str());
         tracing::Span::current().record("variant", record.variant.as_str());
         Ok(Response::new(view(&record, self.core.now()).map_err(err)?))
+    }
+
+    #[tracing::instrument(skip_all, fields(invitation_id))]
+    async fn create_invitation(
+        &self,
+        req: Request<pb::CreateInvitationRequest>,
+    ) -> Result<Response<pb::Invitation>, Status> {
+        let me = caller(&req)?;
+        let inv = self.invite(&me, req.into_inner()).await.map_err(err)?;
+        tracing::Span::current().record("invitation_id", inv.id.as_str());
+        Ok(Response::new(
+            invitation_wire(&inv, self.core.now()).map_err(err)?,
+        ))
+    }
+
+    async fn get_invitation(
+        &self,
+        req: Request<pb::InvitationRequest>,
+    ) -> Result<Response<pb::Invitation>, Status> {
+        let me = caller(&req)?;
+        let inv = self
+            .core
+            .invitation_for(&req.get_ref().invitation_id, &me.player_id)
+            .await
+            .map_err(err)?;
+        Ok(Response::new(
+            invitation_wire(&inv, self.core.now()).map_err(err)?,
+        ))
+    }
+
+    #[tracing::instrument(skip_all, fields(invitation_id = %req.get_ref().invitation_id))]
+    async fn accept_invitation(
+        &self,
+        req: Request<pb::InvitationRequest>,
+    ) -> Result<Response<pb::GameView>, Status> {
+        let me = caller(&req)?;
+        let record = self
+            .core
+            .accept_invitation(&req.get_ref().invitation_id, me_rec(&me))
+            .await
+            .map_err(err)?;
+        Ok(Response::new(view(&record, self.core.now()).map_err(err)?))
+    }
+
+    async fn decline_invitation(
+        &self,
+        req: Request<pb::DeclineInvitationRequest>,
+    ) -> Result<Response<pb::Invitation>, Status> {
+        let me = caller(&req)?;
+        let req = req.into_inner();
+        let reason = decline_reason(req.reason).map_err(err)?;
+        let inv = self
+            .core
+            .decline_invitation(&req.invitation_id, &me.player_id, reason)
+            .await
+            .map_err(err)?;
+        Ok(Response::new(
+            invitation_wire(&inv, self.core.now()).map_err(err)?,
+        ))
+    }
+
+    async fn cancel_invitation(
+        &self,
+        req: Request<pb::InvitationRequest>,
+    ) -> Result<Response<pb::Invitation>, Status> {
+        let me = caller(&req)?;
+        let inv = self
+            .core
+            .cancel_invitation(&req.get_ref().invitation_id, &me.player_id)
+            .await
+            .map_err(err)?;
+        Ok(Response::new(
+            invitation_wire(&inv, self.core.now()).map_err(err)?,
+        ))
+    }
+
+    async fn list_invitations(
+        &self,
+        req: Request<pb::ListInvitationsRequest>,
+    ) -> Result<Response<pb::ListInvitationsResponse>, Status> {
+        let me = caller(&req)?;
+        let now = self.core.now();
+        let mut resp = pb::ListInvitationsResponse::default();
+        for inv in self
+            .core
+            .pending_invitations(&me.player_id)
+            .await
+            .map_err(err)?
+        {
+            let wire = invitation_wire(&inv, now).map_err(err)?;
+            if inv.inviter.id == me.player_id {
+                resp.sent.push(wire);
+            } else {
+                resp.received.push(wire);
+            }
+        }
+        Ok(Response::new(resp))
+    }
+
+    async fn offer_rematch(
+        &self,
+        req: Request<pb::GameActionRequest>,
+    ) -> Result<Response<pb::Invitation>, Status> {
+        let me = caller(&req)?;
+        let inv = self
+            .core
+            .offer_rematch(&req.get_ref().game_id, &me.player_id)
+            .await
+            .map_err(err)?;
+        Ok(Response::new(
+            invitation_wire(&inv, self.core.now()).map_err(err)?,
+        ))
+    }
+
+    type WatchPlayerEventsStream = super::player_events::PlayerEventStream;
+
+    async fn watch_player_events(
+        &self,
+        req: Request<pb::WatchPlayerEventsRequest>,
+    ) -> Result<Response<Self::WatchPlayerEventsStream>, Status> {
+        let me = caller(&req)?;
+        let stream = super::player_events::watch(self.core.clone(), me.player_id)
+            .await
+            .map_err(err)?;
+        Ok(Response::new(stream))
     }
 
     async fn get_game(
@@ -519,6 +632,84 @@ impl pb::games_server::Games for GamesService {
 }
 
 impl GamesService {
+    async fn create(
+        &self,
+        me: &Principal,
+        req: pb::CreateGameRequest,
+    ) -> Result<GameRecord, GamesError> {
+        let rules: RuleSet = convert::rule_set(req.rules.as_ref()).map_err(api)?;
+        let start = convert::position(rules, &req.fen).map_err(api)?;
+        let id_of =
+            |p: &Option<pb::Player>| p.as_ref().map_or(String::new(), |p| p.id.trim().to_owned());
+        let white = self.resolve_player(&id_of(&req.white), me, "white").await?;
+        let black = self.resolve_player(&id_of(&req.black), me, "black").await?;
+        let time = time_control(req.time_control.as_ref())?;
+        if !me.scopes.has(Scope::Admin) {
+            let (mine, other) = if white.id == me.player_id {
+                (&white, &black)
+            } else if black.id == me.player_id {
+                (&black, &white)
+            } else {
+                return Err(GamesError::NotAPlayer);
+            };
+            if mine.id == other.id {
+                return Err(GamesError::Invalid(
+                    "white and black must be different players".into(),
+                ));
+            }
+            if !other.computer {
+                return Err(GamesError::Refused(
+                    "a game against another player starts when they accept: send an invitation (CreateInvitation)".into(),
+                ));
+            }
+        }
+        self.core
+            .create(NewGame {
+                rules,
+                time,
+                white,
+                black,
+                rated: req.rated,
+                start,
+            })
+            .await
+    }
+
+    async fn invite(
+        &self,
+        me: &Principal,
+        req: pb::CreateInvitationRequest,
+    ) -> Result<InvitationRec, GamesError> {
+        let rules: RuleSet = convert::rule_set(req.rules.as_ref()).map_err(api)?;
+        let start = convert::position(rules, &req.fen).map_err(api)?;
+        let time = time_control(req.time_control.as_ref())?;
+        let invitee_id = req.invitee_id.trim();
+        let invitee = if invitee_id.is_empty() {
+            None
+        } else {
+            if invitee_id == me.player_id {
+                return Err(GamesError::Invalid("you cannot invite yourself".into()));
+            }
+            Some(self.resolve_player(invitee_id, me, "invitee_id").await?)
+        };
+        let inviter_color = match req.color {
+            0 => None,
+            c => Some(convert::color(c, "color").map_err(api)?),
+        };
+        self.core
+            .invite(NewInvitation {
+                inviter: me_rec(me),
+                invitee,
+                inviter_color,
+                rules,
+                time,
+                rated: req.rated,
+                start,
+                expires_in_ms: req.expires_in_ms,
+            })
+            .await
+    }
+
     async fn action(
         &self,
         req: Request<pb::GameActionRequest>,
@@ -533,4 +724,95 @@ impl GamesService {
             .map_err(err)?;
         Ok(Response::new(view(&record, self.core.now()).map_err(err)?))
     }
+}
+
+fn decline_reason(wire: i32) -> Result<DeclineReason, GamesError> {
+    use pb::DeclineReason as W;
+    Ok(match W::try_from(wire) {
+        Ok(W::Unspecified) => DeclineReason::Generic,
+        Ok(W::Later) => DeclineReason::Later,
+        Ok(W::TooFast) => DeclineReason::TooFast,
+        Ok(W::TooSlow) => DeclineReason::TooSlow,
+        Ok(W::TimeControl) => DeclineReason::TimeControl,
+        Ok(W::Rated) => DeclineReason::Rated,
+        Ok(W::Casual) => DeclineReason::Casual,
+        Ok(W::Variant) => DeclineReason::Variant,
+        Err(_) => {
+            return Err(GamesError::Invalid(format!(
+                "reason: {wire} is not a decline reason"
+            )));
+        }
+    })
+}
+
+fn decline_reason_wire(r: DeclineReason) -> pb::DeclineReason {
+    use pb::DeclineReason as W;
+    match r {
+        DeclineReason::Generic => W::Unspecified,
+        DeclineReason::Later => W::Later,
+        DeclineReason::TooFast => W::TooFast,
+        DeclineReason::TooSlow => W::TooSlow,
+        DeclineReason::TimeControl => W::TimeControl,
+        DeclineReason::Rated => W::Rated,
+        DeclineReason::Casual => W::Casual,
+        DeclineReason::Variant => W::Variant,
+    }
+}
+
+/// The wire form of an invitation at `now` (expiry included).
+pub fn invitation_wire(inv: &InvitationRec, now: u64) -> Result<pb::Invitation, GamesError> {
+    let variant: draughts_engine::Variant = inv
+        .variant
+        .parse()
+        .map_err(|_| GamesError::Corrupt(format!("invitation {}: unknown variant", inv.id)))?;
+    let options = draughts_engine::RuleOptions::parse(&inv.options)
+        .map_err(|e| GamesError::Corrupt(e.to_string()))?;
+    let rules =
+        RuleSet::with_options(variant, options).map_err(|e| GamesError::Corrupt(e.to_string()))?;
+    let state = match inv.standing(now) {
+        Standing::Pending => pb::InvitationState::Pending,
+        Standing::Accepted => pb::InvitationState::Accepted,
+        Standing::Declined => pb::InvitationState::Declined,
+        Standing::Cancelled => pb::InvitationState::Cancelled,
+        Standing::Expired => pb::InvitationState::Expired,
+    };
+    let decline_reason = match &inv.state {
+        InvitationState::Declined { reason, .. } => decline_reason_wire(*reason) as i32,
+        _ => 0,
+    };
+    Ok(pb::Invitation {
+        invitation_id: inv.id.clone(),
+        inviter: Some(player_wire(&inv.inviter)),
+        invitee: inv.invitee.as_ref().map(player_wire),
+        inviter_color: inv.inviter_color.map_or(0, |c| color_wire(c.into())),
+        rules: Some(convert::rules_to_wire(rules)),
+        time_control: Some(time_control_wire(&inv.time)),
+        rated: inv.rated,
+        fen: inv.fen.clone(),
+        state: state as i32,
+        decline_reason,
+        created_at_ms: inv.created_ms,
+        expires_at_ms: inv.expires_ms,
+        updated_at_ms: inv.updated_ms(),
+        game_id: if matches!(inv.state, InvitationState::Accepted { .. }) {
+            inv.id.clone()
+        } else {
+            String::new()
+        },
+        rematch_of: inv.rematch_of.clone().unwrap_or_default(),
+    })
+}
+
+/// The summary of a finished game (as `ListGames` and `WatchPlayerEvents` show it).
+pub fn summary_wire(record: &GameRecord, now: u64) -> Result<pb::GameSummary, GamesError> {
+    let v = view(record, now)?;
+    Ok(pb::GameSummary {
+        game_id: record.id.clone(),
+        variant: v.rules.as_ref().map_or(0, |x| x.variant),
+        white_id: record.white.id.clone(),
+        black_id: record.black.id.clone(),
+        status: v.status,
+        rated: record.rated,
+        finished_at_ms: record.finished_ms.unwrap_or(record.created_ms),
+    })
 }

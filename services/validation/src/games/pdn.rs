@@ -25,8 +25,19 @@ pub fn result_text(record: &GameRecord) -> String {
     .into()
 }
 
+/// A tag value as PDN may carry it: control characters (a newline would start a forged tag) become
+/// spaces, and `\` and `"` are escaped.
 fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The game in PDN.
@@ -128,5 +139,18 @@ mod tests {
     fn civil_dates() {
         assert_eq!(super::civil_from_days(0), (1970, 1, 1));
         assert_eq!(super::civil_from_days(20_422), (2025, 11, 30));
+    }
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::escape;
+
+    #[test]
+    fn tag_values_cannot_break_out_of_their_tag() {
+        assert_eq!(escape("Ann"), "Ann");
+        assert_eq!(escape("x\"]\n[Result \"2-0"), "x\\\"] [Result \\\"2-0");
+        assert!(!escape("a\r\nb\u{0}c").chars().any(char::is_control));
+        assert_eq!(escape("back\\slash"), "back\\\\slash");
     }
 }

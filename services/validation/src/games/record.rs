@@ -214,6 +214,17 @@ pub struct GameRecord {
     /// Set once the finished game is in the durable store and on the finished-games stream.
     #[serde(default)]
     pub archived: bool,
+    /// Time each side has for its first move (Fischer games), ms: clocks run only once both sides have
+    /// moved, and a missed first move aborts the game.
+    #[serde(default = "default_first_move_ms")]
+    pub first_move_ms: u64,
+}
+
+/// Time for each side's first move unless the server is configured otherwise, ms.
+pub const DEFAULT_FIRST_MOVE_MS: u64 = 30_000;
+
+fn default_first_move_ms() -> u64 {
+    DEFAULT_FIRST_MOVE_MS
 }
 
 /// The schema version written in `v`.
@@ -278,6 +289,7 @@ impl GameRecord {
             finished_ms: None,
             events: vec![EventRec::Created { seq: 1, at_ms: now }],
             archived: false,
+            first_move_ms: DEFAULT_FIRST_MOVE_MS,
         })
     }
 
@@ -399,9 +411,29 @@ impl GameRecord {
         }
     }
 
-    /// Remaining time of each side at `now` (the side to move's clock runs).
+    /// Whether a side has yet to make its first move: then no clock runs, and the game cannot be won
+    /// or lost by anything but the rules on the board (a missed first move, a resignation or an agreed
+    /// draw abort it).
+    pub fn in_opening(&self) -> bool {
+        self.moves.len() < 2
+    }
+
+    /// Whether the side to move's clock is running (Fischer games after both first moves).
+    fn clock_runs(&self) -> bool {
+        !self.in_opening() && matches!(self.time, TimeControlRec::Fischer { .. })
+    }
+
+    /// Whether the finished game counts for ratings: rated, with a result, and both sides moved.
+    pub fn counts_for_rating(&self) -> bool {
+        self.rated
+            && self.moves.len() >= 2
+            && self.result.as_ref().is_some_and(|r| r.outcome != "aborted")
+    }
+
+    /// Remaining time of each side at `now` (the side to move's clock runs). After the end: what each
+    /// side had when the game ended.
     pub fn clocks_at(&self, side_to_move: Color, now: u64) -> (u64, u64) {
-        if self.is_over() {
+        if self.is_over() || !self.clock_runs() {
             return (self.white_ms, self.black_ms);
         }
         let spent = now.saturating_sub(self.turn_started_ms);
@@ -411,12 +443,28 @@ impl GameRecord {
         }
     }
 
-    /// When the side to move's flag falls (Unix ms), for an ongoing game.
+    /// When the side to move's flag falls (Unix ms), for an ongoing game; before both sides have moved,
+    /// when the side to move's time for its first move runs out.
     pub fn deadline(&self, side_to_move: Color) -> u64 {
+        if self.in_opening() && matches!(self.time, TimeControlRec::Fischer { .. }) {
+            return self.turn_started_ms + self.first_move_ms;
+        }
         self.turn_started_ms + self.remaining(side_to_move)
     }
 
     fn finish(&mut self, result: ResultRec, now: u64) {
+        // Settle the running clock, so that a finished game shows what each side had at the end.
+        if self.clock_runs()
+            && let Ok(side) = self.side_to_move()
+        {
+            let spent = now.saturating_sub(self.turn_started_ms);
+            let clock = match side {
+                Color::White => &mut self.white_ms,
+                Color::Black => &mut self.black_ms,
+            };
+            *clock = clock.saturating_sub(spent);
+        }
+        self.turn_started_ms = now;
         let seq = self.next_seq();
         self.result = Some(result);
         self.finished_ms = Some(now);
@@ -437,6 +485,11 @@ impl GameRecord {
         let side = self.side_to_move()?;
         if now < self.deadline(side) {
             return Ok(false);
+        }
+        if self.in_opening() {
+            let description = format!("aborted: {} made no first move in time", title(side));
+            self.finish(aborted(description), now);
+            return Ok(true);
         }
         // Settle the clock of the side that ran out at zero.
         match side {
@@ -479,9 +532,17 @@ impl GameRecord {
         };
         game.play(mv)
             .map_err(|e| PlayError::Refused(e.to_string()))?;
-        let spent = now.saturating_sub(self.turn_started_ms);
+        // Before both sides have moved no clock runs: the first moves cost no time and earn no increment.
+        let spent = if self.clock_runs() {
+            now.saturating_sub(self.turn_started_ms)
+        } else {
+            0
+        };
         let (increment, reset) = match self.time {
-            TimeControlRec::Fischer { increment_ms, .. } => (increment_ms, None),
+            TimeControlRec::Fischer { increment_ms, .. } if self.clock_runs() => {
+                (increment_ms, None)
+            }
+            TimeControlRec::Fischer { .. } => (0, None),
             TimeControlRec::Correspondence { .. } => (0, Some(self.time.initial_ms())),
         };
         let clock = match player {
@@ -512,6 +573,14 @@ impl GameRecord {
 
     pub fn resign(&mut self, player: Color, now: u64) -> PlayResult<()> {
         self.ensure_ongoing(now)?;
+        if self.in_opening() {
+            let description = format!(
+                "aborted: {} resigned before both sides moved",
+                title(player)
+            );
+            self.finish(aborted(description), now);
+            return Ok(());
+        }
         let r = GameResult::Win {
             winner: !player,
             reason: WinReason::Resignation,
@@ -545,7 +614,14 @@ impl GameRecord {
         self.ensure_ongoing(now)?;
         match self.draw_offer {
             Some(c) if Color::from(c) != player => {
-                self.finish(result_rec(&GameResult::Draw(DrawReason::Agreement)), now);
+                if self.in_opening() {
+                    self.finish(
+                        aborted("aborted: drawn by agreement before both sides moved".into()),
+                        now,
+                    );
+                } else {
+                    self.finish(result_rec(&GameResult::Draw(DrawReason::Agreement)), now);
+                }
                 Ok(())
             }
             _ => Err(PlayError::Refused(
@@ -583,14 +659,7 @@ impl GameRecord {
                 "too late to abort: both sides have moved".into(),
             ));
         }
-        self.finish(
-            ResultRec {
-                outcome: "aborted".into(),
-                reason: "aborted".into(),
-                description: "aborted".into(),
-            },
-            now,
-        );
+        self.finish(aborted("aborted".into()), now);
         Ok(())
     }
 
@@ -639,6 +708,23 @@ fn find_move(pos: &Position, m: &MoveRec, buffer: &mut Vec<Move>) -> Option<Move
             && mv.captured().count() as usize == m.captured.len()
             && mv.captured().all(|s| m.captured.contains(&board.number(s)))
     })
+}
+
+/// `White` or `Black`.
+fn title(side: Color) -> &'static str {
+    match side {
+        Color::White => "White",
+        Color::Black => "Black",
+    }
+}
+
+/// The stored form of an aborted game's result.
+fn aborted(description: String) -> ResultRec {
+    ResultRec {
+        outcome: "aborted".into(),
+        reason: "aborted".into(),
+        description,
+    }
 }
 
 /// The stored form of an engine result.

@@ -33,6 +33,7 @@ use draughts_proto::{ErrorKind, ServiceError};
 use draughts_store::{Database, Effect, LiveStore, Migration, StoreError};
 use serde::Serialize;
 
+use super::consent::{self, SignalKind};
 use super::pdn;
 use super::record::{GameRecord, PlayError, PlayerRec, TimeControlRec};
 
@@ -137,6 +138,9 @@ pub enum GamesError {
     Store(StoreError),
     #[error("{0}")]
     Corrupt(String),
+    /// A per-player bound is reached (pending invitations, open games).
+    #[error("{0}")]
+    Exhausted(String),
 }
 
 impl From<StoreError> for GamesError {
@@ -171,6 +175,7 @@ impl ServiceError for GamesError {
             }
             GamesError::Move(_) => ErrorKind::FailedPrecondition,
             GamesError::Corrupt(_) => ErrorKind::Internal,
+            GamesError::Exhausted(_) => ErrorKind::ResourceExhausted,
             GamesError::Store(e) => match e.code() {
                 draughts_store::ErrorCode::Unavailable => ErrorKind::Unavailable,
                 _ => ErrorKind::Internal,
@@ -229,6 +234,8 @@ pub struct GamesCore {
     live: Arc<dyn LiveStore>,
     db: Database,
     clock: Arc<dyn Clock>,
+    /// Time each side has for its first move in Fischer games, ms.
+    first_move_ms: u64,
 }
 
 fn encode(record: &GameRecord) -> GamesResult<Bytes> {
@@ -253,7 +260,7 @@ fn notification(record: &GameRecord) -> Effect {
 }
 
 /// A new game id: `g`, the creation time in hex, and 48 random bits (unique across replicas).
-fn new_game_id() -> String {
+pub(crate) fn new_game_id() -> String {
     use rand::Rng;
     format!(
         "g{:x}{:012x}",
@@ -273,7 +280,18 @@ impl GamesCore {
         live.ensure_group(keys::FINISHED, "archive-check")
             .await
             .ok();
-        Ok(GamesCore { live, db, clock })
+        Ok(GamesCore {
+            live,
+            db,
+            clock,
+            first_move_ms: super::record::DEFAULT_FIRST_MOVE_MS,
+        })
+    }
+
+    /// Sets the time each side has for its first move (Fischer games).
+    pub fn with_first_move_ms(mut self, ms: u64) -> Self {
+        self.first_move_ms = ms;
+        self
     }
 
     pub fn now(&self) -> u64 {
@@ -303,19 +321,19 @@ impl GamesCore {
         }
     }
 
-    /// Creates a game.
+    /// Creates a game (with a new id).
     pub async fn create(&self, new: NewGame) -> GamesResult<GameRecord> {
+        self.create_with_id(new, new_game_id()).await
+    }
+
+    /// Creates a game with id `id`: [`GamesError::Conflict`] if that game exists (an accepted
+    /// invitation makes its game under its own id, once).
+    pub async fn create_with_id(&self, new: NewGame, id: String) -> GamesResult<GameRecord> {
         let now = self.now();
-        let record = GameRecord::new(
-            new_game_id(),
-            new.rules,
-            new.time,
-            new.white,
-            new.black,
-            new.rated,
-            &new.start,
-            now,
+        let mut record = GameRecord::new(
+            id, new.rules, new.time, new.white, new.black, new.rated, &new.start, now,
         )?;
+        record.first_move_ms = self.first_move_ms;
         let side = new.start.side_to_move();
         let effects = [
             Effect::Schedule {
@@ -324,6 +342,8 @@ impl GamesCore {
                 at_unix_ms: record.deadline(side),
             },
             notification(&record),
+            consent::signal(&record.white.id, SignalKind::GameStarted, &record.id),
+            consent::signal(&record.black.id, SignalKind::GameStarted, &record.id),
         ];
         self.live
             .put_with(
@@ -375,6 +395,9 @@ impl GamesCore {
                 set: keys::DEADLINES.into(),
                 member: record.id.clone(),
             });
+            for p in [&record.white.id, &record.black.id] {
+                effects.push(consent::signal(p, SignalKind::GameFinished, &record.id));
+            }
         } else if !record.is_over() {
             let side = record.side_to_move()?;
             effects.push(Effect::Schedule {
@@ -514,7 +537,7 @@ impl GamesCore {
                 game_id: &record.id,
                 variant: &record.variant,
                 options: &record.options,
-                rated: record.rated && result.outcome != "aborted",
+                rated: record.counts_for_rating(),
                 white: &record.white,
                 black: &record.black,
                 outcome: &result.outcome,

@@ -1,0 +1,420 @@
+//! Consent: invitations (challenges), their acceptance, rematches, and the per-player signals that tell a
+//! player about them without polling. Domain code over the live store; the gRPC edge is in
+//! [`super::grpc`].
+//!
+//! Names (built here):
+//! - `invitation:{id}`: the [`InvitationRec`] as JSON, versioned, expiring an hour after the invitation.
+//! - `player-invitations:{player}`: JSON list of the ids of the player's invitations (sent and received),
+//!   pruned of settled ones when read.
+//! - `player-events:{player}` (pub/sub channel): a [`PlayerSignal`] whenever an invitation to or from the
+//!   player is created or changes, or one of the player's games starts or ends. A wake-up with the id
+//!   to re-read; a lost signal is made good by the snapshot a reconnecting client receives.
+//!
+//! Matchmaking's challenges and rematches are invitations: one mechanism for every game between two
+//! people that needs the other's consent.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use draughts_engine::{Color, Position, RuleSet};
+use draughts_store::{Effect, StoreError};
+use serde::{Deserialize, Serialize};
+
+use super::invitation::{DeclineReason, InvitationRec, Standing};
+use super::record::{GameRecord, PlayerRec, TimeControlRec};
+use super::service::{GamesCore, GamesError, GamesResult, NewGame};
+
+/// Key and channel names of invitations and player signals.
+pub mod keys {
+    pub fn invitation(id: &str) -> String {
+        format!("invitation:{id}")
+    }
+    pub fn player_invitations(player: &str) -> String {
+        format!("player-invitations:{player}")
+    }
+    pub fn player_events(player: &str) -> String {
+        format!("player-events:{player}")
+    }
+}
+
+/// Pending invitations one player may have sent at once.
+pub const MAX_PENDING_SENT: usize = 20;
+/// Invitation ids kept in one player's list (the oldest are dropped beyond it).
+pub const MAX_LISTED: usize = 200;
+/// How long a settled or expired invitation stays readable.
+const KEEP_AFTER_EXPIRY: Duration = Duration::from_secs(3600);
+
+/// The payload of `player-events:{player}`, JSON, version 1 (readers ignore unknown fields):
+/// `{"v":1,"kind":"invitation","id":"g..."}`, kinds `invitation`, `game_started`, `game_finished`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlayerSignal {
+    pub v: u32,
+    pub kind: SignalKind,
+    /// The invitation's or the game's id.
+    pub id: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignalKind {
+    Invitation,
+    GameStarted,
+    GameFinished,
+}
+
+impl PlayerSignal {
+    pub fn decode(bytes: &[u8]) -> Option<PlayerSignal> {
+        serde_json::from_slice(bytes).ok()
+    }
+}
+
+/// The effect that signals `kind` about `id` to `player`.
+pub fn signal(player: &str, kind: SignalKind, id: &str) -> Effect {
+    let payload = serde_json::to_vec(&PlayerSignal {
+        v: 1,
+        kind,
+        id: id.to_owned(),
+    })
+    .unwrap_or_default();
+    Effect::Publish {
+        channel: keys::player_events(player),
+        payload: Bytes::from(payload),
+    }
+}
+
+/// What a new invitation needs (players already resolved from the server's identities).
+#[derive(Clone, Debug)]
+pub struct NewInvitation {
+    pub inviter: PlayerRec,
+    pub invitee: Option<PlayerRec>,
+    pub inviter_color: Option<Color>,
+    pub rules: RuleSet,
+    pub time: TimeControlRec,
+    pub rated: bool,
+    pub start: Position,
+    pub expires_in_ms: u64,
+}
+
+fn encode(inv: &InvitationRec) -> GamesResult<Bytes> {
+    serde_json::to_vec(inv)
+        .map(Bytes::from)
+        .map_err(|e| GamesError::Invalid(format!("cannot encode invitation: {e}")))
+}
+
+fn decode(id: &str, bytes: &[u8]) -> GamesResult<InvitationRec> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        tracing::error!(invitation_id = id, error = %e, "stored invitation does not decode");
+        GamesError::Corrupt(format!("stored invitation {id} does not decode"))
+    })
+}
+
+impl GamesCore {
+    fn invitation_ttl(&self, inv: &InvitationRec) -> Duration {
+        Duration::from_millis(inv.expires_ms.saturating_sub(self.now())) + KEEP_AFTER_EXPIRY
+    }
+
+    /// Loads an invitation and its version.
+    pub async fn load_invitation(&self, id: &str) -> GamesResult<(InvitationRec, u64)> {
+        let id = draughts_proto::ids::GameId::parse(id)
+            .map_err(|e| GamesError::Invalid(e.to_string()))?;
+        match self.live().get(&keys::invitation(id.as_str())).await? {
+            Some((bytes, version)) => Ok((decode(id.as_str(), &bytes)?, version)),
+            None => Err(GamesError::NotFound(format!("invitation {id}"))),
+        }
+    }
+
+    /// An invitation as `player` may see it.
+    pub async fn invitation_for(&self, id: &str, player: &str) -> GamesResult<InvitationRec> {
+        let (inv, _) = self.load_invitation(id).await?;
+        if !inv.visible_to(player) {
+            // Not visible is not found: ids of other people's invitations are not confirmed.
+            return Err(GamesError::NotFound(format!("invitation {id}")));
+        }
+        Ok(inv)
+    }
+
+    /// Sends an invitation.
+    pub async fn invite(&self, new: NewInvitation) -> GamesResult<InvitationRec> {
+        let now = self.now();
+        let fen = if new.start == Position::start(new.rules) {
+            String::new()
+        } else {
+            new.start.to_fen()
+        };
+        let inv = InvitationRec::new(
+            super::service::new_game_id(),
+            new.inviter,
+            new.invitee,
+            new.inviter_color,
+            new.rules,
+            new.time,
+            new.rated,
+            fen,
+            now,
+            new.expires_in_ms,
+        )?;
+        // The start position must be playable (the check a game makes when it starts).
+        if draughts_engine::Game::new(new.start).status() != draughts_engine::GameStatus::Ongoing {
+            return Err(GamesError::Invalid(
+                "the start position is already decided".into(),
+            ));
+        }
+        let sent = self
+            .pending_invitations(&inv.inviter.id)
+            .await?
+            .into_iter()
+            .filter(|i| i.inviter.id == inv.inviter.id)
+            .count();
+        if sent >= MAX_PENDING_SENT {
+            return Err(GamesError::Exhausted(format!(
+                "you have {sent} pending invitations (at most {MAX_PENDING_SENT}): cancel one or wait for answers"
+            )));
+        }
+        self.store_new_invitation(&inv).await?;
+        Ok(inv)
+    }
+
+    /// A rematch of finished game `game_id`, offered by `player`: the same game with colours swapped.
+    pub async fn offer_rematch(&self, game_id: &str, player: &str) -> GamesResult<InvitationRec> {
+        let (game, _) = self.load(game_id).await?;
+        let color = game.color_of(player).ok_or(GamesError::NotAPlayer)?;
+        if !game.is_over() {
+            return Err(GamesError::Refused(
+                "a rematch is offered once the game is over".into(),
+            ));
+        }
+        let (me, opponent) = match color {
+            Color::White => (game.white.clone(), game.black.clone()),
+            Color::Black => (game.black.clone(), game.white.clone()),
+        };
+        if opponent.computer {
+            return Err(GamesError::Refused(
+                "the computer needs no invitation: create a new game against it".into(),
+            ));
+        }
+        let rules = game.rules()?;
+        let start = game.start_position()?;
+        let mut inv = InvitationRec::new(
+            super::service::new_game_id(),
+            me,
+            Some(opponent),
+            Some(!color),
+            rules,
+            game.time,
+            game.rated,
+            if start == Position::start(rules) {
+                String::new()
+            } else {
+                game.start_fen.clone()
+            },
+            self.now(),
+            0,
+        )?;
+        inv.rematch_of = Some(game.id.clone());
+        self.store_new_invitation(&inv).await?;
+        Ok(inv)
+    }
+
+    /// Writes a new invitation, signals and indexes it for both sides.
+    async fn store_new_invitation(&self, inv: &InvitationRec) -> GamesResult<()> {
+        let mut effects = vec![signal(&inv.inviter.id, SignalKind::Invitation, &inv.id)];
+        if let Some(invitee) = &inv.invitee {
+            effects.push(signal(&invitee.id, SignalKind::Invitation, &inv.id));
+        }
+        self.live()
+            .put_with(
+                &keys::invitation(&inv.id),
+                encode(inv)?,
+                None,
+                Some(self.invitation_ttl(inv)),
+                &effects,
+            )
+            .await?;
+        self.index_invitation(&inv.inviter.id, &inv.id).await?;
+        if let Some(invitee) = &inv.invitee {
+            self.index_invitation(&invitee.id, &inv.id).await?;
+        }
+        Ok(())
+    }
+
+    /// Applies a transition to an invitation with compare-and-set (retried on conflicts), signalling
+    /// both sides.
+    async fn change_invitation(
+        &self,
+        id: &str,
+        f: impl Fn(&mut InvitationRec, u64) -> GamesResult<()>,
+    ) -> GamesResult<InvitationRec> {
+        for _ in 0..5 {
+            let (mut inv, version) = self.load_invitation(id).await?;
+            f(&mut inv, self.now())?;
+            let mut effects = vec![signal(&inv.inviter.id, SignalKind::Invitation, &inv.id)];
+            if let Some(invitee) = &inv.invitee {
+                effects.push(signal(&invitee.id, SignalKind::Invitation, &inv.id));
+            }
+            match self
+                .live()
+                .put_with(
+                    &keys::invitation(&inv.id),
+                    encode(&inv)?,
+                    Some(version),
+                    Some(self.invitation_ttl(&inv)),
+                    &effects,
+                )
+                .await
+            {
+                Ok(_) => return Ok(inv),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(GamesError::Conflict)
+    }
+
+    /// `player` accepts invitation `id`: the game starts (its id is the invitation's). Repeating an
+    /// accept that succeeded returns the same game.
+    pub async fn accept_invitation(&self, id: &str, player: PlayerRec) -> GamesResult<GameRecord> {
+        let (current, _) = self.load_invitation(id).await?;
+        if !current.visible_to(&player.id) {
+            return Err(GamesError::NotFound(format!("invitation {id}")));
+        }
+        let already_mine = matches!(
+            &current.state,
+            super::invitation::InvitationState::Accepted { by, .. } if by.id == player.id
+        );
+        let inv = if already_mine {
+            current
+        } else {
+            let accepter = player.clone();
+            self.change_invitation(id, move |inv, now| {
+                inv.accept(accepter.clone(), now).map_err(GamesError::from)
+            })
+            .await?
+        };
+        // The invitation is accepted: make its game (once; a repeat finds it).
+        match self.load(&inv.id).await {
+            Ok((game, _)) => return Ok(game),
+            Err(GamesError::NotFound(_)) => {}
+            Err(e) => return Err(e),
+        }
+        let random_white = {
+            use rand::Rng;
+            rand::rng().random::<bool>()
+        };
+        let (white, black) = inv.players(random_white).ok_or_else(|| {
+            GamesError::Corrupt(format!("invitation {id} accepted without players"))
+        })?;
+        let rules = RuleSet::with_options(
+            inv.variant
+                .parse()
+                .map_err(|_| GamesError::Corrupt(format!("invitation {id}: unknown variant")))?,
+            draughts_engine::RuleOptions::parse(&inv.options)
+                .map_err(|e| GamesError::Corrupt(e.to_string()))?,
+        )
+        .map_err(|e| GamesError::Corrupt(e.to_string()))?;
+        let start = if inv.fen.is_empty() {
+            Position::start(rules)
+        } else {
+            Position::from_fen(rules, &inv.fen).map_err(|e| GamesError::Corrupt(e.to_string()))?
+        };
+        let created = self
+            .create_with_id(
+                NewGame {
+                    rules,
+                    time: inv.time,
+                    white,
+                    black,
+                    rated: inv.rated,
+                    start,
+                },
+                inv.id.clone(),
+            )
+            .await;
+        match created {
+            Ok(game) => Ok(game),
+            // Another request of the same accepter made it at the same moment.
+            Err(GamesError::Conflict) => Ok(self.load(&inv.id).await?.0),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub async fn decline_invitation(
+        &self,
+        id: &str,
+        player: &str,
+        reason: DeclineReason,
+    ) -> GamesResult<InvitationRec> {
+        self.invitation_for(id, player).await?;
+        self.change_invitation(id, |inv, now| {
+            inv.decline(player, reason, now).map_err(GamesError::from)
+        })
+        .await
+    }
+
+    pub async fn cancel_invitation(&self, id: &str, player: &str) -> GamesResult<InvitationRec> {
+        self.invitation_for(id, player).await?;
+        self.change_invitation(id, |inv, now| {
+            inv.cancel(player, now).map_err(GamesError::from)
+        })
+        .await
+    }
+
+    async fn index_invitation(&self, player: &str, id: &str) -> GamesResult<()> {
+        let key = keys::player_invitations(player);
+        for _ in 0..10 {
+            let (mut ids, version): (Vec<String>, Option<u64>) = match self.live().get(&key).await?
+            {
+                Some((b, v)) => (serde_json::from_slice(&b).unwrap_or_default(), Some(v)),
+                None => (Vec::new(), None),
+            };
+            if ids.iter().any(|i| i == id) {
+                return Ok(());
+            }
+            ids.push(id.to_owned());
+            if ids.len() > MAX_LISTED {
+                let drop = ids.len() - MAX_LISTED;
+                ids.drain(..drop);
+            }
+            let bytes = serde_json::to_vec(&ids).map_err(|e| GamesError::Invalid(e.to_string()))?;
+            match self
+                .live()
+                .put(&key, Bytes::from(bytes), version, None)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(GamesError::Conflict)
+    }
+
+    /// `player`'s pending invitations (sent and received), oldest first. Settled and expired ones are
+    /// pruned from the player's list on the way.
+    pub async fn pending_invitations(&self, player: &str) -> GamesResult<Vec<InvitationRec>> {
+        let key = keys::player_invitations(player);
+        let Some((bytes, version)) = self.live().get(&key).await? else {
+            return Ok(Vec::new());
+        };
+        let ids: Vec<String> = serde_json::from_slice(&bytes).unwrap_or_default();
+        let now = self.now();
+        let mut pending = Vec::new();
+        for id in &ids {
+            match self.load_invitation(id).await {
+                Ok((inv, _)) if inv.standing(now) == Standing::Pending => pending.push(inv),
+                Ok(_) | Err(GamesError::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if pending.len() < ids.len() {
+            let kept: Vec<&str> = pending.iter().map(|i| i.id.as_str()).collect();
+            let bytes =
+                serde_json::to_vec(&kept).map_err(|e| GamesError::Invalid(e.to_string()))?;
+            // Best effort: a concurrent change keeps its own version of the list.
+            let _ = self
+                .live()
+                .put(&key, Bytes::from(bytes), Some(version), None)
+                .await;
+        }
+        Ok(pending)
+    }
+}
