@@ -247,6 +247,24 @@ pub struct Config {
 }
 
 impl Config {
+    /// Port 0 on loopback, the embedded backend, test secrets, in-process workers (one slot).
+    pub fn for_tests() -> Config {
+        Config {
+            server: ServerConfig::for_tests(),
+            telemetry: TelemetryConfig::for_tests(),
+            backends: BackendConfig::embedded_for_tests(),
+            auth: AuthConfig::for_tests(),
+            analysis: AnalysisConfig::defaults(),
+            workers: WorkerArgs {
+                analysis_slots: 1,
+                analysis_hash_mb: 4,
+                analysis_worker_name: None,
+                analysis_shutdown_grace_ms: 1_000,
+            },
+            in_process_workers: true,
+        }
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.server.validate()?;
         self.telemetry.validate()?;
