@@ -45,6 +45,8 @@ use crate::queue::Queue;
 pub const IDLE_POLL: Duration = Duration::from_millis(500);
 /// A worker counts as live this long after its last heartbeat, milliseconds.
 pub const LIVE_WINDOW_MS: u64 = 3_000;
+/// A running job's guard subscribes to its cancel wake-ups after this long.
+const SUBSCRIBE_AFTER: Duration = Duration::from_millis(50);
 /// Heartbeat period.
 const HEARTBEAT: Duration = Duration::from_secs(1);
 
@@ -601,6 +603,12 @@ async fn guard(
 ) -> bool {
     let lease_time = queue.config().run_lease();
     let renew_every = lease_time / 3;
+    // Short jobs (computer moves) end before a subscription would pay off: subscribe to the job's
+    // wake-ups only once it has run for a while (a subscription is a connection on Redis).
+    tokio::select! {
+        _ = async { let _ = done.wait_for(|d| *d).await; } => return false,
+        _ = tokio::time::sleep(SUBSCRIBE_AFTER) => {}
+    }
     let mut events = queue
         .live()
         .subscribe(&contract::events_channel(&job_id))
