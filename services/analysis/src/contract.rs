@@ -8,6 +8,7 @@
 //! | `analysis.jobs.computer`, `analysis.jobs.interactive`, `analysis.jobs.bulk` | streams, group `analysis-workers` | [`JobEntry`] | the queue (enqueue, hand back) | workers |
 //! | `analysis-job:{<job id>}` | versioned key, TTL = result TTL | [`JobRecord`] | the queue, the worker running it | the edge (Get/Watch), workers |
 //! | `analysis-events:<job id>` | pub/sub | [`JobEvent`] | whoever changes the record | watchers, BestMove callers, the running worker (cancel) |
+//! | `analysis.finished` | pub/sub | a job id | whoever makes a record final | BestMove callers (one subscription per process) |
 //! | `analysis.wake` | pub/sub | a class name | enqueue | idle workers (a wake-up; the streams are the truth) |
 //! | `analysis-dedup:<fingerprint>` | versioned key, TTL | a job id | enqueue | enqueue (merging) |
 //! | `analysis-cache:<fingerprint>` | versioned key, TTL | [`JobResult`] (JSON, `v`) | workers | enqueue |
@@ -29,6 +30,9 @@ pub const VERSION: u32 = 1;
 pub const GROUP: &str = "analysis-workers";
 /// Wake-up channel for idle workers.
 pub const WAKE_CHANNEL: &str = "analysis.wake";
+/// Every job that reaches a final state, by id (payload: the job id): one subscription per API
+/// replica wakes all its BestMove callers.
+pub const FINISHED_CHANNEL: &str = "analysis.finished";
 /// Heartbeats of the workers.
 pub const WORKERS_STREAM: &str = "analysis.workers";
 

@@ -309,9 +309,10 @@ impl Analysis {
         Ok(Analysis {
             core: AnalysisCore {
                 queue,
-                quotas: quota::Quotas::new(live, config.quotas.clone()),
+                quotas: quota::Quotas::new(live.clone(), config.quotas.clone()),
                 games: Arc::new(games),
                 best_move_timeout: Duration::from_millis(config.analysis_best_move_timeout_ms),
+                waiter: service::Waiter::start(live.clone()),
             },
         })
     }

@@ -183,13 +183,19 @@ impl Queue {
                 return Ok(Some((record, false)));
             }
             record.expires_ms = self.expires_ms();
-            let event = draughts_store::Effect::Publish {
+            let mut effects = vec![draughts_store::Effect::Publish {
                 channel: contract::events_channel(job_id),
                 payload: encode(&JobEvent {
                     v: VERSION,
                     state: record.state,
                 }),
-            };
+            }];
+            if record.state.is_final() {
+                effects.push(draughts_store::Effect::Publish {
+                    channel: contract::FINISHED_CHANNEL.into(),
+                    payload: job_id.to_owned().into(),
+                });
+            }
             match self
                 .live
                 .put_with(
@@ -197,7 +203,7 @@ impl Queue {
                     encode(&record),
                     Some(version),
                     Some(self.ttl()),
-                    &[event],
+                    &effects,
                 )
                 .await
             {

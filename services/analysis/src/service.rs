@@ -1,7 +1,8 @@
 //! The domain of the Analysis API, with no tonic types: who may submit what (quotas, caps), building
 //! jobs, reading them for their owners, cancelling, BestMove's wait for its answer, the queue status.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use draughts_store::now_unix_ms;
@@ -17,6 +18,61 @@ use crate::quota::{Caller, Counter, Quotas};
 
 /// How long BestMove polls the record between wake-ups (a lost wake-up costs at most this).
 const BEST_MOVE_POLL: Duration = Duration::from_millis(200);
+
+/// Wakes the BestMove callers of this process when their job is final: ONE subscription to
+/// [`contract::FINISHED_CHANNEL`] per process (a subscription per call would be a Redis connection
+/// per call), dispatched to the waiting calls by job id. A lost wake-up costs a poll interval.
+#[derive(Clone, Debug)]
+pub struct Waiter {
+    waiting: Arc<Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>>,
+}
+
+impl Waiter {
+    /// Starts the subscription task (it resubscribes when the connection is lost).
+    pub fn start(live: Arc<dyn draughts_store::LiveStore>) -> Waiter {
+        let waiter = Waiter {
+            waiting: Arc::new(Mutex::new(HashMap::new())),
+        };
+        let waiting = Arc::downgrade(&waiter.waiting);
+        tokio::spawn(async move {
+            loop {
+                let Ok(mut sub) = live.subscribe(contract::FINISHED_CHANNEL).await else {
+                    tokio::time::sleep(BEST_MOVE_POLL).await;
+                    continue;
+                };
+                while let Some(job_id) = sub.next().await {
+                    let Some(waiting) = waiting.upgrade() else {
+                        return;
+                    };
+                    let sender = waiting
+                        .lock()
+                        .expect("waiter lock")
+                        .remove(String::from_utf8_lossy(&job_id).as_ref());
+                    if let Some(sender) = sender {
+                        let _ = sender.send(());
+                    }
+                }
+                if waiting.strong_count() == 0 {
+                    return;
+                }
+            }
+        });
+        waiter
+    }
+
+    fn register(&self, job_id: &str) -> tokio::sync::oneshot::Receiver<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.waiting
+            .lock()
+            .expect("waiter lock")
+            .insert(job_id.to_owned(), tx);
+        rx
+    }
+
+    fn forget(&self, job_id: &str) {
+        self.waiting.lock().expect("waiter lock").remove(job_id);
+    }
+}
 
 /// What BestMove should play at.
 #[derive(Clone, Debug)]
@@ -37,6 +93,7 @@ pub struct AnalysisCore {
     pub games: Arc<dyn GameSource>,
     /// Longest wait of a BestMove call for its answer.
     pub best_move_timeout: Duration,
+    pub waiter: Waiter,
 }
 
 impl AnalysisCore {
@@ -207,11 +264,7 @@ impl AnalysisCore {
         spec: JobSpec,
         owner: Option<String>,
     ) -> AnalysisResult<(JobRecord, BestMoveResult)> {
-        let live = self.queue.live().clone();
-        let mut events = live
-            .subscribe(&contract::events_channel(&job_id))
-            .await
-            .ok();
+        let finished = self.waiter.register(&job_id);
         let submitted = self
             .queue
             .submit(NewJob {
@@ -222,32 +275,45 @@ impl AnalysisCore {
                 mergeable: false,
                 trace: draughts_runtime::propagation::inject_map(),
             })
-            .await?;
+            .await;
+        let submitted = match submitted {
+            Ok(s) => s,
+            Err(e) => {
+                self.waiter.forget(&job_id);
+                return Err(e);
+            }
+        };
         let deadline = tokio::time::Instant::now() + self.best_move_timeout;
         let mut record = submitted.record().clone();
-        loop {
-            if record.state.is_final() {
-                break;
-            }
-            let wait = async {
-                match events.as_mut() {
-                    Some(sub) => {
-                        let _ = tokio::time::timeout(BEST_MOVE_POLL, sub.next()).await;
-                    }
-                    None => tokio::time::sleep(BEST_MOVE_POLL).await,
-                }
-            };
-            if tokio::time::timeout_at(deadline, wait).await.is_err() {
+        let mut finished = Some(finished);
+        while !record.state.is_final() {
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                self.waiter.forget(&job_id);
                 let _ = self.queue.cancel(&job_id, None).await;
                 return Err(AnalysisError::Timeout(
                     u64::try_from(self.best_move_timeout.as_millis()).unwrap_or(u64::MAX),
                 ));
             }
+            // The wake-up, or a poll in case it was lost.
+            let step = BEST_MOVE_POLL.min(deadline - now);
+            match finished.as_mut() {
+                Some(rx) => {
+                    if tokio::time::timeout(step, rx).await.is_ok() {
+                        finished = None;
+                    }
+                }
+                None => tokio::time::sleep(step).await,
+            }
             record = match self.queue.load(&job_id).await? {
                 Some((r, _)) => r,
-                None => return Err(AnalysisError::NoJob(job_id)),
+                None => {
+                    self.waiter.forget(&job_id);
+                    return Err(AnalysisError::NoJob(job_id));
+                }
             };
         }
+        self.waiter.forget(&job_id);
         match (&record.state, &record.result) {
             (JobState::Done, Some(JobResult::BestMove(result))) => {
                 let result = result.clone();

@@ -83,14 +83,16 @@ async fn queue_overhead() {
         .unwrap();
     let core = AnalysisCore {
         queue: queue.clone(),
-        quotas: quota::Quotas::new(live, AnalysisConfig::defaults().quotas),
+        quotas: quota::Quotas::new(live.clone(), AnalysisConfig::defaults().quotas),
         games: Arc::new(draughts_analysis::games::GrpcGames::new(None).unwrap()),
         best_move_timeout: Duration::from_secs(10),
+        waiter: draughts_analysis::service::Waiter::start(live),
     };
     let (stop, handle) = start_workers(&queue, "overhead", 1);
     let fen = draughts_engine::Variant::International.start_fen();
     let mut total = hdrhistogram::Histogram::<u64>::new(3).unwrap();
     let mut to_start = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    let mut slow_searches = 0u64;
     for i in 0..n + 100 {
         let spec = JobSpec::BestMove {
             line: line("international", fen, vec![]),
@@ -105,16 +107,18 @@ async fn queue_overhead() {
             .await
             .unwrap();
         let elapsed = started.elapsed();
-        assert!(result.search_ms <= 1, "a tiny search: {result:?}");
         if i >= 100 {
-            total.record(elapsed.as_micros() as u64).unwrap();
+            // The search's own time (whole milliseconds) is not queue overhead.
+            let overhead = (elapsed.as_micros() as u64).saturating_sub(result.search_ms * 1000);
+            total.record(overhead.max(1)).unwrap();
+            slow_searches += u64::from(result.search_ms > 0);
             to_start
                 .record(record.started_ms.saturating_sub(record.created_ms))
                 .unwrap();
         }
     }
     println!(
-        "queue overhead per BestMove job over {n} jobs (submit -> answer seen by the caller, search < 1 ms): p50 {} us, p99 {} us, max {} us; enqueue -> search start: p50 {} ms, p99 {} ms",
+        "queue overhead per BestMove job over {n} jobs (submit -> answer seen by the caller, minus the search's own whole milliseconds; {slow_searches} searches took 1 ms or more): p50 {} us, p99 {} us, max {} us; enqueue -> search start: p50 {} ms, p99 {} ms",
         total.value_at_quantile(0.5),
         total.value_at_quantile(0.99),
         total.max(),
