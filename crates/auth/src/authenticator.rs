@@ -31,6 +31,7 @@ use sha2::{Digest, Sha256};
 use super::config::{AuthConfig, GUEST_ISSUER};
 use super::identity::Identities;
 use super::layer::AuthLayer;
+use super::limits::{CallKind, FallbackLimiter};
 use super::{AuthError, Principal, PrincipalKind, Scope, Scopes};
 
 /// The rate-limit window.
@@ -164,6 +165,8 @@ struct Inner {
     admin_key_hash: Option<[u8; 32]>,
     /// Who this server has issued or seen.
     identities: Identities,
+    /// Counts reads while the live store cannot (see [`crate::limits`]).
+    fallback: FallbackLimiter,
 }
 
 impl fmt::Debug for Authenticator {
@@ -225,6 +228,7 @@ impl Authenticator {
                 guest_validation,
                 player_key,
                 admin_key_hash,
+                fallback: FallbackLimiter::default(),
             }),
         })
     }
@@ -289,13 +293,19 @@ impl Authenticator {
 
     /// Counts one call of `bucket` in the current minute; RESOURCE_EXHAUSTED past `limit`.
     ///
-    /// If the live store cannot count, the call goes through (logged): the limit protects the
-    /// service, and refusing every call while the store is down would turn a store outage into a
-    /// full outage for calls that do not need it.
-    pub(crate) async fn count_call(&self, bucket: &str, limit: u32) -> Result<(), AuthError> {
+    /// If the live store cannot count, `kind` decides (see [`crate::limits`]): a write is refused
+    /// with UNAVAILABLE, a read is counted by this replica's fallback limiter.
+    pub(crate) async fn count_call(
+        &self,
+        bucket: &str,
+        limit: u32,
+        kind: CallKind,
+    ) -> Result<(), AuthError> {
         let window_ms = RATE_WINDOW.as_millis() as u64;
         let now_ms = now_unix_ms();
         let window = now_ms / window_ms;
+        let window_end_ms = (window + 1) * window_ms;
+        let retry_after_secs = (window_end_ms - now_ms).div_ceil(1000).max(1);
         let count = match self
             .inner
             .store
@@ -306,14 +316,20 @@ impl Authenticator {
             Err(e) => {
                 tracing::warn!(
                     error = &e as &(dyn std::error::Error + 'static),
-                    "rate counter unavailable; call let through"
+                    ?kind,
+                    "rate counter unavailable"
                 );
-                return Ok(());
+                return match kind {
+                    CallKind::Write => Err(AuthError::LimiterUnavailable(e)),
+                    CallKind::Read => {
+                        self.inner
+                            .fallback
+                            .hit(bucket, limit, window, retry_after_secs)
+                    }
+                };
             }
         };
         if count > u64::from(limit) {
-            let window_end_ms = (window + 1) * window_ms;
-            let retry_after_secs = (window_end_ms - now_ms).div_ceil(1000).max(1);
             return Err(AuthError::RateLimited { retry_after_secs });
         }
         Ok(())

@@ -16,6 +16,9 @@
 //! - backend failures (database or Redis down, Redis restarted) are retried with capped backoff; a batch
 //!   whose transaction failed is retried as it is, and acknowledgements that failed are sent again.
 //!
+//! The same loop runs the [`Reconciler`](crate::reconcile) every `--reconcile-interval-ms` (one page
+//! per turn of the loop while a sweep is under way): games the stream lost are rated from the database.
+//!
 //! Shutdown: the loop stops pulling, finishes the batch in hand (apply and ack), and returns.
 
 use std::future::Future;
@@ -28,6 +31,7 @@ use draughts_store::{Entry, EntryId, ErrorCode, LiveStore, StoreError};
 use crate::config::{PeriodMode, RatingsConfig};
 use crate::domain::{ApplyReport, RatingsCore};
 use crate::event::{DEAD_LETTER_STREAM, FINISHED_STREAM, FinishedGame, Source};
+use crate::reconcile::Reconciler;
 
 /// Smallest and largest wait between retries after a backend failure.
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
@@ -47,6 +51,7 @@ pub struct Consumer {
     block: Duration,
     claim_idle: Duration,
     claim_interval: Duration,
+    reconciler: Reconciler,
 }
 
 /// A consumer name unique to this process: `ratings-<host>-<random>`.
@@ -82,7 +87,7 @@ impl Consumer {
         };
         Consumer {
             live,
-            core,
+            core: core.clone(),
             stream: FINISHED_STREAM.to_owned(),
             group: config.consumer_group.clone(),
             name,
@@ -90,6 +95,7 @@ impl Consumer {
             block: Duration::from_millis(config.block_ms),
             claim_idle: Duration::from_millis(config.claim_idle_ms),
             claim_interval: Duration::from_millis(config.claim_interval_ms),
+            reconciler: Reconciler::new(core.clone(), config),
         }
     }
 
@@ -124,6 +130,8 @@ impl Consumer {
         let mut group_ready = false;
         let mut last_claim: Option<Instant> = None;
         let mut last_close: Option<Instant> = None;
+        let mut last_reconcile: Option<Instant> = None;
+        let mut reconcile_busy = false;
         let mut unacked: Vec<EntryId> = Vec::new();
         loop {
             if !group_ready {
@@ -156,6 +164,25 @@ impl Consumer {
                     .await
                 {
                     tracing::warn!(error = %e, "rating a finished period failed; retrying");
+                }
+            }
+            // The reconciler, one page per turn of the loop so that the stream is never starved.
+            let interval = self.reconciler.interval();
+            if !interval.is_zero()
+                && (reconcile_busy || last_reconcile.is_none_or(|at| at.elapsed() >= interval))
+            {
+                match self.reconciler.page(draughts_store::now_unix_ms()).await {
+                    Ok(page) => {
+                        reconcile_busy = !page.sweep_done;
+                        if page.sweep_done {
+                            last_reconcile = Some(Instant::now());
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reconciling finished games from the database failed; retrying at the next interval");
+                        reconcile_busy = false;
+                        last_reconcile = Some(Instant::now());
+                    }
                 }
             }
             // Entries of consumers that died (or hang) first, then new ones.

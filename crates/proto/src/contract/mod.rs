@@ -6,6 +6,8 @@
 //! | name | kind | payload | writer | readers |
 //! |---|---|---|---|---|
 //! | `games.finished` | stream | [`finished::FinishedV1`] | games (`GamesCore::archive`) | ratings (consumer group `ratings`), analysis (bulk) |
+//! | `player-events:{player_id}` | pub/sub | [`player::Signal`] | games (invitations, games started/finished) | games (`WatchPlayerEvents`) |
+//! | `players.linked` | stream | [`linked::LinkedV1`] | auth (`LinkGuest`) | games (`games-links`), ratings (`ratings-links`) |
 //!
 //! Analysis jobs and results are described in `analysis.rs` (added beside this file).
 //!
@@ -20,4 +22,6 @@
 //!   example of each version.
 
 pub mod finished;
+pub mod linked;
+pub mod player;
 // pub mod analysis; (helper C)

@@ -51,7 +51,7 @@ pub async fn watch(core: GamesCore, player: String) -> GamesResult<PlayerEventSt
                     message = subscription.next() => match message {
                         Some(bytes) => {
                             pause = FIRST_PAUSE;
-                            let Some(signal) = PlayerSignal::decode(&bytes) else {
+                            let Some(signal) = draughts_proto::contract::player::decode(&bytes) else {
                                 tracing::warn!("player signal does not decode; ignored");
                                 continue;
                             };
