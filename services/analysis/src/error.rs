@@ -2,7 +2,7 @@
 //! `draughts_proto::error`).
 
 use draughts_proto::{ApiError, ErrorKind, ServiceError};
-use draughts_store::{ErrorCode, StoreError};
+use draughts_store::StoreError;
 
 /// Why a call failed. Messages are sentences for the client.
 #[derive(Debug, thiserror::Error)]
@@ -56,10 +56,10 @@ impl ServiceError for AnalysisError {
             AnalysisError::Denied(_) => ErrorKind::PermissionDenied,
             AnalysisError::Timeout(_) => ErrorKind::DeadlineExceeded,
             AnalysisError::GamesUnavailable(_) => ErrorKind::Unavailable,
-            AnalysisError::Store(e) if e.code() == ErrorCode::Unavailable => ErrorKind::Unavailable,
-            AnalysisError::Store(e) if e.code() == ErrorCode::Conflict => ErrorKind::Conflict,
+            // The one store-error mapping of draughts-proto.
+            AnalysisError::Store(e) => e.code().into(),
             AnalysisError::Contended => ErrorKind::Conflict,
-            AnalysisError::Store(_) | AnalysisError::Corrupt(_) => ErrorKind::Internal,
+            AnalysisError::Corrupt(_) => ErrorKind::Internal,
         }
     }
 }

@@ -3,7 +3,8 @@
 //! engine's search.
 //!
 //! Layout (dependencies flow down; workers need no gRPC server):
-//! - [`contract`]: every name and payload the queue keeps in the live store (versioned JSON);
+//! - [`contract`] (`draughts_proto::contract::analysis`): every name and payload the queue keeps in the
+//!   live store (versioned JSON);
 //! - [`engine`]: one job's search over `draughts_ai` (synchronous), the judgement of played moves;
 //! - [`queue`]: submission (merging, cache, capacity), records, cancel, places, status;
 //! - [`worker`]: the worker loop (priority pull, takeover of dead workers' jobs, exactly-once finish,
@@ -39,7 +40,8 @@
 //! # Ok(()) }
 //! ```
 
-pub mod contract;
+/// The queue's Redis contract lives with every other one in `draughts_proto::contract`.
+pub use draughts_proto::contract::analysis as contract;
 pub mod engine;
 pub mod error;
 pub mod games;

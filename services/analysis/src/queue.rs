@@ -188,7 +188,8 @@ impl Queue {
                 payload: encode(&JobEvent {
                     v: VERSION,
                     state: record.state,
-                }),
+                })
+                .into(),
             }];
             if record.state.is_final() {
                 effects.push(draughts_store::Effect::Publish {
@@ -200,7 +201,7 @@ impl Queue {
                 .live
                 .put_with(
                     &contract::job_key(job_id),
-                    encode(&record),
+                    encode(&record).into(),
                     Some(version),
                     Some(self.ttl()),
                     &effects,
@@ -253,7 +254,7 @@ impl Queue {
                         self.live
                             .put(
                                 &contract::job_key(&record.job_id),
-                                encode(&record),
+                                encode(&record).into(),
                                 None,
                                 Some(self.ttl()),
                             )
@@ -324,7 +325,7 @@ impl Queue {
         self.live
             .put(
                 &contract::job_key(&record.job_id),
-                encode(&record),
+                encode(&record).into(),
                 None,
                 Some(self.ttl()),
             )
@@ -343,7 +344,8 @@ impl Queue {
                 encode(&JobEntry {
                     v: VERSION,
                     job_id: job_id.to_owned(),
-                }),
+                })
+                .into(),
             )
             .await?;
         self.live

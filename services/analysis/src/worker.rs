@@ -132,7 +132,7 @@ async fn heartbeat(
         };
         if let Err(e) = queue
             .live()
-            .append(contract::WORKERS_STREAM, encode(&beat))
+            .append(contract::WORKERS_STREAM, encode(&beat).into())
             .await
         {
             tracing::warn!(error = %e, "worker heartbeat failed");
@@ -522,7 +522,7 @@ impl Slot {
                     let _ = live
                         .put(
                             &key,
-                            encode(&cached),
+                            encode(&cached).into(),
                             None,
                             Some(self.queue.config().result_ttl),
                         )

@@ -1,7 +1,8 @@
 //! The typed contract of everything the analysis queue keeps in the live store (Redis or memory): names,
 //! versioned payloads (JSON with a version field `v`; readers ignore unknown fields and refuse a version
-//! they do not know), encode and decode. The gRPC edge, the queue and every worker use these types and
-//! nothing else. (To move into `draughts_proto::contract::analysis` once that module is on main.)
+//! they do not know), encode and decode. The analysis service's edge, queue and workers use these types
+//! and nothing else; another service that queues a job (e.g. Games for a computer move) writes the same
+//! [`JobRecord`] and [`JobEntry`] and reads the same [`JobResult`].
 //!
 //! | name | kind | payload | writer | readers |
 //! |---|---|---|---|---|
@@ -20,7 +21,6 @@
 
 use std::collections::HashMap;
 
-use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 /// The version every payload here is written with, and the only one read.
@@ -106,8 +106,8 @@ struct VersionOnly {
 }
 
 /// Encodes a payload (always with `v` = [`VERSION`] set by the type).
-pub fn encode<T: Serialize>(value: &T) -> Bytes {
-    Bytes::from(serde_json::to_vec(value).expect("contract types always serialise"))
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("contract types always serialise")
 }
 
 /// Decodes a payload: reads `v` first and refuses an unknown version.
