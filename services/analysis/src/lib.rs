@@ -42,6 +42,7 @@
 
 /// The queue's Redis contract lives with every other one in `draughts_proto::contract`.
 pub use draughts_proto::contract::analysis as contract;
+pub mod bulk;
 pub mod engine;
 pub mod error;
 pub mod games;
@@ -103,6 +104,17 @@ pub struct AnalysisConfig {
     /// PDN are accepted (draughtsd sets its own port).
     #[arg(long, env = "DRAUGHTS_ANALYSIS_GAMES_URL")]
     pub analysis_games_url: Option<String>,
+    /// Queue a bulk analysis of every finished rated game (consumer group `analysis-bulk` on the
+    /// `games.finished` stream).
+    #[arg(long, env = "DRAUGHTS_ANALYSIS_BULK_FINISHED_GAMES")]
+    pub analysis_bulk_finished_games: bool,
+    /// Nodes per ply of those bulk analyses.
+    #[arg(
+        long,
+        env = "DRAUGHTS_ANALYSIS_BULK_NODES_PER_PLY",
+        default_value_t = 100_000
+    )]
+    pub analysis_bulk_nodes_per_ply: u64,
     #[command(flatten)]
     pub quotas: QuotaConfig,
 }
@@ -116,6 +128,8 @@ impl AnalysisConfig {
             analysis_max_queued: 10_000,
             analysis_best_move_timeout_ms: 8_000,
             analysis_games_url: None,
+            analysis_bulk_finished_games: false,
+            analysis_bulk_nodes_per_ply: 100_000,
             quotas: QuotaConfig::defaults(),
         }
     }
@@ -147,6 +161,10 @@ impl AnalysisConfig {
         check(
             (10..=600_000).contains(&self.analysis_best_move_timeout_ms),
             "analysis-best-move-timeout-ms must be from 10 to 600000",
+        )?;
+        check(
+            (1..=1_000_000_000).contains(&self.analysis_bulk_nodes_per_ply),
+            "analysis-bulk-nodes-per-ply must be from 1 to 1000000000",
         )?;
         games::GrpcGames::new(self.analysis_games_url.as_deref()).map_err(ConfigError)?;
         self.quotas.validate()
@@ -296,6 +314,8 @@ pub enum StartError {
 #[derive(Clone, Debug)]
 pub struct Analysis {
     pub core: AnalysisCore,
+    /// The bulk feed's per-ply limits, when it is on.
+    bulk: Option<contract::JobLimits>,
 }
 
 impl Analysis {
@@ -316,6 +336,15 @@ impl Analysis {
                 best_move_timeout: Duration::from_millis(config.analysis_best_move_timeout_ms),
                 waiter: service::Waiter::start(live.clone()),
             },
+            bulk: config
+                .analysis_bulk_finished_games
+                .then(|| contract::JobLimits {
+                    nodes: Some(config.analysis_bulk_nodes_per_ply),
+                    // As an interactive request of the same nodes gets it: the same fingerprint.
+                    movetime_ms: Some(config.quotas.max_ply_movetime_ms),
+                    multi_pv: 1,
+                    ..contract::JobLimits::default()
+                }),
         })
     }
 
@@ -324,6 +353,15 @@ impl Analysis {
         let api = AnalysisServer::new(grpc::AnalysisService::new(self.core.clone()))
             .max_decoding_message_size(server.max_message_bytes);
         services.add(tower::Layer::layer(&AuthLayer::new(auth.clone()), api));
+    }
+
+    /// Feeds finished rated games into the bulk class until `shutdown` resolves (at once when the feed
+    /// is off). Every replica may run it: each entry goes to one of them.
+    pub async fn run_bulk(self, shutdown: impl Future<Output = ()>) {
+        if let Some(limits) = self.bulk {
+            let consumer = format!("bulk-{}", hex::encode(rand::random::<[u8; 4]>()));
+            bulk::run(self.core.queue, consumer, limits, shutdown).await
+        }
     }
 
     /// Runs workers on this service's queue until `shutdown` resolves, then drains them.
@@ -348,6 +386,10 @@ pub async fn run(
     let mut services = Services::new();
     analysis.register(&mut services, &config.server, &auth);
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let mut bulk_stop = stop_rx.clone();
+    let bulk = tokio::spawn(analysis.clone().run_bulk(async move {
+        let _ = bulk_stop.changed().await;
+    }));
     let workers = config.in_process_workers.then(|| {
         tokio::spawn(
             analysis
@@ -359,6 +401,7 @@ pub async fn run(
     });
     let served = draughts_runtime::serve(&config.server, services, listener, shutdown).await;
     let _ = stop_tx.send(true);
+    let _ = bulk.await;
     if let Some(workers) = workers {
         let _ = workers.await;
     }

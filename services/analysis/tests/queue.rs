@@ -49,6 +49,7 @@ macro_rules! queue_suite {
                 shutdown_hands_the_running_job_back,
                 status_counts_waiting_jobs_and_live_workers,
                 the_queue_refuses_jobs_when_a_class_is_full,
+                finished_rated_games_feed_the_bulk_class_once,
             );
         }
     )*};
@@ -577,5 +578,63 @@ mod checks {
         ))
         .await
         .unwrap();
+    }
+
+    pub async fn finished_rated_games_feed_the_bulk_class_once(store: Arc<dyn LiveStore>) {
+        use draughts_proto::contract::finished;
+        let q = queue(store.clone(), QueueConfig::for_tests()).await;
+        let entry = |game_id: &str, rated: bool| {
+            format!(
+                r#"{{"v":1,"game_id":"{game_id}","variant":"english","options":"","rated":{rated},
+                 "white":{{"id":"player:1"}},"black":{{"id":"player:2"}},"outcome":"white","reason":"resignation",
+                 "plies":2,"finished_at_ms":1,"pdn":"[GameType \"21\"] 1. 11-15 23-19 1-0"}}"#
+            )
+        };
+        // The same game twice (a redelivery), a casual game, an unreadable entry.
+        for payload in [
+            entry("g1", true),
+            entry("g1", true),
+            entry("g2", false),
+            "junk".into(),
+        ] {
+            store
+                .append(finished::STREAM, payload.into_bytes().into())
+                .await
+                .unwrap();
+        }
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let feed = tokio::spawn(draughts_analysis::bulk::run(
+            q.clone(),
+            "bulk-test".into(),
+            depth(2),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        let start = Instant::now();
+        while store
+            .backlog(finished::STREAM, draughts_analysis::bulk::GROUP)
+            .await
+            .map_or(true, |b| b.waiting > 0)
+        {
+            assert!(start.elapsed() < Duration::from_secs(10));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _ = stop.send(());
+        feed.await.unwrap();
+        let status = q.status().await.unwrap();
+        assert_eq!(
+            status.classes[2].1.queued, 1,
+            "one bulk job for g1, merged on redelivery: {status:?}"
+        );
+        assert_eq!(
+            store
+                .pending_count(finished::STREAM, draughts_analysis::bulk::GROUP)
+                .await
+                .unwrap(),
+            0,
+            "every entry acknowledged"
+        );
     }
 }

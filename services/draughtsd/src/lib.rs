@@ -156,6 +156,7 @@ impl Platform {
         };
         let timers = self.validation.run_timers(stopped(stop_rx.clone()));
         let consumer = self.ratings.run_consumer(stopped(stop_rx.clone()));
+        let bulk = self.analysis.clone().run_bulk(stopped(stop_rx.clone()));
         let workers = async {
             if let Some(workers) = self.analysis_workers {
                 self.analysis.run_workers(workers, stopped(stop_rx)).await;
@@ -165,7 +166,7 @@ impl Platform {
             shutdown.await;
             let _ = stop_tx.send(true);
         };
-        tokio::join!(timers, consumer, workers, signal);
+        tokio::join!(timers, consumer, bulk, workers, signal);
     }
 }
 
