@@ -173,10 +173,24 @@ impl Queue {
     pub async fn update(
         &self,
         job_id: &str,
+        change: impl FnMut(&mut JobRecord) -> bool,
+    ) -> AnalysisResult<Option<(JobRecord, bool)>> {
+        self.update_from(job_id, None, change).await
+    }
+
+    /// [`update`](Queue::update) starting from a record just read (saves a read when it is current).
+    pub async fn update_from(
+        &self,
+        job_id: &str,
+        mut loaded: Option<(JobRecord, Version)>,
         mut change: impl FnMut(&mut JobRecord) -> bool,
     ) -> AnalysisResult<Option<(JobRecord, bool)>> {
         for _ in 0..MAX_CAS_TRIES {
-            let Some((mut record, version)) = self.load(job_id).await? else {
+            let current = match loaded.take() {
+                Some(current) => Some(current),
+                None => self.load(job_id).await?,
+            };
+            let Some((mut record, version)) = current else {
                 return Ok(None);
             };
             if !change(&mut record) {

@@ -306,7 +306,7 @@ impl Slot {
     /// Decides whether this slot runs the job, and marks it RUNNING if so.
     async fn start(&self, job_id: &str) -> AnalysisResult<Start> {
         let live = self.queue.live();
-        let Some((record, _)) = self.queue.load(job_id).await? else {
+        let Some((record, version)) = self.queue.load(job_id).await? else {
             return Ok(Start::Done);
         };
         if record.state.is_final() {
@@ -324,7 +324,7 @@ impl Slot {
         let now = now_unix_ms();
         let updated = self
             .queue
-            .update(job_id, |r| {
+            .update_from(job_id, Some((record, version)), |r| {
                 if r.state.is_final() {
                     return false;
                 }
@@ -508,7 +508,11 @@ impl Slot {
                     self.queue.enqueue_entry(class, job_id).await?;
                 }
                 self.ack(class, entry).await;
-                let _ = live.release(&lease, &self.consumer).await;
+                if retry {
+                    // The next slot may start it at once. (A finished job's lease just expires: its
+                    // entry is acknowledged, nobody looks at it again.)
+                    let _ = live.release(&lease, &self.consumer).await;
+                }
                 if after.state.is_final() {
                     self.queue
                         .release_fingerprint(&after.fingerprint, job_id)
