@@ -53,6 +53,12 @@ pub enum AuthError {
     /// Signing a guest token failed (kind Internal; never shown).
     #[error("signing a token failed")]
     Signing(#[source] jsonwebtoken::errors::Error),
+    /// `LinkGuest` by a caller that is not an identity-provider account (kind PermissionDenied).
+    #[error("only a signed-in account (an identity-provider token) can take over a guest")]
+    NotAnAccount,
+    /// The guest is already linked to another account (kind FailedPrecondition).
+    #[error("this guest is already linked to another account")]
+    AlreadyLinked,
     /// A stored API key record could not be read (kind Internal; never shown).
     #[error("unreadable API key record")]
     CorruptRecord(#[source] serde_json::Error),
@@ -66,7 +72,8 @@ impl ServiceError for AuthError {
             | AuthError::Expired
             | AuthError::UnknownApiKey
             | AuthError::Unauthenticated => ErrorKind::Unauthenticated,
-            AuthError::MissingScope(_) => ErrorKind::PermissionDenied,
+            AuthError::MissingScope(_) | AuthError::NotAnAccount => ErrorKind::PermissionDenied,
+            AuthError::AlreadyLinked => ErrorKind::FailedPrecondition,
             AuthError::RateLimited { .. } => ErrorKind::ResourceExhausted,
             AuthError::InvalidArgument(_) => ErrorKind::InvalidArgument,
             AuthError::LimiterUnavailable(_) => ErrorKind::Unavailable,

@@ -14,7 +14,8 @@
 //! - Cache: a finished job with a fingerprint leaves its result under `analysis-cache:<fingerprint>`
 //!   for the result TTL; an identical request is answered from it at once, without a search.
 //! - Capacity: a class with `max_queued` jobs waiting refuses more (RESOURCE_EXHAUSTED): the streams
-//!   never grow without bound, and workers trim each stream to the newest `4 * max_queued` entries.
+//!   never grow without bound; workers remove the entries every group has acknowledged
+//!   (`trim_consumed`, capped at `4 * max_queued` entries and the result TTL).
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -40,15 +40,24 @@ impl Waiter {
                     tokio::time::sleep(BEST_MOVE_POLL).await;
                     continue;
                 };
-                while let Some(job_id) = sub.next().await {
+                while let Some(notice) = sub.next().await {
                     let Some(waiting) = waiting.upgrade() else {
                         return;
                     };
-                    let sender = waiting
-                        .lock()
-                        .expect("waiter lock")
-                        .remove(String::from_utf8_lossy(&job_id).as_ref());
-                    if let Some(sender) = sender {
+                    let senders: Vec<_> = {
+                        let mut waiting = waiting.lock().expect("waiter lock");
+                        match notice {
+                            draughts_store::Notice::Message(job_id) => waiting
+                                .remove(String::from_utf8_lossy(&job_id).as_ref())
+                                .into_iter()
+                                .collect(),
+                            // Wake-ups may have been lost: every caller re-reads its record.
+                            draughts_store::Notice::Gap => {
+                                waiting.drain().map(|(_, sender)| sender).collect()
+                            }
+                        }
+                    };
+                    for sender in senders {
                         let _ = sender.send(());
                     }
                 }

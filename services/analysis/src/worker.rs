@@ -286,8 +286,13 @@ impl Slot {
                 self.running.fetch_sub(1, Ordering::Relaxed);
                 self.jobs_done += 1;
                 if self.jobs_done.is_multiple_of(256) {
-                    let keep = self.queue.config().max_queued.saturating_mul(4).max(1024);
-                    let _ = self.queue.live().trim(class.stream(), keep).await;
+                    // Entries every group has been given and has acknowledged go; the caps only
+                    // bite when a stream grows far past the queue's capacity.
+                    let caps = draughts_store::StreamCaps {
+                        max_len: self.queue.config().max_queued.saturating_mul(4).max(1024),
+                        max_age: self.queue.config().result_ttl,
+                    };
+                    let _ = self.queue.live().trim_consumed(class.stream(), caps).await;
                 }
                 searcher
             }

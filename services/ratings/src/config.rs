@@ -110,8 +110,9 @@ pub struct RatingsConfig {
     /// Games against the computer: `skip`, `rate` (both sides) or `human-only`.
     #[arg(long, env = "DRAUGHTS_RATINGS_COMPUTER_GAMES", value_enum, default_value_t = ComputerPolicy::Skip)]
     pub computer_games: ComputerPolicy,
-    /// Games with a guest player: `rate` or `skip`.
-    #[arg(long, env = "DRAUGHTS_RATINGS_GUEST_GAMES", value_enum, default_value_t = Policy::Rate)]
+    /// Games with a guest player: `skip` (default: a guest costs nothing to make, so its rating could be
+    /// farmed with guests of one's own; ratings are for signed-in accounts) or `rate`.
+    #[arg(long, env = "DRAUGHTS_RATINGS_GUEST_GAMES", value_enum, default_value_t = Policy::Skip)]
     pub guest_games: Policy,
     /// Games played with house-rule options (no-mandatory-capture, move-limit, ...): `skip` or `rate`.
     #[arg(long, env = "DRAUGHTS_RATINGS_HOUSE_RULE_GAMES", value_enum, default_value_t = Policy::Skip)]
@@ -183,7 +184,7 @@ impl RatingsConfig {
             speed_class_variants: "international".into(),
             casual_games: Policy::Skip,
             computer_games: ComputerPolicy::Skip,
-            guest_games: Policy::Rate,
+            guest_games: Policy::Skip,
             house_rule_games: Policy::Skip,
             consumer_group: "ratings".into(),
             consumer_name: String::new(),

@@ -38,6 +38,8 @@ const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// How often fixed rating periods are checked for closing.
 const CLOSE_INTERVAL: Duration = Duration::from_secs(1);
+/// How often the loop looks for guests taken over by accounts.
+const LINKS_INTERVAL: Duration = Duration::from_secs(1);
 
 /// One consumer of the finished-games stream.
 #[derive(Clone, Debug)]
@@ -132,6 +134,7 @@ impl Consumer {
         let mut last_close: Option<Instant> = None;
         let mut last_reconcile: Option<Instant> = None;
         let mut reconcile_busy = false;
+        let mut last_links: Option<Instant> = None;
         let mut unacked: Vec<EntryId> = Vec::new();
         loop {
             if !group_ready {
@@ -183,6 +186,15 @@ impl Consumer {
                         reconcile_busy = false;
                         last_reconcile = Some(Instant::now());
                     }
+                }
+            }
+            // Guests taken over by accounts (see `links`), once a second.
+            if last_links.is_none_or(|at| at.elapsed() >= LINKS_INTERVAL) {
+                last_links = Some(Instant::now());
+                if let Err(e) =
+                    crate::links::apply(self.live.as_ref(), &self.core, &self.name).await
+                {
+                    tracing::warn!(error = %e, "merging linked guests' ratings failed; retrying");
                 }
             }
             // Entries of consumers that died (or hang) first, then new ones.

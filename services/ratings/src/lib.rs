@@ -52,6 +52,7 @@ pub mod error;
 pub mod event;
 pub mod glicko;
 pub mod grpc;
+pub mod links;
 pub mod reconcile;
 
 use std::future::Future;

@@ -633,15 +633,16 @@ async fn policies(b: Backend) {
     let itself = game("itself", "pi", "pi", Outcome::Draw, at);
     let all = vec![casual, vs_computer, guest, house, aborted, itself];
 
-    // Defaults: casual, computer and house-rule games skipped; guests rated.
+    // Defaults: casual, computer, guest and house-rule games skipped (guests are not rated: anyone can
+    // make guests to farm a rating with).
     let defaults = RatingsCore::new(b.db.clone(), &test_config())
         .await
         .unwrap();
     let report = defaults.apply(&all, Source::Stream, 0).await.unwrap();
-    assert_eq!((report.recorded, report.skipped), (1, 5));
+    assert_eq!((report.recorded, report.skipped), (0, 6));
     assert_eq!(
         defaults.rating("guest:1", ENGLISH, at).await.unwrap().games,
-        1
+        0
     );
 
     // Everything rated; the computer human-only.

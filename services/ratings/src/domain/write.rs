@@ -540,3 +540,54 @@ fn history_values(category: &str, player_id: &str, games_total: i64, h: HistoryR
         Value::Int(h.games),
     ]
 }
+
+impl RatingsCore {
+    /// Moves `guest`'s ratings (rows and history) to `player` in every category where `player` has no
+    /// rating; where it has one, the account's rating is kept and the guest's stays under the guest id.
+    /// Rated games recorded with the guest id are relabelled. Idempotent; one transaction, taken
+    /// behind the writer row like every rating write. Returns the categories moved.
+    pub async fn merge_guest(&self, guest: &str, player: &str) -> RatingsResult<Vec<String>> {
+        let mut tx = self.begin_write().await?;
+        let guest_categories: Vec<(String,)> =
+            sqlx::query_as("SELECT category FROM ratings WHERE player_id = $1")
+                .bind(guest.to_owned())
+                .fetch_all(&mut *tx)
+                .await?;
+        let player_categories: HashSet<String> =
+            sqlx::query_as::<_, (String,)>("SELECT category FROM ratings WHERE player_id = $1")
+                .bind(player.to_owned())
+                .fetch_all(&mut *tx)
+                .await?
+                .into_iter()
+                .map(|(c,)| c)
+                .collect();
+        let mut moved = Vec::new();
+        for (category,) in guest_categories {
+            if player_categories.contains(&category) {
+                continue;
+            }
+            for table in ["rating_history", "ratings"] {
+                sqlx::query(AssertSqlSafe(format!(
+                    "UPDATE {table} SET player_id = $1 WHERE player_id = $2 AND category = $3"
+                )))
+                .bind(player.to_owned())
+                .bind(guest.to_owned())
+                .bind(category.clone())
+                .execute(&mut *tx)
+                .await?;
+            }
+            moved.push(category);
+        }
+        for side in ["white_id", "black_id"] {
+            sqlx::query(AssertSqlSafe(format!(
+                "UPDATE rating_games SET {side} = $1 WHERE {side} = $2"
+            )))
+            .bind(player.to_owned())
+            .bind(guest.to_owned())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(moved)
+    }
+}
