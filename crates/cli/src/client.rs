@@ -93,6 +93,12 @@ enum ClientCommand {
     Watch { game_id: String },
     /// Games.ExportPdn.
     Pdn { game_id: String },
+    /// Analysis.AnalyzePosition, followed to the result (needs the analysis scope).
+    Analyse(crate::analysis_cli::AnalyseArgs),
+    /// Analysis.AnalyzeGame of a stored game or a PDN file, ply by ply (needs the analysis scope).
+    AnalyseGame(crate::analysis_cli::AnalyseGameArgs),
+    /// Analysis.BestMove: the server's computer move at a level or limits.
+    Bestmove(crate::analysis_cli::BestMoveArgs),
 }
 
 pub(crate) fn rules_of(t: &Target) -> Result<Option<pb::RuleSet>, CliError> {
@@ -392,6 +398,15 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
             let r = call!(caller, games, export_pdn, pb::GetGameRequest { game_id })
                 .map_err(status_error)?;
             print!("{}", r.pdn);
+        }
+        ClientCommand::Analyse(a) => {
+            crate::analysis_cli::analyse(&channel, token.as_deref(), a).await?
+        }
+        ClientCommand::AnalyseGame(a) => {
+            crate::analysis_cli::analyse_game(&channel, token.as_deref(), a).await?
+        }
+        ClientCommand::Bestmove(a) => {
+            crate::analysis_cli::best_move(&channel, token.as_deref(), a).await?
         }
     }
     Ok(())

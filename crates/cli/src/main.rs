@@ -1,6 +1,7 @@
 //! `draughts`: a thin command-line tool over the engine crate, and a client of the platform's API.
 
 mod ai_cmds;
+mod analysis_cli;
 mod client;
 mod games_cli;
 

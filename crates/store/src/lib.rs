@@ -62,7 +62,7 @@ pub use bytes::Bytes;
 pub use database::{DEFAULT_ACQUIRE_TIMEOUT, Database, DbBackend, Migration};
 pub use error::{BoxError, ErrorCode, StoreError};
 pub use live::{
-    Effect, Entry, EntryId, GroupInfo, LiveStore, Notice, ParseEntryIdError, ReadFrom,
+    Backlog, Effect, Entry, EntryId, GroupInfo, LiveStore, Notice, ParseEntryIdError, ReadFrom,
     SUBSCRIBER_BUFFER, StreamCaps, Subscription, Trimmed, Version, now_unix_ms,
 };
 pub use memory::MemoryStore;

@@ -170,6 +170,15 @@ pub enum Effect {
     Publish { channel: String, payload: Bytes },
 }
 
+/// What a consumer group has not been handed yet ([`LiveStore::backlog`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Backlog {
+    /// Entries after the group's last delivered one: never delivered to the group.
+    pub waiting: u64,
+    /// The oldest of them, if any (its `ms` is its append time, so `now - ms` is how long it waited).
+    pub oldest: Option<EntryId>,
+}
+
 /// Where [`LiveStore::read_after`] starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadFrom {
@@ -275,6 +284,48 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
 
     /// How many entries of `group` are delivered but not acknowledged.
     async fn pending_count(&self, stream: &str, group: &str) -> Result<u64, StoreError>;
+
+    /// How many entries of `stream` were never delivered to `group`, and the oldest of them: a
+    /// work queue's depth and oldest wait. Fails with NotFound if the group does not exist. Built on
+    /// [`groups`](LiveStore::groups) and [`range`](LiveStore::range): the group's lag when the backend
+    /// knows it, else the entries after its last delivered one are counted (a work queue's backlog is
+    /// bounded by its writer).
+    async fn backlog(&self, stream: &str, group: &str) -> Result<Backlog, StoreError> {
+        let groups = self.groups(stream).await?;
+        let Some(info) = groups.into_iter().find(|g| g.name == group) else {
+            return Err(StoreError::not_found(format!(
+                "consumer group {group:?} of stream {stream:?}"
+            )));
+        };
+        let oldest = self
+            .range(stream, Some(info.last_delivered), 1)
+            .await?
+            .first()
+            .map(|entry| entry.id);
+        let Some(first) = oldest else {
+            return Ok(Backlog::default());
+        };
+        let waiting = match info.lag {
+            Some(lag) => lag,
+            None => {
+                let mut count = 0u64;
+                let mut after = Some(info.last_delivered);
+                loop {
+                    let page = self.range(stream, after, 1000).await?;
+                    count += page.len() as u64;
+                    match page.last() {
+                        Some(last) if page.len() == 1000 => after = Some(last.id),
+                        _ => break,
+                    }
+                }
+                count
+            }
+        };
+        Ok(Backlog {
+            waiting,
+            oldest: Some(first),
+        })
+    }
 
     /// Up to `max` entries with an id greater than `after` (`None`: from the start), in
     /// order. Does not wait. For history and catch-up.

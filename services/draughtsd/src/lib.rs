@@ -40,6 +40,14 @@ pub struct Config {
     pub ratings: draughts_ratings::RatingsConfig,
     #[command(flatten)]
     pub games: draughts_validation::games::GamesLimits,
+    #[command(flatten)]
+    pub analysis: draughts_analysis::AnalysisConfig,
+    #[command(flatten)]
+    pub analysis_workers: draughts_analysis::WorkerArgs,
+    /// Run no analysis workers in this process (workers run as `draughts-analysis-worker` on the same
+    /// Redis). Without Redis nothing else sees the queue, so this is refused with `memory://`.
+    #[arg(long, env = "DRAUGHTS_ANALYSIS_EXTERNAL_WORKERS")]
+    pub analysis_external_workers: bool,
 }
 
 impl Config {
@@ -75,6 +83,8 @@ pub enum StartError {
     Validation(#[from] draughts_validation::StartError),
     #[error(transparent)]
     Ratings(#[from] draughts_ratings::StartError),
+    #[error(transparent)]
+    Analysis(#[from] draughts_analysis::StartError),
 }
 
 /// The connected backends, shared by every service of the process.
@@ -103,6 +113,9 @@ pub async fn connect(config: &Config) -> Result<Backends, StartError> {
 pub struct Platform {
     pub validation: draughts_validation::Validation,
     pub ratings: draughts_ratings::Ratings,
+    pub analysis: draughts_analysis::Analysis,
+    /// In-process analysis workers (`None`: external workers serve the queue).
+    pub analysis_workers: Option<draughts_analysis::WorkerConfig>,
 }
 
 impl Platform {
@@ -121,9 +134,14 @@ impl Platform {
             &config.ratings,
         )
         .await?;
+        let analysis =
+            draughts_analysis::Analysis::new(backends.live.clone(), &config.analysis).await?;
         Ok(Platform {
             validation,
             ratings,
+            analysis,
+            analysis_workers: (!config.analysis_external_workers)
+                .then(|| config.analysis_workers.worker()),
         })
     }
 
@@ -132,6 +150,8 @@ impl Platform {
         let mut services = Services::new();
         self.validation.register(&mut services, &config.server);
         self.ratings
+            .register(&mut services, &config.server, &self.validation.auth);
+        self.analysis
             .register(&mut services, &config.server, &self.validation.auth);
         services
     }
@@ -144,12 +164,18 @@ impl Platform {
             let _ = rx.wait_for(|stop| *stop).await;
         };
         let timers = self.validation.run_timers(stopped(stop_rx.clone()));
-        let consumer = self.ratings.run_consumer(stopped(stop_rx));
+        let consumer = self.ratings.run_consumer(stopped(stop_rx.clone()));
+        let bulk = self.analysis.clone().run_bulk(stopped(stop_rx.clone()));
+        let workers = async {
+            if let Some(workers) = self.analysis_workers {
+                self.analysis.run_workers(workers, stopped(stop_rx)).await;
+            }
+        };
         let signal = async move {
             shutdown.await;
             let _ = stop_tx.send(true);
         };
-        tokio::join!(timers, consumer, signal);
+        tokio::join!(timers, consumer, bulk, workers, signal);
     }
 }
 
@@ -160,6 +186,12 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
     config.validate()?;
+    let mut config = config;
+    if config.analysis.analysis_games_url.is_none() {
+        // Game ids are read through Games.GetGame on this very port.
+        let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+        config.analysis.analysis_games_url = Some(format!("http://127.0.0.1:{port}"));
+    }
     let backends = connect(&config).await?;
     let platform = Platform::new(&config, &backends).await?;
     let services = platform.services(&config);

@@ -23,6 +23,14 @@ fn config(redis_url: &str, database_url: &str) -> Config {
             ..draughts_ratings::RatingsConfig::defaults()
         },
         games: draughts_validation::games::GamesLimits::defaults(),
+        analysis: draughts_analysis::AnalysisConfig::defaults(),
+        analysis_workers: draughts_analysis::WorkerArgs {
+            analysis_slots: 1,
+            analysis_hash_mb: 1,
+            analysis_worker_name: None,
+            analysis_shutdown_grace_ms: 1_000,
+        },
+        analysis_external_workers: false,
     }
 }
 
@@ -67,6 +75,7 @@ async fn exercise(config: Config) {
         .unwrap()
         .into_inner();
     assert_eq!(r.moves.len(), 9);
+    a_computer_move_is_answered(channel.clone()).await;
     a_finished_game_is_rated(channel.clone()).await;
     a_guest_who_signs_up_keeps_its_games_and_ratings(channel).await;
     let _ = tx.send(());
@@ -414,4 +423,39 @@ async fn a_guest_who_signs_up_keeps_its_games_and_ratings(channel: tonic::transp
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+/// Analysis on the platform's own workers (embedded: no Redis at all): a guest asks BestMove.
+async fn a_computer_move_is_answered(channel: tonic::transport::Channel) {
+    let mut auth = pb::auth_client::AuthClient::new(channel.clone());
+    let guest = auth
+        .create_guest(pb::CreateGuestRequest {
+            display_name: "bot".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut analysis = pb::analysis_client::AnalysisClient::new(channel);
+    let answer = analysis
+        .best_move(authed(
+            &guest.token,
+            pb::BestMoveRequest {
+                source: Some(pb::best_move_request::Source::Position(pb::PositionInput {
+                    rules: Some(pb::RuleSet {
+                        variant: pb::Variant::International as i32,
+                        options: None,
+                    }),
+                    fen: String::new(),
+                    moves: vec![],
+                })),
+                strength: Some(pb::best_move_request::Strength::Level(3)),
+                clock: None,
+                seed: 7,
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(answer.r#move.is_some_and(|m| !m.notation.is_empty()));
+    assert_eq!(answer.depth, 3);
 }

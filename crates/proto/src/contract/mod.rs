@@ -9,7 +9,7 @@
 //! | `player-events:{player_id}` | pub/sub | [`player::Signal`] | games (invitations, games started/finished) | games (`WatchPlayerEvents`) |
 //! | `players.linked` | stream | [`linked::LinkedV1`] | auth (`LinkGuest`) | games (`games-links`), ratings (`ratings-links`) |
 //!
-//! Analysis jobs and results are described in `analysis.rs` (added beside this file).
+//! | `analysis.jobs.computer`, `.interactive`, `.bulk` | streams (group `analysis-workers`), job records, events, cache | [`analysis`] (its own table) | analysis (API, workers) | analysis workers and API |
 //!
 //! # Versioning rules
 //! - Every payload is JSON with a version field `v` (an integer). A reader first reads `v` alone and
@@ -21,7 +21,7 @@
 //! - Entries already on a stream must still decode after a change: the tests decode the documented
 //!   example of each version.
 
+pub mod analysis;
 pub mod finished;
 pub mod linked;
 pub mod player;
-// pub mod analysis; (helper C)

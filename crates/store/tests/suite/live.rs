@@ -43,6 +43,7 @@ macro_rules! live_store_suite {
                 lease_is_exclusive_and_expires,
                 group_delivers_each_entry_once_and_acks,
                 crashed_consumer_entries_are_claimed,
+                backlog_counts_what_the_group_was_not_handed,
                 blocking_read_is_woken_by_append,
                 blocking_read_times_out_empty,
                 tail_follows_new_entries,
@@ -603,6 +604,50 @@ pub mod checks {
         let ids: Vec<EntryId> = taken.iter().map(|entry| entry.id).collect();
         assert_eq!(store.ack("analysis", "workers", &ids).await.unwrap(), 3);
         assert_eq!(store.pending_count("analysis", "workers").await.unwrap(), 0);
+    }
+
+    pub async fn backlog_counts_what_the_group_was_not_handed(store: Store) {
+        let missing = store.backlog("queue", "workers").await.unwrap_err();
+        assert_eq!(missing.code(), draughts_store::ErrorCode::NotFound);
+        store.ensure_group("queue", "workers").await.unwrap();
+        assert_eq!(
+            store.backlog("queue", "workers").await.unwrap(),
+            draughts_store::Backlog::default()
+        );
+        let mut ids = Vec::new();
+        for n in 0..5 {
+            ids.push(
+                store
+                    .append("queue", bytes(&format!("job {n}")))
+                    .await
+                    .unwrap(),
+            );
+        }
+        let backlog = store.backlog("queue", "workers").await.unwrap();
+        assert_eq!((backlog.waiting, backlog.oldest), (5, Some(ids[0])));
+        let taken = store
+            .read_group("queue", "workers", "w1", 2, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(taken.len(), 2);
+        // Delivered entries leave the backlog whether acked or not.
+        let backlog = store.backlog("queue", "workers").await.unwrap();
+        assert_eq!((backlog.waiting, backlog.oldest), (3, Some(ids[2])));
+        store.ack("queue", "workers", &[taken[0].id]).await.unwrap();
+        assert_eq!(store.backlog("queue", "workers").await.unwrap().waiting, 3);
+        // Another group has its own backlog.
+        store.ensure_group("queue", "auditors").await.unwrap();
+        assert_eq!(store.backlog("queue", "auditors").await.unwrap().waiting, 5);
+        let missing_group = store.backlog("queue", "nobody").await.unwrap_err();
+        assert_eq!(missing_group.code(), draughts_store::ErrorCode::NotFound);
+        store
+            .read_group("queue", "workers", "w1", 10, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.backlog("queue", "workers").await.unwrap(),
+            draughts_store::Backlog::default()
+        );
     }
 
     pub async fn blocking_read_is_woken_by_append(store: Store) {

@@ -1,0 +1,424 @@
+//! The typed contract of everything the analysis queue keeps in the live store (Redis or memory): names,
+//! versioned payloads (JSON with a version field `v`; readers ignore unknown fields and refuse a version
+//! they do not know), encode and decode. The analysis service's edge, queue and workers use these types
+//! and nothing else; another service that queues a job (e.g. Games for a computer move) writes the same
+//! [`JobRecord`] and [`JobEntry`] and reads the same [`JobResult`].
+//!
+//! | name | kind | payload | writer | readers |
+//! |---|---|---|---|---|
+//! | `analysis.jobs.computer`, `analysis.jobs.interactive`, `analysis.jobs.bulk` | streams, group `analysis-workers` | [`JobEntry`] | the queue (enqueue, hand back) | workers |
+//! | `analysis-job:{<job id>}` | versioned key, TTL = result TTL | [`JobRecord`] | the queue, the worker running it | the edge (Get/Watch), workers |
+//! | `analysis-events:<job id>` | pub/sub | [`JobEvent`] | whoever changes the record | watchers, BestMove callers, the running worker (cancel) |
+//! | `analysis.finished` | pub/sub | a job id | whoever makes a record final | BestMove callers (one subscription per process) |
+//! | `analysis.wake` | pub/sub | a class name | enqueue | idle workers (a wake-up; the streams are the truth) |
+//! | `analysis-dedup:<fingerprint>` | versioned key, TTL | a job id | enqueue | enqueue (merging) |
+//! | `analysis-cache:<fingerprint>` | versioned key, TTL | [`JobResult`] (JSON, `v`) | workers | enqueue |
+//! | `analysis-run:<job id>` | lease | the worker slot running it | workers | workers (a claimed entry whose lease is held is left alone) |
+//! | `analysis.workers` | stream (trimmed) | [`Heartbeat`] | every worker, each second | QueueStatus |
+//!
+//! Job record states: `queued -> running -> done | failed | cancelled`; `running -> queued` when a worker
+//! hands a job back at shutdown or after a failed attempt. A record in a final state never changes again.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The version every payload here is written with, and the only one read.
+pub const VERSION: u32 = 1;
+
+/// The consumer group of every job stream.
+pub const GROUP: &str = "analysis-workers";
+/// Wake-up channel for idle workers.
+pub const WAKE_CHANNEL: &str = "analysis.wake";
+/// Every job that reaches a final state, by id (payload: the job id): one subscription per API
+/// replica wakes all its BestMove callers.
+pub const FINISHED_CHANNEL: &str = "analysis.finished";
+/// Heartbeats of the workers.
+pub const WORKERS_STREAM: &str = "analysis.workers";
+
+/// The queue classes, in priority order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// Computer opponents' moves and BestMove.
+    ComputerMove,
+    /// Users' AnalyzePosition and AnalyzeGame.
+    Interactive,
+    /// Background work.
+    Bulk,
+}
+
+impl Class {
+    /// Highest priority first.
+    pub const ALL: [Class; 3] = [Class::ComputerMove, Class::Interactive, Class::Bulk];
+
+    /// The class's job stream.
+    pub fn stream(self) -> &'static str {
+        match self {
+            Class::ComputerMove => "analysis.jobs.computer",
+            Class::Interactive => "analysis.jobs.interactive",
+            Class::Bulk => "analysis.jobs.bulk",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::ComputerMove => "computer_move",
+            Class::Interactive => "interactive",
+            Class::Bulk => "bulk",
+        }
+    }
+}
+
+/// The key of a job record (the braces make it a Redis Cluster hash tag).
+pub fn job_key(job_id: &str) -> String {
+    format!("analysis-job:{{{job_id}}}")
+}
+/// The channel announcing changes of a job.
+pub fn events_channel(job_id: &str) -> String {
+    format!("analysis-events:{job_id}")
+}
+/// Where a pending identical request points to its job.
+pub fn dedup_key(fingerprint: &str) -> String {
+    format!("analysis-dedup:{fingerprint}")
+}
+/// The evaluation cache entry of a request.
+pub fn cache_key(fingerprint: &str) -> String {
+    format!("analysis-cache:{fingerprint}")
+}
+/// The lease of the worker slot running a job.
+pub fn run_lease(job_id: &str) -> String {
+    format!("analysis-run:{job_id}")
+}
+
+/// A payload that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not a JSON payload: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("unknown payload version {0} (this build reads version {VERSION})")]
+    Version(u32),
+}
+
+#[derive(Deserialize)]
+struct VersionOnly {
+    v: u32,
+}
+
+/// Encodes a payload (always with `v` = [`VERSION`] set by the type).
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("contract types always serialise")
+}
+
+/// Decodes a payload: reads `v` first and refuses an unknown version.
+pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, DecodeError> {
+    let VersionOnly { v } = serde_json::from_slice(bytes)?;
+    if v != VERSION {
+        return Err(DecodeError::Version(v));
+    }
+    Ok(serde_json::from_slice(bytes)?)
+}
+
+fn version() -> u32 {
+    VERSION
+}
+
+/// One entry of a job stream: which job to run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobEntry {
+    #[serde(default = "version")]
+    pub v: u32,
+    pub job_id: String,
+}
+
+/// Search limits of a job (unset: no such limit). The queue always sets a time cap.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct JobLimits {
+    pub depth: Option<u32>,
+    pub nodes: Option<u64>,
+    pub movetime_ms: Option<u64>,
+    /// At least 1.
+    pub multi_pv: u32,
+}
+
+/// Rules as stable text: `Variant::key()` and `RuleOptions` display text (empty: none).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Rules {
+    pub variant: String,
+    #[serde(default)]
+    pub options: String,
+}
+
+/// A start position and the moves played from it, as move texts in the variant's notation.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Line {
+    pub rules: Rules,
+    /// Normalised FEN.
+    pub fen: String,
+    pub moves: Vec<String>,
+}
+
+/// What a job does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum JobSpec {
+    /// Analyse the position after `line`.
+    Position { line: Line, limits: JobLimits },
+    /// Analyse every ply of the game `line`.
+    Game {
+        line: Line,
+        limits: JobLimits,
+        #[serde(default)]
+        game_id: Option<String>,
+    },
+    /// Choose a move at the position after `line`: a level (1-8) or limits.
+    BestMove {
+        line: Line,
+        #[serde(default)]
+        level: Option<u8>,
+        #[serde(default)]
+        limits: Option<JobLimits>,
+        /// Extra time cap from the clock, milliseconds.
+        #[serde(default)]
+        clock_cap_ms: Option<u64>,
+        #[serde(default)]
+        seed: u64,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Running,
+    Done,
+    Failed,
+    Cancelled,
+}
+
+impl JobState {
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            JobState::Done | JobState::Failed | JobState::Cancelled
+        )
+    }
+}
+
+/// A move as the API describes it (the fields of `draughts.v1.Move`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MoveOut {
+    pub notation: String,
+    pub from: String,
+    pub to: String,
+    pub path: Vec<String>,
+    pub captured: Vec<String>,
+    #[serde(default)]
+    pub promotes: bool,
+}
+
+/// A score for the side to move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScoreOut {
+    CentiMen(i32),
+    WinIn(u32),
+    LossIn(u32),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineOut {
+    pub score: ScoreOut,
+    pub pv: Vec<MoveOut>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PositionResult {
+    /// Normalised FEN of the analysed position.
+    pub fen: String,
+    pub lines: Vec<LineOut>,
+    pub depth: u32,
+    pub seldepth: u32,
+    pub nodes: u64,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Judgement {
+    Good,
+    Inaccuracy,
+    Mistake,
+    Blunder,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlyOut {
+    /// 1-based.
+    pub ply: u32,
+    /// `white` or `black`.
+    pub side: String,
+    pub played: MoveOut,
+    pub best: Option<MoveOut>,
+    pub score_before: Option<ScoreOut>,
+    pub score_after: Option<ScoreOut>,
+    pub loss_centi_men: u32,
+    pub judgement: Judgement,
+    pub pv: Vec<MoveOut>,
+    /// Depth of the search before the move.
+    #[serde(default)]
+    pub depth: u32,
+    #[serde(default)]
+    pub nodes: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SideSummaryOut {
+    pub side: String,
+    pub moves: u32,
+    pub inaccuracies: u32,
+    pub mistakes: u32,
+    pub blunders: u32,
+    pub average_loss_centi_men: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameResult {
+    pub rules: Rules,
+    pub start_fen: String,
+    pub plies: Vec<PlyOut>,
+    pub summary: Vec<SideSummaryOut>,
+    #[serde(default)]
+    pub game_id: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BestMoveResult {
+    pub mv: MoveOut,
+    pub score: Option<ScoreOut>,
+    pub depth: u32,
+    pub nodes: u64,
+    pub search_ms: u64,
+}
+
+/// The outcome of a job (also the evaluation cache's value).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum JobResult {
+    Position(PositionResult),
+    Game(GameResult),
+    BestMove(BestMoveResult),
+}
+
+/// A cache entry: a result with its version field.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedResult {
+    #[serde(default = "version")]
+    pub v: u32,
+    pub result: JobResult,
+}
+
+/// What a running job has done so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgressRec {
+    /// Grows by one with every progress write (watchers compare it).
+    pub seq: u64,
+    pub depth: u32,
+    pub nodes: u64,
+    /// Position jobs: the lines of the last finished depth.
+    #[serde(default)]
+    pub lines: Vec<LineOut>,
+    /// Game jobs: the plies finished so far, in order, and the game's total.
+    #[serde(default)]
+    pub plies: Vec<PlyOut>,
+    #[serde(default)]
+    pub plies_total: u32,
+}
+
+/// A job: its request, its state and its result. Stored under [`job_key`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord {
+    #[serde(default = "version")]
+    pub v: u32,
+    pub job_id: String,
+    pub class: Class,
+    pub spec: JobSpec,
+    pub state: JobState,
+    /// Player ids of the callers who asked for it (merged requests add theirs). Empty for server jobs.
+    #[serde(default)]
+    pub owners: Vec<String>,
+    /// Identifies (rules, position, limits) for merging and caching; empty: never merged or cached.
+    #[serde(default)]
+    pub fingerprint: String,
+    pub created_ms: u64,
+    #[serde(default)]
+    pub started_ms: u64,
+    #[serde(default)]
+    pub finished_ms: u64,
+    /// Attempts started (each one is a "run": the worker of run N may only finish run N).
+    #[serde(default)]
+    pub attempts: u32,
+    /// The slot running the current attempt.
+    #[serde(default)]
+    pub worker: Option<String>,
+    /// The stream entry that queues it (`MS-SEQ`), for its place in the queue.
+    #[serde(default)]
+    pub entry_id: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub progress: Option<ProgressRec>,
+    #[serde(default)]
+    pub result: Option<JobResult>,
+    /// W3C trace context of the request (`traceparent`, `tracestate`).
+    #[serde(default)]
+    pub trace: HashMap<String, String>,
+    /// When the record expires, Unix ms.
+    #[serde(default)]
+    pub expires_ms: u64,
+}
+
+/// A change of a job, announced on [`events_channel`]: a wake-up, the record is the truth.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobEvent {
+    #[serde(default = "version")]
+    pub v: u32,
+    pub state: JobState,
+}
+
+/// A worker process's heartbeat on [`WORKERS_STREAM`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    #[serde(default = "version")]
+    pub v: u32,
+    pub worker: String,
+    /// Searches it can run at once.
+    pub slots: u32,
+    /// Searches it is running.
+    pub running: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documented_example_decodes_and_unknown_fields_are_ignored() {
+        let text = br#"{"v":1,"job_id":"ab","class":"interactive","state":"queued","created_ms":5,
+            "spec":{"kind":"position","line":{"rules":{"variant":"english"},"fen":"B:W21:B1","moves":[]},
+                    "limits":{"depth":4,"nodes":null,"movetime_ms":null,"multi_pv":1}},
+            "a_field_from_the_future":true}"#;
+        let record: JobRecord = decode(text).unwrap();
+        assert_eq!(record.class, Class::Interactive);
+        assert_eq!(record.attempts, 0);
+        let again: JobRecord = decode(&encode(&record)).unwrap();
+        assert_eq!(again, record);
+    }
+
+    #[test]
+    fn unknown_versions_are_refused() {
+        let err = decode::<JobEntry>(br#"{"v":2,"job_id":"ab"}"#).unwrap_err();
+        assert!(matches!(err, DecodeError::Version(2)));
+        assert!(decode::<JobEntry>(b"not json").is_err());
+    }
+}

@@ -1,0 +1,230 @@
+//! Reading one game from PDN text for AnalyzeGame (the workspace's PDN code only writes): tags, then
+//! the move text. Syntax first (tags, tokens), then the moves are resolved against the positions by the
+//! engine's notation, so an illegal move is reported with its ply.
+//!
+//! Read: `[GameType "20"]` (the variant by its PDN number; an optional `,...` tail is ignored) and
+//! `[FEN "..."]`; other tags are skipped. Skipped in the move text: move numbers (`12.`, `12...`, also
+//! glued to a move as `12.32-28`), comments `{...}` and `;` to the end of the line, variations `(...)`
+//! (nested), NAGs `$n`, move suffixes `!` `?`, and the result (`2-0`, `0-2`, `1-1`, `1-0`, `0-1`,
+//! `1/2-1/2`, `0-0`, `*`).
+//!
+//! ```
+//! use draughts_analysis::pdn;
+//! let game = pdn::parse("[GameType \"21\"]\n1. 11-15 {a comment} 23-19 (24-20) 2. 8-11 *", None).unwrap();
+//! assert_eq!(game.rules.variant(), draughts_engine::Variant::English);
+//! assert_eq!(game.moves, ["11-15", "23-19", "8-11"]);
+//! ```
+
+use draughts_engine::{Game, Position, RuleSet, Variant};
+
+/// Longest game accepted, plies.
+pub const MAX_PLIES: usize = 1000;
+
+/// A game read from PDN: rules, normalised start FEN and the moves as resolved move texts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PdnGame {
+    pub rules: RuleSet,
+    pub start_fen: String,
+    pub moves: Vec<String>,
+}
+
+/// Why a PDN text was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PdnError {
+    #[error("PDN: {0}")]
+    Syntax(String),
+    #[error("PDN: unknown GameType {0}")]
+    GameType(String),
+    #[error("PDN: bad FEN tag: {0}")]
+    Fen(String),
+    #[error("PDN: ply {ply} ({text}): {reason}")]
+    Move {
+        ply: usize,
+        text: String,
+        reason: String,
+    },
+    #[error("PDN: more than {MAX_PLIES} plies")]
+    TooLong,
+}
+
+fn is_result(token: &str) -> bool {
+    matches!(
+        token,
+        "2-0" | "0-2" | "1-1" | "1-0" | "0-1" | "1/2-1/2" | "0-0" | "*"
+    )
+}
+
+/// Parses one game. `default_rules` applies when there is no GameType tag (else international).
+pub fn parse(text: &str, default_rules: Option<RuleSet>) -> Result<PdnGame, PdnError> {
+    let mut game_type = None;
+    let mut fen = None;
+    let mut tokens: Vec<String> = Vec::new();
+    let mut chars = text.chars().peekable();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    let flush = |current: &mut String, tokens: &mut Vec<String>| {
+        if !current.is_empty() {
+            tokens.push(std::mem::take(current));
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '[' if depth == 0 => {
+                flush(&mut current, &mut tokens);
+                let mut tag = String::new();
+                let mut in_quotes = false;
+                loop {
+                    match chars.next() {
+                        None => return Err(PdnError::Syntax("unterminated tag".into())),
+                        Some('\\') if in_quotes => {
+                            if let Some(next) = chars.next() {
+                                tag.push(next);
+                            }
+                        }
+                        Some('"') => {
+                            in_quotes = !in_quotes;
+                            tag.push('"');
+                        }
+                        Some(']') if !in_quotes => break,
+                        Some(ch) => tag.push(ch),
+                    }
+                }
+                let (name, value) = tag
+                    .trim()
+                    .split_once(char::is_whitespace)
+                    .ok_or_else(|| PdnError::Syntax(format!("bad tag [{tag}]")))?;
+                let value = value.trim().trim_matches('"').to_owned();
+                match name {
+                    "GameType" => game_type = Some(value),
+                    "FEN" => fen = Some(value),
+                    _ => {}
+                }
+            }
+            '{' => {
+                flush(&mut current, &mut tokens);
+                if !chars.by_ref().any(|ch| ch == '}') {
+                    return Err(PdnError::Syntax("unterminated comment".into()));
+                }
+            }
+            ';' => {
+                flush(&mut current, &mut tokens);
+                for ch in chars.by_ref() {
+                    if ch == '\n' {
+                        break;
+                    }
+                }
+            }
+            '(' => {
+                flush(&mut current, &mut tokens);
+                depth += 1;
+            }
+            ')' => {
+                flush(&mut current, &mut tokens);
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or_else(|| PdnError::Syntax("unbalanced ')'".into()))?;
+            }
+            c if c.is_whitespace() => flush(&mut current, &mut tokens),
+            c if depth == 0 => current.push(c),
+            _ => {}
+        }
+        if tokens.len() > 4 * MAX_PLIES {
+            return Err(PdnError::TooLong);
+        }
+    }
+    flush(&mut current, &mut tokens);
+    if depth != 0 {
+        return Err(PdnError::Syntax("unbalanced '('".into()));
+    }
+    let rules = match game_type {
+        Some(gt) => {
+            let number = gt.split(',').next().unwrap_or("").trim();
+            Variant::ALL
+                .into_iter()
+                .find(|v| v.pdn_game_type().to_string() == number)
+                .map(RuleSet::from)
+                .ok_or(PdnError::GameType(gt))?
+        }
+        None => default_rules.unwrap_or_else(|| RuleSet::from(Variant::International)),
+    };
+    let start = match fen.as_deref() {
+        Some(f) if !f.trim().is_empty() => {
+            Position::from_fen(rules, f).map_err(|e| PdnError::Fen(e.to_string()))?
+        }
+        _ => Position::start(rules),
+    };
+    let mut game = Game::new(start);
+    let mut moves = Vec::new();
+    for token in tokens {
+        // Strip a move number ("12." or "12...") glued in front, and annotation suffixes.
+        let without_number = match token.find('.') {
+            Some(dot) if token[..dot].chars().all(|c| c.is_ascii_digit()) => {
+                token[dot..].trim_start_matches('.')
+            }
+            _ => token.as_str(),
+        };
+        let text = without_number.trim_end_matches(['!', '?']);
+        if text.is_empty() || text.starts_with('$') || is_result(text) {
+            continue;
+        }
+        if moves.len() >= MAX_PLIES {
+            return Err(PdnError::TooLong);
+        }
+        let pos = *game.position();
+        let mv = pos.parse_move(text).map_err(|e| PdnError::Move {
+            ply: moves.len() + 1,
+            text: text.to_owned(),
+            reason: e.to_string(),
+        })?;
+        game.play(&mv).map_err(|e| PdnError::Move {
+            ply: moves.len() + 1,
+            text: text.to_owned(),
+            reason: e.to_string(),
+        })?;
+        moves.push(pos.move_to_text(&mv));
+    }
+    Ok(PdnGame {
+        rules,
+        start_fen: start.to_fen(),
+        moves,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_tags_numbers_comments_and_variations() {
+        let text = "[Event \"x [y]\"]\n[GameType \"20,W,10,10,N2,0\"]\n1. 32-28 19-23 2.28x19 14x23 ; eol\n3... $1 *";
+        let game = parse(text, None).unwrap();
+        assert_eq!(game.rules.variant(), Variant::International);
+        assert_eq!(game.moves, ["32-28", "19-23", "28x19", "14x23"]);
+    }
+
+    #[test]
+    fn refuses_bad_input_with_the_ply() {
+        let err = parse("1. 32-28 32-28", None).unwrap_err();
+        assert!(matches!(err, PdnError::Move { ply: 2, .. }), "{err}");
+        assert!(matches!(
+            parse("[GameType \"99\"]", None),
+            Err(PdnError::GameType(_))
+        ));
+        assert!(matches!(
+            parse("1. 32-28 {", None),
+            Err(PdnError::Syntax(_))
+        ));
+        assert!(matches!(parse("(1. 32-28", None), Err(PdnError::Syntax(_))));
+        assert!(matches!(
+            parse("[FEN \"W:Wzz\"]", None),
+            Err(PdnError::Fen(_))
+        ));
+    }
+
+    #[test]
+    fn a_fen_tag_sets_the_start() {
+        let game = parse("[GameType \"21\"][FEN \"W:W22:B14\"] 22-18 14x23", None).unwrap();
+        assert_eq!(game.moves.len(), 2);
+        assert!(game.start_fen.starts_with("W:W22"));
+    }
+}

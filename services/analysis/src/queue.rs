@@ -1,0 +1,491 @@
+//! The job queue over [`LiveStore`]: submission (with merging of identical pending requests and the
+//! evaluation cache), job records, cancellation, places in the queue and the queue's status. The worker
+//! side (pulling in priority order, taking over a dead worker's job, finishing exactly once) is in
+//! [`crate::worker`]; both sides read and write only the types of [`crate::contract`].
+//!
+//! - One stream per class, one consumer group ([`contract::GROUP`]) shared by every worker: each entry
+//!   is delivered to one worker; workers read the classes in priority order, so a computer move is
+//!   always taken before any interactive or bulk job, and within a class the oldest entry first.
+//! - The record (`analysis-job:{id}`) is the truth: every state change is a compare-and-set on its
+//!   version, followed by a wake-up on `analysis-events:<id>`; a lost wake-up costs latency, not state.
+//! - Merging: a request with a fingerprint (rules, position, moves, limits) first takes the key
+//!   `analysis-dedup:<fingerprint>` (create-only); a second identical request finds it, and joins the
+//!   job as another owner while it is not final.
+//! - Cache: a finished job with a fingerprint leaves its result under `analysis-cache:<fingerprint>`
+//!   for the result TTL; an identical request is answered from it at once, without a search.
+//! - Capacity: a class with `max_queued` jobs waiting refuses more (RESOURCE_EXHAUSTED): the streams
+//!   never grow without bound; workers remove the entries every group has acknowledged
+//!   (`trim_consumed`, capped at `4 * max_queued` entries and the result TTL).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use draughts_store::{EntryId, LiveStore, StoreError, Version, now_unix_ms};
+use sha2::Digest;
+
+use crate::contract::{
+    self, CachedResult, Class, JobEntry, JobEvent, JobRecord, JobSpec, JobState, VERSION, decode,
+    encode,
+};
+use crate::error::{AnalysisError, AnalysisResult};
+
+/// How many compare-and-set retries an update makes before giving up.
+const MAX_CAS_TRIES: usize = 32;
+/// The longest scan for a job's place in its class (further back it reports this many).
+const MAX_POSITION_SCAN: usize = 1000;
+
+/// Settings of the queue, shared by the edge and the workers.
+#[derive(Clone, Debug)]
+pub struct QueueConfig {
+    /// How long jobs, results and cache entries are kept.
+    pub result_ttl: Duration,
+    /// How long a delivered job's entry stays with its worker before another worker checks whether
+    /// that worker is still alive (its run lease) and takes the job over if not.
+    pub visibility_timeout: Duration,
+    /// Attempts before a job is marked failed.
+    pub max_attempts: u32,
+    /// Jobs waiting per class before new ones are refused.
+    pub max_queued: u64,
+}
+
+impl QueueConfig {
+    /// Short timeouts for tests.
+    pub fn for_tests() -> QueueConfig {
+        QueueConfig {
+            result_ttl: Duration::from_secs(600),
+            visibility_timeout: Duration::from_millis(600),
+            max_attempts: 3,
+            max_queued: 1000,
+        }
+    }
+
+    /// The lease a running job's worker keeps renewing: half the visibility timeout, at least 200 ms.
+    pub fn run_lease(&self) -> Duration {
+        (self.visibility_timeout / 2).max(Duration::from_millis(200))
+    }
+}
+
+/// A job to submit.
+#[derive(Clone, Debug)]
+pub struct NewJob {
+    /// Chosen by the caller (see [`Queue::new_job_id`]) so it can subscribe before submitting.
+    pub job_id: String,
+    pub class: Class,
+    pub spec: JobSpec,
+    /// The caller's player id (`None`: a server job without owner).
+    pub owner: Option<String>,
+    /// Merge identical pending requests and answer from the cache.
+    pub mergeable: bool,
+    pub trace: HashMap<String, String>,
+}
+
+/// How a submission was answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Submitted {
+    /// A new job, queued.
+    Queued(JobRecord),
+    /// Joined an identical queued or running job.
+    Merged(JobRecord),
+    /// Answered from the evaluation cache (the record is DONE).
+    Cached(JobRecord),
+}
+
+impl Submitted {
+    pub fn record(&self) -> &JobRecord {
+        match self {
+            Submitted::Queued(r) | Submitted::Merged(r) | Submitted::Cached(r) => r,
+        }
+    }
+}
+
+/// Counts of one class.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClassStatus {
+    pub queued: u64,
+    pub oldest_wait_ms: u64,
+    pub running: u64,
+}
+
+/// What QueueStatus reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    pub classes: Vec<(Class, ClassStatus)>,
+    pub live_workers: u32,
+    pub worker_slots: u32,
+    pub running_jobs: u32,
+}
+
+/// The fingerprint of a request: what makes two requests identical (rules, position and moves,
+/// limits, kind). 32 hex digits of SHA-256 over the spec's JSON.
+pub fn fingerprint(spec: &JobSpec) -> String {
+    let digest = sha2::Sha256::digest(encode(spec));
+    hex::encode(&digest[..16])
+}
+
+/// The queue on a live store. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Queue {
+    live: Arc<dyn LiveStore>,
+    config: QueueConfig,
+}
+
+impl Queue {
+    /// The queue on `live`; creates the consumer groups (idempotent).
+    pub async fn new(live: Arc<dyn LiveStore>, config: QueueConfig) -> AnalysisResult<Queue> {
+        for class in Class::ALL {
+            live.ensure_group(class.stream(), contract::GROUP).await?;
+        }
+        Ok(Queue { live, config })
+    }
+
+    pub fn live(&self) -> &Arc<dyn LiveStore> {
+        &self.live
+    }
+
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    /// A fresh job id: 32 hex digits (128 random bits, so ids are not guessable).
+    pub fn new_job_id() -> String {
+        hex::encode(rand::random::<[u8; 16]>())
+    }
+
+    fn ttl(&self) -> Duration {
+        self.config.result_ttl
+    }
+
+    fn expires_ms(&self) -> u64 {
+        now_unix_ms().saturating_add(u64::try_from(self.ttl().as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// The record of a job and its version (`None`: unknown or expired).
+    pub async fn load(&self, job_id: &str) -> AnalysisResult<Option<(JobRecord, Version)>> {
+        match self.live.get(&contract::job_key(job_id)).await? {
+            Some((bytes, version)) => Ok(Some((decode(&bytes)?, version))),
+            None => Ok(None),
+        }
+    }
+
+    /// Applies `change` to the record with compare-and-set, retrying on a lost race. `change` returns
+    /// whether it changed anything (`false`: nothing is written). Returns the record after the call
+    /// and whether this call changed it; `None` when the record does not exist.
+    pub async fn update(
+        &self,
+        job_id: &str,
+        change: impl FnMut(&mut JobRecord) -> bool,
+    ) -> AnalysisResult<Option<(JobRecord, bool)>> {
+        self.update_from(job_id, None, change).await
+    }
+
+    /// [`update`](Queue::update) starting from a record just read (saves a read when it is current).
+    pub async fn update_from(
+        &self,
+        job_id: &str,
+        mut loaded: Option<(JobRecord, Version)>,
+        mut change: impl FnMut(&mut JobRecord) -> bool,
+    ) -> AnalysisResult<Option<(JobRecord, bool)>> {
+        for _ in 0..MAX_CAS_TRIES {
+            let current = match loaded.take() {
+                Some(current) => Some(current),
+                None => self.load(job_id).await?,
+            };
+            let Some((mut record, version)) = current else {
+                return Ok(None);
+            };
+            if !change(&mut record) {
+                return Ok(Some((record, false)));
+            }
+            record.expires_ms = self.expires_ms();
+            let mut effects = vec![draughts_store::Effect::Publish {
+                channel: contract::events_channel(job_id),
+                payload: encode(&JobEvent {
+                    v: VERSION,
+                    state: record.state,
+                })
+                .into(),
+            }];
+            if record.state.is_final() {
+                effects.push(draughts_store::Effect::Publish {
+                    channel: contract::FINISHED_CHANNEL.into(),
+                    payload: job_id.to_owned().into(),
+                });
+            }
+            match self
+                .live
+                .put_with(
+                    &contract::job_key(job_id),
+                    encode(&record).into(),
+                    Some(version),
+                    Some(self.ttl()),
+                    &effects,
+                )
+                .await
+            {
+                Ok(_) => return Ok(Some((record, true))),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(AnalysisError::Contended)
+    }
+
+    /// Submits a job: from the cache, merged into an identical pending job, or queued.
+    pub async fn submit(&self, job: NewJob) -> AnalysisResult<Submitted> {
+        let fingerprint = if job.mergeable {
+            fingerprint(&job.spec)
+        } else {
+            String::new()
+        };
+        let now = now_unix_ms();
+        let mut record = JobRecord {
+            v: VERSION,
+            job_id: job.job_id.clone(),
+            class: job.class,
+            spec: job.spec,
+            state: JobState::Queued,
+            owners: job.owner.clone().into_iter().collect(),
+            fingerprint: fingerprint.clone(),
+            created_ms: now,
+            started_ms: 0,
+            finished_ms: 0,
+            attempts: 0,
+            worker: None,
+            entry_id: None,
+            error: None,
+            progress: None,
+            result: None,
+            trace: job.trace,
+            expires_ms: self.expires_ms(),
+        };
+        if job.mergeable {
+            if let Some((bytes, _)) = self.live.get(&contract::cache_key(&fingerprint)).await? {
+                match decode::<CachedResult>(&bytes) {
+                    Ok(cached) => {
+                        record.state = JobState::Done;
+                        record.result = Some(cached.result);
+                        record.finished_ms = now;
+                        self.live
+                            .put(
+                                &contract::job_key(&record.job_id),
+                                encode(&record).into(),
+                                None,
+                                Some(self.ttl()),
+                            )
+                            .await?;
+                        metrics::counter!("analysis_cache_hits_total").increment(1);
+                        return Ok(Submitted::Cached(record));
+                    }
+                    Err(e) => tracing::warn!(error = %e, "unreadable cache entry ignored"),
+                }
+            }
+            // Take the fingerprint, or join whoever holds it.
+            for _ in 0..MAX_CAS_TRIES {
+                let key = contract::dedup_key(&fingerprint);
+                match self
+                    .live
+                    .put(&key, record.job_id.clone().into(), None, Some(self.ttl()))
+                    .await
+                {
+                    Ok(_) => break,
+                    Err(StoreError::Conflict { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                let Some((holder, version)) = self.live.get(&key).await? else {
+                    continue;
+                };
+                let holder = String::from_utf8_lossy(&holder).into_owned();
+                let owner = job.owner.clone();
+                let joined = self
+                    .update(&holder, |r| {
+                        if r.state.is_final() {
+                            return false;
+                        }
+                        match &owner {
+                            Some(o) if !r.owners.contains(o) => {
+                                r.owners.push(o.clone());
+                                true
+                            }
+                            _ => false,
+                        }
+                    })
+                    .await?;
+                match joined {
+                    Some((r, _)) if !r.state.is_final() => {
+                        metrics::counter!("analysis_merged_total").increment(1);
+                        return Ok(Submitted::Merged(r));
+                    }
+                    // The holder is finished or gone: free the fingerprint and try again.
+                    _ => {
+                        let _ = self.live.delete(&key).await;
+                        let _ = version;
+                    }
+                }
+            }
+        }
+        let backlog = self
+            .live
+            .backlog(record.class.stream(), contract::GROUP)
+            .await?;
+        if backlog.waiting >= self.config.max_queued {
+            if job.mergeable {
+                self.release_fingerprint(&fingerprint, &record.job_id).await;
+            }
+            return Err(AnalysisError::Exhausted {
+                what: format!("the {} queue is full", record.class.name()),
+                retry_after_secs: 5,
+            });
+        }
+        self.live
+            .put(
+                &contract::job_key(&record.job_id),
+                encode(&record).into(),
+                None,
+                Some(self.ttl()),
+            )
+            .await?;
+        self.enqueue_entry(record.class, &record.job_id).await?;
+        metrics::counter!("analysis_jobs_submitted_total", "class" => record.class.name())
+            .increment(1);
+        Ok(Submitted::Queued(record))
+    }
+
+    /// Appends the job's entry to its class stream and wakes an idle worker.
+    pub(crate) async fn enqueue_entry(&self, class: Class, job_id: &str) -> AnalysisResult<()> {
+        self.live
+            .append(
+                class.stream(),
+                encode(&JobEntry {
+                    v: VERSION,
+                    job_id: job_id.to_owned(),
+                })
+                .into(),
+            )
+            .await?;
+        self.live
+            .publish(contract::WAKE_CHANNEL, class.name().into())
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes the fingerprint's dedup key if it still names `job_id`.
+    pub(crate) async fn release_fingerprint(&self, fingerprint: &str, job_id: &str) {
+        if fingerprint.is_empty() {
+            return;
+        }
+        let key = contract::dedup_key(fingerprint);
+        if let Ok(Some((holder, _))) = self.live.get(&key).await
+            && holder.as_ref() == job_id.as_bytes()
+        {
+            let _ = self.live.delete(&key).await;
+        }
+    }
+
+    /// Withdraws `owner`'s interest (`None`: the server cancels it outright). When no owner is left
+    /// the job is cancelled (a running worker sees it and stops). Returns the record after the call.
+    pub async fn cancel(&self, job_id: &str, owner: Option<&str>) -> AnalysisResult<JobRecord> {
+        let updated = self
+            .update(job_id, |r| {
+                if r.state.is_final() {
+                    return false;
+                }
+                if let Some(o) = owner {
+                    r.owners.retain(|x| x != o);
+                } else {
+                    r.owners.clear();
+                }
+                if r.owners.is_empty() {
+                    r.state = JobState::Cancelled;
+                    r.finished_ms = now_unix_ms();
+                    r.progress = None;
+                }
+                true
+            })
+            .await?;
+        let (record, _) = updated.ok_or_else(|| AnalysisError::NoJob(job_id.to_owned()))?;
+        if record.state == JobState::Cancelled {
+            self.release_fingerprint(&record.fingerprint, job_id).await;
+            metrics::counter!("analysis_jobs_cancelled_total").increment(1);
+        }
+        Ok(record)
+    }
+
+    /// Jobs ahead of a queued job: every job waiting in a higher class, and those before it in its own
+    /// (scanned up to [`MAX_POSITION_SCAN`]). 0 for a job that is not queued.
+    pub async fn queue_position(&self, record: &JobRecord) -> AnalysisResult<u64> {
+        if record.state != JobState::Queued {
+            return Ok(0);
+        }
+        let mut ahead = 0;
+        for class in Class::ALL {
+            let backlog = self.live.backlog(class.stream(), contract::GROUP).await?;
+            if class < record.class {
+                ahead += backlog.waiting;
+                continue;
+            }
+            if class > record.class {
+                break;
+            }
+            let Some(oldest) = backlog.oldest else {
+                break;
+            };
+            let entries = self
+                .live
+                .range(class.stream(), predecessor(oldest), MAX_POSITION_SCAN)
+                .await?;
+            let mine = entries.iter().position(|e| {
+                decode::<JobEntry>(&e.payload).is_ok_and(|entry| entry.job_id == record.job_id)
+            });
+            ahead += mine.unwrap_or(entries.len()) as u64;
+        }
+        Ok(ahead)
+    }
+
+    /// Queue depth and oldest wait per class, running jobs and live workers.
+    pub async fn status(&self) -> AnalysisResult<Status> {
+        let now = now_unix_ms();
+        let mut status = Status::default();
+        for class in Class::ALL {
+            let backlog = self.live.backlog(class.stream(), contract::GROUP).await?;
+            let running = self
+                .live
+                .pending_count(class.stream(), contract::GROUP)
+                .await?;
+            status.classes.push((
+                class,
+                ClassStatus {
+                    queued: backlog.waiting,
+                    oldest_wait_ms: backlog.oldest.map_or(0, |id| now.saturating_sub(id.ms)),
+                    running,
+                },
+            ));
+        }
+        let since = EntryId::new(now.saturating_sub(crate::worker::LIVE_WINDOW_MS), 0);
+        let beats = self
+            .live
+            .range(contract::WORKERS_STREAM, Some(since), 10_000)
+            .await?;
+        let mut latest: HashMap<String, contract::Heartbeat> = HashMap::new();
+        for entry in beats {
+            if let Ok(beat) = decode::<contract::Heartbeat>(&entry.payload) {
+                latest.insert(beat.worker.clone(), beat);
+            }
+        }
+        status.live_workers = latest.len() as u32;
+        status.worker_slots = latest.values().map(|b| b.slots).sum();
+        status.running_jobs = latest.values().map(|b| b.running).sum();
+        Ok(status)
+    }
+}
+
+/// The id just before `id`, so that a range "after" it starts at `id`.
+fn predecessor(id: EntryId) -> Option<EntryId> {
+    if id.seq > 0 {
+        Some(EntryId::new(id.ms, id.seq - 1))
+    } else if id.ms > 0 {
+        Some(EntryId::new(id.ms - 1, u64::MAX))
+    } else {
+        None
+    }
+}

@@ -1,0 +1,676 @@
+//! The worker loop: pull jobs in priority order, run the search on a blocking thread, write progress,
+//! finish exactly once, shut down cleanly. Used by the `draughts-analysis-worker` binary and, on the
+//! embedded backend, inside `draughtsd`. Workers scale out with no coordination but the queue.
+//!
+//! A worker process runs `slots` searches at once (default: one per core), each slot a task with its
+//! own consumer name (`<worker>-<n>`) and its own `Searcher` (transposition table kept between jobs).
+//!
+//! A slot's cycle:
+//! 1. For each class, highest first: a fresh entry (`read_group`), else, at most every half visibility
+//!    timeout, an entry idle for the visibility timeout (`claim_idle`: its worker may be dead). Nothing:
+//!    wait for a wake-up on [`contract::WAKE_CHANNEL`] (at most [`IDLE_POLL`]).
+//! 2. The record decides: final or gone -> ack; its run lease (`analysis-run:<id>`) held by another
+//!    slot -> that slot is alive, leave the entry; attempts used up -> FAILED with the reason.
+//! 3. Take the lease, mark RUNNING (attempt n), search on a blocking thread with the stop flag shared
+//!    with a guard task that renews the lease and stops the search when the job is cancelled (a wake-up
+//!    on the job's channel, or the record read at each renewal) or the lease is lost.
+//! 4. Progress goes through a `watch` channel (the search never waits for the store; updates coalesce)
+//!    into the record.
+//! 5. Finish with a compare-and-set that only succeeds for the running attempt: a slot that lost its
+//!    lease (paused, partitioned) and was replaced cannot finish the job a second time. Then ack, cache
+//!    the result, free the fingerprint.
+//!
+//! Shutdown: slots stop pulling; a running job gets `shutdown_grace` to finish, then its search is
+//! stopped and the job handed back (QUEUED again, a fresh entry, the attempt not counted).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use draughts_ai::{SearchOptions, Searcher, StopHandle};
+use draughts_engine::Variant;
+use draughts_store::{Entry, now_unix_ms};
+use futures_util::StreamExt;
+use tokio::sync::watch;
+
+use crate::contract::{
+    self, CachedResult, Class, Heartbeat, JobEntry, JobRecord, JobResult, JobState, ProgressRec,
+    VERSION, decode, encode,
+};
+use crate::engine;
+use crate::error::AnalysisResult;
+use crate::queue::Queue;
+
+/// Longest wait for a wake-up while idle.
+pub const IDLE_POLL: Duration = Duration::from_millis(500);
+/// A worker counts as live this long after its last heartbeat, milliseconds.
+pub const LIVE_WINDOW_MS: u64 = 3_000;
+/// A running job's guard subscribes to its cancel wake-ups after this long.
+const SUBSCRIBE_AFTER: Duration = Duration::from_millis(50);
+/// Heartbeat period.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// Settings of a worker process.
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    /// This process's name (unique among workers; consumers are `<name>-<slot>`).
+    pub name: String,
+    /// Searches at once.
+    pub slots: usize,
+    /// Transposition table per slot, MiB.
+    pub hash_mb: usize,
+    /// Wall-time cap of any one search (whatever the job asks).
+    pub max_search: Duration,
+    /// How long a running job may still finish after shutdown is asked.
+    pub shutdown_grace: Duration,
+}
+
+impl WorkerConfig {
+    /// A unique name, one slot per core.
+    pub fn defaults() -> WorkerConfig {
+        WorkerConfig {
+            name: format!("worker-{}", hex::encode(rand::random::<[u8; 4]>())),
+            slots: default_slots(),
+            hash_mb: 16,
+            max_search: Duration::from_secs(600),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// One search per core.
+pub fn default_slots() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs `config.slots` slots and the heartbeat until `shutdown` resolves, then drains (see the module
+/// docs) and returns.
+pub async fn run(queue: Queue, config: WorkerConfig, shutdown: impl Future<Output = ()>) {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let running = Arc::new(AtomicU32::new(0));
+    // A JoinSet: when this future is dropped (the process dies or the task is aborted), every slot
+    // goes with it.
+    let mut tasks = tokio::task::JoinSet::new();
+    for slot in 0..config.slots.max(1) {
+        let slot = Slot {
+            queue: queue.clone(),
+            consumer: format!("{}-{slot}", config.name),
+            config: config.clone(),
+            running: running.clone(),
+            stopping: stop_rx.clone(),
+            next_reclaim: Instant::now(),
+            jobs_done: 0,
+        };
+        tasks.spawn(slot.run());
+    }
+    tasks.spawn(heartbeat(
+        queue.clone(),
+        config.clone(),
+        running.clone(),
+        stop_rx.clone(),
+    ));
+    tracing::info!(worker = %config.name, slots = config.slots, "analysis worker started");
+    shutdown.await;
+    let _ = stop_tx.send(true);
+    while tasks.join_next().await.is_some() {}
+    tracing::info!(worker = %config.name, "analysis worker stopped");
+}
+
+async fn heartbeat(
+    queue: Queue,
+    config: WorkerConfig,
+    running: Arc<AtomicU32>,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let mut beats = 0u64;
+    loop {
+        let beat = Heartbeat {
+            v: VERSION,
+            worker: config.name.clone(),
+            slots: config.slots as u32,
+            running: running.load(Ordering::Relaxed),
+        };
+        if let Err(e) = queue
+            .live()
+            .append(contract::WORKERS_STREAM, encode(&beat).into())
+            .await
+        {
+            tracing::warn!(error = %e, "worker heartbeat failed");
+        }
+        beats += 1;
+        if beats.is_multiple_of(30) {
+            let _ = queue.live().trim(contract::WORKERS_STREAM, 2_000).await;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(HEARTBEAT) => {}
+            _ = async { let _ = stopping.wait_for(|s| *s).await; } => return,
+        }
+    }
+}
+
+/// How one attempt ended.
+enum Outcome {
+    Finished(JobResult),
+    /// The input does not replay: never retried.
+    BadInput(String),
+    /// The search panicked.
+    Crashed(String),
+    /// Stopped: cancelled, lease lost, or shutdown.
+    Stopped,
+}
+
+struct Slot {
+    queue: Queue,
+    consumer: String,
+    config: WorkerConfig,
+    running: Arc<AtomicU32>,
+    stopping: watch::Receiver<bool>,
+    next_reclaim: Instant,
+    jobs_done: u64,
+}
+
+impl Slot {
+    async fn run(mut self) {
+        let mut searcher: Option<Searcher> = None;
+        let mut wake = None;
+        while !*self.stopping.borrow() {
+            if wake.is_none() {
+                wake = self
+                    .queue
+                    .live()
+                    .subscribe(contract::WAKE_CHANNEL)
+                    .await
+                    .ok();
+            }
+            match self.next().await {
+                Ok(Some((class, entry))) => {
+                    searcher = self.handle(class, entry, searcher).await;
+                }
+                Ok(None) => {
+                    let mut stopping = self.stopping.clone();
+                    match wake.as_mut() {
+                        Some(sub) => {
+                            tokio::select! {
+                                woke = tokio::time::timeout(IDLE_POLL, sub.next()) => {
+                                    if let Ok(None) = woke {
+                                        wake = None;
+                                    }
+                                }
+                                _ = async { let _ = stopping.wait_for(|s| *s).await; } => {}
+                            }
+                        }
+                        None => {
+                            tokio::select! {
+                                _ = tokio::time::sleep(IDLE_POLL) => {}
+                                _ = async { let _ = stopping.wait_for(|s| *s).await; } => {}
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, slot = %self.consumer, "queue read failed; retrying");
+                    tokio::time::sleep(IDLE_POLL).await;
+                }
+            }
+        }
+    }
+
+    /// The next entry to look at, in priority order.
+    async fn next(&mut self) -> AnalysisResult<Option<(Class, Entry)>> {
+        let live = self.queue.live().clone();
+        let reclaim = Instant::now() >= self.next_reclaim;
+        if reclaim {
+            self.next_reclaim = Instant::now() + self.queue.config().visibility_timeout / 2;
+        }
+        for class in Class::ALL {
+            let fresh = live
+                .read_group(
+                    class.stream(),
+                    contract::GROUP,
+                    &self.consumer,
+                    1,
+                    Duration::ZERO,
+                )
+                .await?;
+            if let Some(entry) = fresh.into_iter().next() {
+                return Ok(Some((class, entry)));
+            }
+            if reclaim {
+                let idle = live
+                    .claim_idle(
+                        class.stream(),
+                        contract::GROUP,
+                        &self.consumer,
+                        self.queue.config().visibility_timeout,
+                        1,
+                    )
+                    .await?;
+                if let Some(entry) = idle.into_iter().next() {
+                    return Ok(Some((class, entry)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    async fn ack(&self, class: Class, entry: &Entry) {
+        if let Err(e) = self
+            .queue
+            .live()
+            .ack(class.stream(), contract::GROUP, &[entry.id])
+            .await
+        {
+            tracing::warn!(error = %e, "ack failed (the entry will be looked at again)");
+        }
+    }
+
+    /// Looks at one entry; runs its job if it is this slot's to run. Returns the searcher for reuse.
+    async fn handle(
+        &mut self,
+        class: Class,
+        entry: Entry,
+        searcher: Option<Searcher>,
+    ) -> Option<Searcher> {
+        let job_id = match decode::<JobEntry>(&entry.payload) {
+            Ok(job) => job.job_id,
+            Err(e) => {
+                tracing::warn!(error = %e, id = %entry.id, "unreadable job entry dropped");
+                self.ack(class, &entry).await;
+                return searcher;
+            }
+        };
+        match self.start(&job_id).await {
+            Ok(Start::Run(record)) => {
+                self.running.fetch_add(1, Ordering::Relaxed);
+                let searcher = self.execute(class, &entry, *record, searcher).await;
+                self.running.fetch_sub(1, Ordering::Relaxed);
+                self.jobs_done += 1;
+                if self.jobs_done.is_multiple_of(256) {
+                    // Entries every group has been given and has acknowledged go; the caps only
+                    // bite when a stream grows far past the queue's capacity.
+                    let caps = draughts_store::StreamCaps {
+                        max_len: self.queue.config().max_queued.saturating_mul(4).max(1024),
+                        max_age: self.queue.config().result_ttl,
+                    };
+                    let _ = self.queue.live().trim_consumed(class.stream(), caps).await;
+                }
+                searcher
+            }
+            Ok(Start::Done) => {
+                self.ack(class, &entry).await;
+                searcher
+            }
+            Ok(Start::Busy) => searcher,
+            Err(e) => {
+                tracing::warn!(error = %e, job_id, "could not start a job; it will be retried");
+                searcher
+            }
+        }
+    }
+
+    /// Decides whether this slot runs the job, and marks it RUNNING if so.
+    async fn start(&self, job_id: &str) -> AnalysisResult<Start> {
+        let live = self.queue.live();
+        let Some((record, version)) = self.queue.load(job_id).await? else {
+            return Ok(Start::Done);
+        };
+        if record.state.is_final() {
+            return Ok(Start::Done);
+        }
+        let lease = contract::run_lease(job_id);
+        if !live
+            .lease(&lease, &self.consumer, self.queue.config().run_lease())
+            .await?
+        {
+            return Ok(Start::Busy);
+        }
+        let max_attempts = self.queue.config().max_attempts;
+        let me = self.consumer.clone();
+        let now = now_unix_ms();
+        let updated = self
+            .queue
+            .update_from(job_id, Some((record, version)), |r| {
+                if r.state.is_final() {
+                    return false;
+                }
+                if r.attempts >= max_attempts {
+                    let reason = r
+                        .error
+                        .clone()
+                        .unwrap_or_else(|| format!("its worker was lost {} times", r.attempts));
+                    r.state = JobState::Failed;
+                    r.error = Some(format!("gave up after {} attempts: {reason}", r.attempts));
+                    r.finished_ms = now;
+                    r.progress = None;
+                    return true;
+                }
+                r.state = JobState::Running;
+                r.attempts += 1;
+                r.worker = Some(me.clone());
+                r.started_ms = now;
+                r.progress = None;
+                true
+            })
+            .await?;
+        match updated {
+            Some((record, true)) if record.state == JobState::Running => {
+                Ok(Start::Run(Box::new(record)))
+            }
+            Some((record, _)) => {
+                let _ = live.release(&lease, &self.consumer).await;
+                if record.state == JobState::Failed {
+                    metrics::counter!("analysis_jobs_failed_total").increment(1);
+                    self.queue
+                        .release_fingerprint(&record.fingerprint, job_id)
+                        .await;
+                }
+                Ok(Start::Done)
+            }
+            None => {
+                let _ = live.release(&lease, &self.consumer).await;
+                Ok(Start::Done)
+            }
+        }
+    }
+
+    /// Runs a job this slot has marked RUNNING, to its end.
+    #[tracing::instrument(skip_all, fields(job_id = %record.job_id, class = class.name(), attempt = record.attempts))]
+    async fn execute(
+        &mut self,
+        class: Class,
+        entry: &Entry,
+        record: JobRecord,
+        searcher: Option<Searcher>,
+    ) -> Option<Searcher> {
+        draughts_runtime::propagation::set_parent_from_map(
+            &tracing::Span::current(),
+            &record.trace,
+        );
+        let job_id = record.job_id.clone();
+        let attempt = record.attempts;
+        let mut searcher = searcher.unwrap_or_else(|| {
+            Searcher::with_options(
+                Variant::International,
+                &SearchOptions {
+                    tt_megabytes: self.config.hash_mb,
+                    ..SearchOptions::default()
+                },
+            )
+        });
+        let stop = searcher.stop_handle();
+        stop.reset();
+        let (progress_tx, progress_rx) = watch::channel(None::<ProgressRec>);
+        let writer = tokio::spawn(write_progress(
+            self.queue.clone(),
+            job_id.clone(),
+            self.consumer.clone(),
+            attempt,
+            progress_rx,
+        ));
+        let (done_tx, done_rx) = watch::channel(false);
+        let guard = tokio::spawn(guard(
+            self.queue.clone(),
+            job_id.clone(),
+            self.consumer.clone(),
+            stop.clone(),
+            self.stopping.clone(),
+            self.config.shutdown_grace,
+            done_rx,
+        ));
+        let spec = record.spec.clone();
+        let cap = self.config.max_search;
+        let started = Instant::now();
+        let stop_in_search = stop.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let outcome = engine::run(&spec, &mut searcher, &stop_in_search, cap, |p| {
+                progress_tx.send_replace(Some(p));
+            });
+            (outcome, searcher)
+        })
+        .await;
+        let _ = done_tx.send(true);
+        let (outcome, searcher) = match joined {
+            Ok((Ok(_), searcher)) if stop.is_stopped() => (Outcome::Stopped, Some(searcher)),
+            Ok((Ok(result), searcher)) => (Outcome::Finished(result), Some(searcher)),
+            Ok((Err(e), searcher)) => (Outcome::BadInput(e.to_string()), Some(searcher)),
+            Err(e) => (Outcome::Crashed(format!("the search failed: {e}")), None),
+        };
+        let _ = writer.await;
+        let shutting_down = guard.await.unwrap_or(false);
+        metrics::histogram!("analysis_job_seconds", "class" => class.name())
+            .record(started.elapsed().as_secs_f64());
+        if let Err(e) = self
+            .finish(class, entry, &record, attempt, outcome, shutting_down)
+            .await
+        {
+            tracing::warn!(error = %e, "finishing a job failed; it will be taken over");
+        }
+        searcher
+    }
+
+    async fn finish(
+        &self,
+        class: Class,
+        entry: &Entry,
+        record: &JobRecord,
+        attempt: u32,
+        outcome: Outcome,
+        shutting_down: bool,
+    ) -> AnalysisResult<()> {
+        let job_id = &record.job_id;
+        let me = self.consumer.clone();
+        let now = now_unix_ms();
+        let live = self.queue.live();
+        let lease = contract::run_lease(job_id);
+        let mine = |r: &JobRecord| {
+            r.state == JobState::Running
+                && r.attempts == attempt
+                && r.worker.as_deref() == Some(me.as_str())
+        };
+        let mut retry = false;
+        let result = match &outcome {
+            Outcome::Finished(result) => Some(result.clone()),
+            _ => None,
+        };
+        let updated = self
+            .queue
+            .update(job_id, |r| {
+                if !mine(r) {
+                    return false;
+                }
+                r.progress = None;
+                r.worker = None;
+                match &outcome {
+                    Outcome::Finished(result) => {
+                        r.state = JobState::Done;
+                        r.result = Some(result.clone());
+                        r.finished_ms = now;
+                    }
+                    Outcome::BadInput(reason) => {
+                        r.state = JobState::Failed;
+                        r.error = Some(reason.clone());
+                        r.finished_ms = now;
+                    }
+                    Outcome::Crashed(reason) => {
+                        r.state = JobState::Queued;
+                        r.error = Some(reason.clone());
+                        retry = true;
+                    }
+                    Outcome::Stopped => {
+                        // Handed back at shutdown (the attempt does not count), or the lease was lost.
+                        r.state = JobState::Queued;
+                        r.attempts = r.attempts.saturating_sub(u32::from(shutting_down));
+                        retry = true;
+                    }
+                }
+                true
+            })
+            .await?;
+        match updated {
+            Some((after, true)) => {
+                if retry {
+                    // A fresh entry hands the job to the next free slot at once.
+                    self.queue.enqueue_entry(class, job_id).await?;
+                }
+                self.ack(class, entry).await;
+                if retry {
+                    // The next slot may start it at once. (A finished job's lease just expires: its
+                    // entry is acknowledged, nobody looks at it again.)
+                    let _ = live.release(&lease, &self.consumer).await;
+                }
+                if after.state.is_final() {
+                    self.queue
+                        .release_fingerprint(&after.fingerprint, job_id)
+                        .await;
+                }
+                if let (JobState::Done, Some(result)) = (after.state, result)
+                    && !after.fingerprint.is_empty()
+                {
+                    let cached = CachedResult { v: VERSION, result };
+                    let key = contract::cache_key(&after.fingerprint);
+                    let _ = live
+                        .put(
+                            &key,
+                            encode(&cached).into(),
+                            None,
+                            Some(self.queue.config().result_ttl),
+                        )
+                        .await;
+                }
+                metrics::counter!("analysis_jobs_finished_total", "class" => class.name(), "state" => state_name(after.state)).increment(1);
+            }
+            Some((after, false)) if after.state.is_final() => {
+                // Cancelled meanwhile (or finished by a slot that took over): nothing more to do.
+                self.ack(class, entry).await;
+                let _ = live.release(&lease, &self.consumer).await;
+            }
+            // Another slot runs this job now: leave its entry alone.
+            Some(_) | None => {}
+        }
+        Ok(())
+    }
+}
+
+fn state_name(state: JobState) -> &'static str {
+    match state {
+        JobState::Queued => "queued",
+        JobState::Running => "running",
+        JobState::Done => "done",
+        JobState::Failed => "failed",
+        JobState::Cancelled => "cancelled",
+    }
+}
+
+enum Start {
+    Run(Box<JobRecord>),
+    /// Nothing to run: ack the entry.
+    Done,
+    /// Another slot holds the run lease: leave the entry.
+    Busy,
+}
+
+/// Writes each progress update into the record while the attempt is this slot's.
+async fn write_progress(
+    queue: Queue,
+    job_id: String,
+    consumer: String,
+    attempt: u32,
+    mut rx: watch::Receiver<Option<ProgressRec>>,
+) {
+    while rx.changed().await.is_ok() {
+        let Some(progress) = rx.borrow_and_update().clone() else {
+            continue;
+        };
+        let result = queue
+            .update(&job_id, |r| {
+                if r.state != JobState::Running
+                    || r.attempts != attempt
+                    || r.worker.as_deref() != Some(consumer.as_str())
+                {
+                    return false;
+                }
+                r.progress = Some(progress.clone());
+                true
+            })
+            .await;
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "progress write failed");
+        }
+    }
+}
+
+/// Keeps the run lease while the search runs; stops the search on cancel, on a lost lease, or when
+/// the shutdown grace has passed. Returns whether it stopped the search for shutdown.
+async fn guard(
+    queue: Queue,
+    job_id: String,
+    consumer: String,
+    stop: StopHandle,
+    mut stopping: watch::Receiver<bool>,
+    grace: Duration,
+    mut done: watch::Receiver<bool>,
+) -> bool {
+    let lease_time = queue.config().run_lease();
+    let renew_every = lease_time / 3;
+    // Short jobs (computer moves) end before a subscription would pay off: subscribe to the job's
+    // wake-ups only once it has run for a while (a subscription is a connection on Redis).
+    tokio::select! {
+        _ = async { let _ = done.wait_for(|d| *d).await; } => return false,
+        _ = tokio::time::sleep(SUBSCRIBE_AFTER) => {}
+    }
+    let mut events = queue
+        .live()
+        .subscribe(&contract::events_channel(&job_id))
+        .await
+        .ok();
+    let mut shutdown_at: Option<Instant> = None;
+    loop {
+        let event = async {
+            match events.as_mut() {
+                Some(sub) => {
+                    if sub.next().await.is_none() {
+                        // The subscription ended: renewals still read the record.
+                        std::future::pending::<()>().await
+                    }
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let shutdown_timer = async {
+            match shutdown_at {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = async { let _ = done.wait_for(|d| *d).await; } => return false,
+            _ = event => {}
+            _ = tokio::time::sleep(renew_every) => {
+                match queue.live().lease(&contract::run_lease(&job_id), &consumer, lease_time).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(job_id, "run lease lost: stopping the search");
+                        stop.stop();
+                        return false;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
+                }
+            }
+            _ = async { let _ = stopping.wait_for(|s| *s).await; }, if shutdown_at.is_none() => {
+                shutdown_at = Some(Instant::now() + grace);
+                continue;
+            }
+            _ = shutdown_timer => {
+                stop.stop();
+                return true;
+            }
+        }
+        // A wake-up or a renewal: is the job still wanted?
+        if let Ok(Some((record, _))) = queue.load(&job_id).await
+            && record.state.is_final()
+        {
+            stop.stop();
+            return false;
+        }
+    }
+}

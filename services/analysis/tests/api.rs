@@ -1,0 +1,413 @@
+//! `draughts.v1.Analysis` through a real server on 127.0.0.1:0 (embedded backend, in-process worker):
+//! who may call what, quotas, limits, watching progress to the result, game analysis from PDN, cancel.
+
+use std::time::Duration;
+
+use draughts_analysis::Config;
+use draughts_proto::pb;
+use draughts_proto::pb::analysis_client::AnalysisClient;
+use draughts_testkit::ServiceUnderTest;
+use futures_util::StreamExt;
+use tonic::transport::Channel;
+
+fn player_token(sub: &str) -> String {
+    let secret = draughts_auth::AuthConfig::for_tests().jwt_key.unwrap();
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 600;
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &serde_json::json!({"sub": sub, "exp": exp}),
+        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()).unwrap(),
+    )
+    .unwrap()
+}
+
+async fn guest_token() -> String {
+    let live = draughts_store::open_live_store("memory://", "")
+        .await
+        .unwrap();
+    let auth =
+        draughts_auth::Authenticator::new(draughts_auth::AuthConfig::for_tests(), live).unwrap();
+    auth.issue_guest("guest").unwrap().token
+}
+
+fn authed<T>(token: &str, msg: T) -> tonic::Request<T> {
+    let mut req = tonic::Request::new(msg);
+    req.metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    req
+}
+
+async fn start(config: Config) -> (ServiceUnderTest, AnalysisClient<Channel>) {
+    let server = ServiceUnderTest::start(move |listener, shutdown| {
+        draughts_analysis::run(config, listener, shutdown)
+    })
+    .await;
+    let client = AnalysisClient::new(server.channel().await);
+    (server, client)
+}
+
+fn english(moves: &[&str]) -> pb::PositionInput {
+    pb::PositionInput {
+        rules: Some(pb::RuleSet {
+            variant: pb::Variant::English as i32,
+            options: None,
+        }),
+        fen: String::new(),
+        moves: moves
+            .iter()
+            .map(|m| pb::MoveInput {
+                r#move: Some(pb::move_input::Move::Text(m.to_string())),
+            })
+            .collect(),
+    }
+}
+
+fn limits(depth: u32, movetime_ms: u64) -> Option<pb::SearchLimits> {
+    Some(pb::SearchLimits {
+        depth,
+        nodes: 0,
+        movetime_ms,
+        multi_pv: 2,
+    })
+}
+
+fn analyze(moves: &[&str], l: Option<pb::SearchLimits>) -> pb::AnalyzePositionRequest {
+    pb::AnalyzePositionRequest {
+        source: Some(pb::analyze_position_request::Source::Position(english(
+            moves,
+        ))),
+        limits: l,
+    }
+}
+
+fn best_move(level: u32) -> pb::BestMoveRequest {
+    pb::BestMoveRequest {
+        source: Some(pb::best_move_request::Source::Position(english(&["11-15"]))),
+        strength: Some(pb::best_move_request::Strength::Level(level)),
+        clock: None,
+        seed: 1,
+    }
+}
+
+/// Watches a job to its end; returns the updates.
+async fn watch(
+    client: &mut AnalysisClient<Channel>,
+    token: &str,
+    job_id: &str,
+) -> Vec<pb::AnalysisUpdate> {
+    let mut stream = client
+        .watch_analysis(authed(
+            token,
+            pb::AnalysisJobRequest {
+                job_id: job_id.into(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut updates = Vec::new();
+    while let Some(update) = tokio::time::timeout(Duration::from_secs(30), stream.next())
+        .await
+        .expect("an update within 30 s")
+    {
+        updates.push(update.unwrap());
+    }
+    updates
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn who_may_call_what() {
+    let (server, mut client) = start(Config::for_tests()).await;
+    // Anonymous: only QueueStatus.
+    let anonymous = client
+        .analyze_position(analyze(&[], limits(3, 0)))
+        .await
+        .unwrap_err();
+    assert_eq!(anonymous.code(), tonic::Code::Unauthenticated);
+    let status = client
+        .queue_status(pb::QueueStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.classes.len(), 3);
+    // Guests: BestMove at low levels, no analysis jobs.
+    let guest = guest_token().await;
+    let denied = client
+        .analyze_position(authed(&guest, analyze(&[], limits(3, 0))))
+        .await
+        .unwrap_err();
+    assert_eq!(denied.code(), tonic::Code::PermissionDenied, "{denied:?}");
+    let too_strong = client
+        .best_move(authed(&guest, best_move(7)))
+        .await
+        .unwrap_err();
+    assert_eq!(too_strong.code(), tonic::Code::InvalidArgument);
+    assert!(
+        too_strong.message().contains("1 to 6"),
+        "{}",
+        too_strong.message()
+    );
+    let answer = client
+        .best_move(authed(&guest, best_move(2)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(answer.r#move.is_some());
+    assert_eq!(answer.depth, 2);
+    // Same seed, same position, same level: the same move.
+    let again = client
+        .best_move(authed(&guest, best_move(2)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.r#move, answer.r#move);
+    // A position with no move to choose.
+    let mut over = best_move(1);
+    over.source = Some(pb::best_move_request::Source::Position(pb::PositionInput {
+        fen: "W:W:B1".into(),
+        ..english(&[])
+    }));
+    let err = client.best_move(authed(&guest, over)).await.unwrap_err();
+    assert!(
+        matches!(
+            err.code(),
+            tonic::Code::FailedPrecondition | tonic::Code::InvalidArgument
+        ),
+        "{err:?}"
+    );
+    // A player: limits over the caps are refused, naming the field.
+    let ann = player_token("ann");
+    let over_cap = client
+        .analyze_position(authed(&ann, analyze(&[], limits(41, 0))))
+        .await
+        .unwrap_err();
+    assert_eq!(over_cap.code(), tonic::Code::InvalidArgument);
+    assert!(
+        over_cap.message().contains("limits.depth"),
+        "{}",
+        over_cap.message()
+    );
+    let no_limits = client
+        .analyze_position(authed(&ann, analyze(&[], limits(0, 0))))
+        .await
+        .unwrap_err();
+    assert_eq!(no_limits.code(), tonic::Code::InvalidArgument);
+    let illegal = client
+        .analyze_position(authed(&ann, analyze(&["11-15", "11-15"], limits(3, 0))))
+        .await
+        .unwrap_err();
+    assert_eq!(illegal.code(), tonic::Code::FailedPrecondition);
+    assert!(
+        illegal.message().contains("moves[1]"),
+        "{}",
+        illegal.message()
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_position_is_watched_to_its_result_by_its_owner_only() {
+    let (server, mut client) = start(Config::for_tests()).await;
+    let ann = player_token("ann");
+    let job = client
+        .analyze_position(authed(&ann, analyze(&["11-15", "23-19"], limits(9, 0))))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(job.job_id.len(), 32);
+    let updates = watch(&mut client, &ann, &job.job_id).await;
+    let progress = updates
+        .iter()
+        .filter(|u| matches!(u.kind, Some(pb::analysis_update::Kind::Progress(_))))
+        .count();
+    assert!(progress >= 1, "progress while searching: {updates:?}");
+    let Some(pb::analysis_update::Kind::Finished(view)) = &updates.last().unwrap().kind else {
+        panic!("the stream ends with the final view");
+    };
+    assert_eq!(view.state, pb::JobState::Done as i32);
+    let Some(pb::analysis_view::Result::Position(result)) = &view.result else {
+        panic!("a position result");
+    };
+    assert_eq!(result.depth, 9);
+    assert_eq!(result.lines.len(), 2, "multi-PV 2");
+    assert!(!result.lines[0].pv.is_empty());
+    // Not bob's job: NOT_FOUND, for reading and cancelling alike.
+    let bob = player_token("bob");
+    let foreign = client
+        .get_analysis(authed(
+            &bob,
+            pb::AnalysisJobRequest {
+                job_id: job.job_id.clone(),
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(foreign.code(), tonic::Code::NotFound);
+    let foreign_cancel = client
+        .cancel_analysis(authed(
+            &bob,
+            pb::AnalysisJobRequest {
+                job_id: job.job_id.clone(),
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(foreign_cancel.code(), tonic::Code::NotFound);
+    // The same request again: from the cache, at once.
+    let cached = client
+        .analyze_position(authed(&bob, analyze(&["11-15", "23-19"], limits(9, 0))))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(cached.cached);
+    assert_eq!(cached.state, pb::JobState::Done as i32);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_interactive_job_at_a_time_and_a_daily_quota() {
+    let mut config = Config::for_tests();
+    config.analysis.quotas.jobs_per_day_player = 3;
+    let (server, mut client) = start(config).await;
+    let ann = player_token("ann");
+    let long = client
+        .analyze_position(authed(&ann, analyze(&[], limits(0, 20_000))))
+        .await
+        .unwrap()
+        .into_inner();
+    let busy = client
+        .analyze_position(authed(&ann, analyze(&["9-13"], limits(3, 0))))
+        .await
+        .unwrap_err();
+    assert_eq!(busy.code(), tonic::Code::ResourceExhausted);
+    assert!(busy.metadata().get("retry-after").is_some());
+    // Cancel frees the slot.
+    let cancelled = client
+        .cancel_analysis(authed(
+            &ann,
+            pb::AnalysisJobRequest {
+                job_id: long.job_id.clone(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(cancelled.state, pb::JobState::Cancelled as i32);
+    let third = client
+        .analyze_position(authed(&ann, analyze(&["9-13"], limits(3, 0))))
+        .await
+        .unwrap()
+        .into_inner();
+    watch(&mut client, &ann, &third.job_id).await;
+    // Three jobs counted today (the refused one too): the fourth is over the quota.
+    let over = client
+        .analyze_position(authed(&ann, analyze(&["9-14"], limits(3, 0))))
+        .await
+        .unwrap_err();
+    assert_eq!(over.code(), tonic::Code::ResourceExhausted);
+    let retry: u64 = over
+        .metadata()
+        .get("retry-after")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=86_400).contains(&retry), "{retry}");
+    assert!(over.message().contains("daily quota"), "{}", over.message());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_pdn_game_streams_ply_by_ply_with_judgements() {
+    let (server, mut client) = start(Config::for_tests()).await;
+    let ann = player_token("ann");
+    // Eight plies: the last legal move each time (captures included when forced).
+    let mut pos = draughts_engine::Position::start(draughts_engine::Variant::English);
+    let mut texts = Vec::new();
+    for _ in 0..8 {
+        let mv = *pos.legal_moves().last().unwrap();
+        texts.push(pos.move_to_text(&mv));
+        pos = pos.play_unchecked(&mv);
+    }
+    let pdn = format!(
+        "[GameType \"21\"]\n1. {} {{a comment}} {} 2. {} *",
+        texts[0],
+        texts[1],
+        texts[2..].join(" ")
+    );
+    let job = client
+        .analyze_game(authed(
+            &ann,
+            pb::AnalyzeGameRequest {
+                source: Some(pb::analyze_game_request::Source::Pdn(pdn.clone())),
+                limits_per_ply: limits(6, 0),
+                rules: None,
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let updates = watch(&mut client, &ann, &job.job_id).await;
+    let mut streamed = Vec::new();
+    for update in &updates {
+        if let Some(pb::analysis_update::Kind::Progress(p)) = &update.kind {
+            assert_eq!(p.plies_total, 8);
+            streamed.extend(p.plies.iter().map(|ply| ply.ply));
+        }
+    }
+    assert!(!streamed.is_empty());
+    assert!(
+        streamed.windows(2).all(|w| w[1] == w[0] + 1),
+        "plies streamed once, in order: {streamed:?}"
+    );
+    let Some(pb::analysis_update::Kind::Finished(view)) = &updates.last().unwrap().kind else {
+        panic!("final view");
+    };
+    let Some(pb::analysis_view::Result::Game(game)) = &view.result else {
+        panic!("a game result: {view:?}");
+    };
+    assert_eq!(game.plies.len(), 8);
+    assert_eq!(game.plies[5].played.as_ref().unwrap().notation, texts[5]);
+    assert!(
+        game.plies
+            .iter()
+            .all(|p| p.best.is_some() && p.score_before.is_some())
+    );
+    assert_eq!(game.summary.len(), 2);
+    assert_eq!(game.summary[0].moves + game.summary[1].moves, 8);
+    // Bad PDN: the ply is named.
+    let bad = client
+        .analyze_game(authed(
+            &ann,
+            pb::AnalyzeGameRequest {
+                source: Some(pb::analyze_game_request::Source::Pdn(
+                    "[GameType \"21\"] 1. 11-15 11-15".into(),
+                )),
+                limits_per_ply: limits(3, 0),
+                rules: None,
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), tonic::Code::FailedPrecondition);
+    assert!(bad.message().contains("ply 2"), "{}", bad.message());
+    // No Games address configured: game ids are refused with a reason.
+    let no_games = client
+        .analyze_game(authed(
+            &ann,
+            pb::AnalyzeGameRequest {
+                source: Some(pb::analyze_game_request::Source::GameId("g1".into())),
+                limits_per_ply: limits(3, 0),
+                rules: None,
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(no_games.code(), tonic::Code::FailedPrecondition);
+    server.stop().await;
+}

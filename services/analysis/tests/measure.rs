@@ -1,0 +1,293 @@
+//! The must-reach measurements, opt-in (`DRAUGHTS_MEASURE=1`; each prints its numbers), on a private
+//! `redis-server` started by the test:
+//!
+//! - `queue_overhead`: a load generator sends `DRAUGHTS_MEASURE_JOBS` (default 2000) BestMove jobs one
+//!   after the other to one idle worker slot, at level 1 on the start position (a depth-1 search of a
+//!   few microseconds), and records the whole time from submit to the caller seeing the answer: the
+//!   queue's overhead per job (p50/p99/max), plus the enqueue-to-start part.
+//! - `throughput_one_and_two_workers`: 24 position jobs of 300 000 nodes each, submitted at once, run by
+//!   one and then by two worker processes (each one slot); jobs per second.
+//! - `a_100_ply_game_streams_ply_by_ply`: AnalyzeGame of a 100-ply international game at 20 000 nodes
+//!   per ply; when each ply's progress arrived, and the time of the first and the second half.
+//!
+//! `DRAUGHTS_MEASURE=1 cargo test -p draughts-analysis --test measure -- --nocapture --test-threads 1`
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use draughts_analysis::contract::{Class, JobLimits, JobSpec, JobState, Line, Rules};
+use draughts_analysis::queue::{NewJob, Queue, QueueConfig};
+use draughts_analysis::worker::{self, WorkerConfig};
+use draughts_analysis::{AnalysisConfig, AnalysisCore, quota};
+use draughts_store::{LiveStore, RedisStore};
+use draughts_testkit::RedisServer;
+use futures_util::StreamExt;
+
+fn enabled() -> bool {
+    std::env::var("DRAUGHTS_MEASURE").is_ok_and(|v| v == "1")
+}
+
+async fn redis() -> (RedisServer, Arc<dyn LiveStore>) {
+    let server = RedisServer::start().expect("redis-server");
+    let store = RedisStore::connect(&server.url(), "measure:")
+        .await
+        .unwrap();
+    (server, Arc::new(store))
+}
+
+fn start_workers(
+    queue: &Queue,
+    name: &str,
+    slots: usize,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let config = WorkerConfig {
+        name: name.into(),
+        slots,
+        hash_mb: 16,
+        max_search: Duration::from_secs(60),
+        shutdown_grace: Duration::from_secs(5),
+    };
+    let handle = tokio::spawn(worker::run(queue.clone(), config, async move {
+        let _ = rx.await;
+    }));
+    (tx, handle)
+}
+
+fn line(variant: &str, fen: &str, moves: Vec<String>) -> Line {
+    Line {
+        rules: Rules {
+            variant: variant.into(),
+            options: String::new(),
+        },
+        fen: fen.into(),
+        moves,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_overhead() {
+    if !enabled() {
+        return;
+    }
+    let n: usize = std::env::var("DRAUGHTS_MEASURE_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let (_server, live) = redis().await;
+    let queue = Queue::new(live.clone(), QueueConfig::for_tests())
+        .await
+        .unwrap();
+    let core = AnalysisCore {
+        queue: queue.clone(),
+        quotas: quota::Quotas::new(live.clone(), AnalysisConfig::defaults().quotas),
+        games: Arc::new(draughts_analysis::games::GrpcGames::new(None).unwrap()),
+        best_move_timeout: Duration::from_secs(10),
+        waiter: draughts_analysis::service::Waiter::start(live),
+    };
+    let (stop, handle) = start_workers(&queue, "overhead", 1);
+    let fen = draughts_engine::Variant::International.start_fen();
+    let mut total = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    let mut to_start = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    let mut slow_searches = 0u64;
+    for i in 0..n + 100 {
+        let spec = JobSpec::BestMove {
+            line: line("international", fen, vec![]),
+            level: Some(1),
+            limits: None,
+            clock_cap_ms: None,
+            seed: 1 + i as u64,
+        };
+        let started = Instant::now();
+        let (record, result) = core
+            .run_best_move(Queue::new_job_id(), spec, None)
+            .await
+            .unwrap();
+        let elapsed = started.elapsed();
+        if i >= 100 {
+            // The search's own time (whole milliseconds) is not queue overhead.
+            let overhead = (elapsed.as_micros() as u64).saturating_sub(result.search_ms * 1000);
+            total.record(overhead.max(1)).unwrap();
+            slow_searches += u64::from(result.search_ms > 0);
+            to_start
+                .record(record.started_ms.saturating_sub(record.created_ms))
+                .unwrap();
+        }
+    }
+    println!(
+        "queue overhead per BestMove job over {n} jobs (submit -> answer seen by the caller, minus the search's own whole milliseconds; {slow_searches} searches took 1 ms or more): p50 {} us, p99 {} us, max {} us; enqueue -> search start: p50 {} ms, p99 {} ms",
+        total.value_at_quantile(0.5),
+        total.value_at_quantile(0.99),
+        total.max(),
+        to_start.value_at_quantile(0.5),
+        to_start.value_at_quantile(0.99),
+    );
+    let _ = stop.send(());
+    handle.await.unwrap();
+}
+
+async fn run_batch(workers: usize) -> f64 {
+    let (_server, live) = redis().await;
+    let queue = Queue::new(live, QueueConfig::for_tests()).await.unwrap();
+    let n_jobs = 24;
+    let fen = draughts_engine::Variant::International.start_fen();
+    let start_pos = draughts_engine::Position::start(draughts_engine::Variant::International);
+    let openings: Vec<String> = start_pos
+        .legal_moves()
+        .iter()
+        .map(|m| start_pos.move_to_text(m))
+        .collect();
+    let mut ids = Vec::new();
+    for i in 0..n_jobs {
+        // Different positions: first move i % 9, and a second move choice (no merging, no cache).
+        let first = &openings[i % openings.len()];
+        let after = start_pos.parse_move(first).unwrap();
+        let next = start_pos.play_unchecked(&after);
+        let replies = next.legal_moves();
+        let reply = next.move_to_text(&replies[(i / openings.len()) % replies.len()]);
+        let spec = JobSpec::Position {
+            line: line("international", fen, vec![first.clone(), reply]),
+            limits: JobLimits {
+                nodes: Some(300_000),
+                movetime_ms: Some(60_000),
+                multi_pv: 1,
+                ..JobLimits::default()
+            },
+        };
+        let submitted = queue
+            .submit(NewJob {
+                job_id: Queue::new_job_id(),
+                class: Class::Interactive,
+                spec,
+                owner: None,
+                mergeable: false,
+                trace: Default::default(),
+            })
+            .await
+            .unwrap();
+        ids.push(submitted.record().job_id.clone());
+    }
+    let started = Instant::now();
+    let mut handles = Vec::new();
+    for w in 0..workers {
+        handles.push(start_workers(&queue, &format!("w{w}"), 1));
+    }
+    for id in &ids {
+        loop {
+            let (record, _) = queue.load(id).await.unwrap().unwrap();
+            if record.state == JobState::Done {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    for (stop, handle) in handles {
+        let _ = stop.send(());
+        handle.await.unwrap();
+    }
+    n_jobs as f64 / elapsed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn throughput_one_and_two_workers() {
+    if !enabled() {
+        return;
+    }
+    let one = run_batch(1).await;
+    let two = run_batch(2).await;
+    println!(
+        "throughput, 24 jobs of 300 000 nodes: 1 worker {one:.2} jobs/s, 2 workers {two:.2} jobs/s ({:.2}x)",
+        two / one
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_100_ply_game_streams_ply_by_ply() {
+    if !enabled() {
+        return;
+    }
+    // A 100-ply game: level 2 against itself from the start, seeds tried until a game lasts 100 plies.
+    let variant = draughts_engine::Variant::International;
+    let mut moves = Vec::new();
+    'seeds: for seed in 1..100u64 {
+        moves.clear();
+        let mut game = draughts_engine::Game::new(draughts_engine::Position::start(variant));
+        let mut searcher = draughts_ai::Searcher::new(variant);
+        let mut rng = draughts_ai::Rng::new(seed);
+        let level = draughts_ai::Level::new(2).unwrap();
+        while moves.len() < 100 {
+            let root = draughts_ai::RootState::from_game(&game);
+            let Some(mv) = level.choose(&mut searcher, &root, &mut rng) else {
+                continue 'seeds;
+            };
+            moves.push(game.position().move_to_text(&mv));
+            if game.play(&mv).is_err() || game.status() != draughts_engine::GameStatus::Ongoing {
+                if moves.len() == 100 {
+                    break;
+                }
+                continue 'seeds;
+            }
+        }
+        break;
+    }
+    assert_eq!(moves.len(), 100);
+    let (_server, live) = redis().await;
+    let queue = Queue::new(live.clone(), QueueConfig::for_tests())
+        .await
+        .unwrap();
+    let (stop, handle) = start_workers(&queue, "game", 1);
+    let job_id = Queue::new_job_id();
+    let mut events = live
+        .subscribe(&draughts_analysis::contract::events_channel(&job_id))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    queue
+        .submit(NewJob {
+            job_id: job_id.clone(),
+            class: Class::Interactive,
+            spec: JobSpec::Game {
+                line: line("international", variant.start_fen(), moves),
+                limits: JobLimits {
+                    nodes: Some(20_000),
+                    movetime_ms: Some(10_000),
+                    multi_pv: 1,
+                    ..JobLimits::default()
+                },
+                game_id: None,
+            },
+            owner: None,
+            mergeable: false,
+            trace: Default::default(),
+        })
+        .await
+        .unwrap();
+    let mut seen_at: Vec<f64> = Vec::new();
+    loop {
+        let _ = tokio::time::timeout(Duration::from_millis(200), events.next()).await;
+        let (record, _) = queue.load(&job_id).await.unwrap().unwrap();
+        if let Some(p) = &record.progress {
+            while seen_at.len() < p.plies.len() {
+                seen_at.push(started.elapsed().as_secs_f64());
+            }
+        }
+        if record.state == JobState::Done {
+            break;
+        }
+    }
+    let total = started.elapsed().as_secs_f64();
+    let updates = seen_at.len();
+    let half = seen_at.get(49).copied().unwrap_or(0.0);
+    println!(
+        "100-ply international AnalyzeGame at 20 000 nodes/ply: {total:.2} s total, {:.1} ms per ply; plies seen while running: {updates}; first 50 plies by {half:.2} s, last 50 in {:.2} s; first ply at {:.3} s",
+        total * 1000.0 / 100.0,
+        seen_at.last().copied().unwrap_or(total) - half,
+        seen_at.first().copied().unwrap_or(0.0),
+    );
+    let _ = stop.send(());
+    handle.await.unwrap();
+}

@@ -1,0 +1,640 @@
+//! The ONE behavioural suite of the analysis queue and its workers: every check is written once, generic
+//! over the live store, and run on the in-memory backend and on a real `redis-server` (started by the
+//! test on a free port through `draughts-testkit`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use draughts_analysis::contract::{Class, JobLimits, JobRecord, JobSpec, JobState, Line, Rules};
+use draughts_analysis::queue::{NewJob, Queue, QueueConfig, Submitted};
+use draughts_analysis::worker::{self, WorkerConfig};
+use draughts_store::{LiveStore, MemoryStore, RedisStore};
+use draughts_testkit::RedisServer;
+
+#[derive(Debug)]
+pub struct Opened {
+    pub store: Arc<dyn LiveStore>,
+    _server: Option<RedisServer>,
+}
+
+async fn open_memory() -> Opened {
+    Opened {
+        store: Arc::new(MemoryStore::new()),
+        _server: None,
+    }
+}
+
+async fn open_redis() -> Opened {
+    let server = RedisServer::start().expect("start redis-server");
+    let store = RedisStore::connect(&server.url(), "queue-suite:")
+        .await
+        .expect("connect to the test redis-server");
+    Opened {
+        store: Arc::new(store),
+        _server: Some(server),
+    }
+}
+
+macro_rules! queue_suite {
+    ($($backend:ident => $open:path),* $(,)?) => {$(
+        mod $backend {
+            queue_suite!(@checks $open;
+                classes_are_served_in_priority_order,
+                identical_requests_merge_and_cancel_needs_every_owner,
+                a_repeated_request_is_answered_from_the_cache,
+                a_killed_worker_s_job_is_taken_over_and_finished_once,
+                a_job_whose_workers_keep_dying_fails_with_its_reason,
+                results_expire,
+                cancel_stops_a_running_search,
+                shutdown_hands_the_running_job_back,
+                status_counts_waiting_jobs_and_live_workers,
+                the_queue_refuses_jobs_when_a_class_is_full,
+                finished_rated_games_feed_the_bulk_class_once,
+            );
+        }
+    )*};
+    (@checks $open:path; $($check:ident),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $check() {
+            let opened = $open().await;
+            super::checks::$check(opened.store.clone()).await;
+        }
+    )*};
+}
+
+queue_suite! {
+    memory => super::open_memory,
+    redis => super::open_redis,
+}
+
+mod checks {
+    use super::*;
+
+    pub fn line(moves: &[&str]) -> Line {
+        Line {
+            rules: Rules {
+                variant: "english".into(),
+                options: String::new(),
+            },
+            fen: draughts_engine::Variant::English.start_fen().into(),
+            moves: moves.iter().map(|m| m.to_string()).collect(),
+        }
+    }
+
+    pub fn position(moves: &[&str], limits: JobLimits) -> JobSpec {
+        JobSpec::Position {
+            line: line(moves),
+            limits,
+        }
+    }
+
+    pub fn depth(d: u32) -> JobLimits {
+        JobLimits {
+            depth: Some(d),
+            movetime_ms: Some(10_000),
+            multi_pv: 1,
+            ..JobLimits::default()
+        }
+    }
+
+    /// A search that runs for `ms` (no depth limit: stops on time).
+    pub fn timed(ms: u64) -> JobLimits {
+        JobLimits {
+            movetime_ms: Some(ms),
+            multi_pv: 1,
+            ..JobLimits::default()
+        }
+    }
+
+    pub fn job(class: Class, spec: JobSpec, owner: &str, mergeable: bool) -> NewJob {
+        NewJob {
+            job_id: Queue::new_job_id(),
+            class,
+            spec,
+            owner: Some(owner.into()),
+            mergeable,
+            trace: [(
+                "traceparent".to_string(),
+                "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_string(),
+            )]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    pub async fn queue(store: Arc<dyn LiveStore>, config: QueueConfig) -> Queue {
+        Queue::new(store, config).await.unwrap()
+    }
+
+    /// A worker process: `slots` slots until the sender is dropped or sent to.
+    #[derive(Debug)]
+    pub struct TestWorker {
+        stop: Option<tokio::sync::oneshot::Sender<()>>,
+        handle: tokio::task::JoinHandle<()>,
+    }
+
+    impl TestWorker {
+        pub fn start(queue: &Queue, name: &str, slots: usize, grace: Duration) -> TestWorker {
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let config = WorkerConfig {
+                name: name.into(),
+                slots,
+                hash_mb: 1,
+                max_search: Duration::from_secs(30),
+                shutdown_grace: grace,
+            };
+            let handle = tokio::spawn(worker::run(queue.clone(), config, async move {
+                let _ = stopped.await;
+            }));
+            TestWorker {
+                stop: Some(stop),
+                handle,
+            }
+        }
+
+        pub async fn stop(mut self) {
+            if let Some(stop) = self.stop.take() {
+                let _ = stop.send(());
+            }
+            tokio::time::timeout(Duration::from_secs(30), &mut self.handle)
+                .await
+                .expect("the worker stops")
+                .unwrap();
+        }
+
+        /// A crash: the worker's tasks vanish without any clean-up.
+        pub async fn kill(self) {
+            self.handle.abort();
+            let _ = self.handle.await;
+        }
+    }
+
+    pub async fn wait_for(
+        queue: &Queue,
+        job_id: &str,
+        what: &str,
+        done: impl Fn(&JobRecord) -> bool,
+    ) -> JobRecord {
+        let start = Instant::now();
+        loop {
+            if let Some((record, _)) = queue.load(job_id).await.unwrap()
+                && done(&record)
+            {
+                return record;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "timed out waiting for {what}: {:?}",
+                queue.load(job_id).await.unwrap().map(|r| r.0.state)
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    pub async fn classes_are_served_in_priority_order(store: Arc<dyn LiveStore>) {
+        let q = queue(store, QueueConfig::for_tests()).await;
+        // Queued before any worker runs: bulk first, the computer move last.
+        let mut ids = Vec::new();
+        for (class, n) in [
+            (Class::Bulk, 0),
+            (Class::Bulk, 1),
+            (Class::Interactive, 2),
+            (Class::Interactive, 3),
+            (Class::ComputerMove, 4),
+        ] {
+            // Distinct positions (no merging), each a 40 ms search.
+            let moves: &[&str] = match n {
+                0 => &["9-13"],
+                1 => &["9-14"],
+                2 => &["10-14"],
+                3 => &["10-15"],
+                _ => &["11-15"],
+            };
+            let submitted = q
+                .submit(job(class, position(moves, timed(40)), "player:ann", false))
+                .await
+                .unwrap();
+            ids.push(submitted.record().job_id.clone());
+        }
+        let record = q.load(&ids[4]).await.unwrap().unwrap().0;
+        assert_eq!(q.queue_position(&record).await.unwrap(), 0);
+        let last_bulk = q.load(&ids[1]).await.unwrap().unwrap().0;
+        assert_eq!(
+            q.queue_position(&last_bulk).await.unwrap(),
+            4,
+            "everything else is ahead"
+        );
+        let w = TestWorker::start(&q, "prio", 1, Duration::from_secs(5));
+        let mut finished = Vec::new();
+        for id in &ids {
+            finished.push(wait_for(&q, id, "done", |r| r.state == JobState::Done).await);
+        }
+        w.stop().await;
+        let started: Vec<u64> = finished.iter().map(|r| r.started_ms).collect();
+        // Expected order: computer (4), interactive oldest first (2, 3), bulk oldest first (0, 1).
+        let order = [4, 2, 3, 0, 1];
+        for pair in order.windows(2) {
+            assert!(
+                started[pair[0]] < started[pair[1]],
+                "job {} started before job {}: {started:?}",
+                pair[0],
+                pair[1]
+            );
+        }
+        assert!(finished.iter().all(|r| r.attempts == 1));
+        assert_eq!(
+            finished[0].trace.get("traceparent").map(String::len),
+            Some(55),
+            "trace context travels in the job"
+        );
+    }
+
+    pub async fn identical_requests_merge_and_cancel_needs_every_owner(store: Arc<dyn LiveStore>) {
+        let q = queue(store, QueueConfig::for_tests()).await;
+        let spec = position(&["11-15"], depth(3));
+        let first = q
+            .submit(job(Class::Interactive, spec.clone(), "player:ann", true))
+            .await
+            .unwrap();
+        let second = q
+            .submit(job(Class::Interactive, spec.clone(), "player:bob", true))
+            .await
+            .unwrap();
+        let Submitted::Merged(merged) = &second else {
+            panic!("expected a merge, got {second:?}");
+        };
+        assert_eq!(merged.job_id, first.record().job_id);
+        assert_eq!(merged.owners, ["player:ann", "player:bob"]);
+        // One entry only.
+        let status = q.status().await.unwrap();
+        assert_eq!(status.classes[1].1.queued, 1);
+        // Different limits are a different job.
+        let other = q
+            .submit(job(
+                Class::Interactive,
+                position(&["11-15"], depth(4)),
+                "player:ann",
+                true,
+            ))
+            .await
+            .unwrap();
+        assert!(matches!(other, Submitted::Queued(_)));
+        let id = first.record().job_id.clone();
+        let after_ann = q.cancel(&id, Some("player:ann")).await.unwrap();
+        assert_eq!(after_ann.state, JobState::Queued, "bob still wants it");
+        let after_bob = q.cancel(&id, Some("player:bob")).await.unwrap();
+        assert_eq!(after_bob.state, JobState::Cancelled);
+        // A cancelled job is not merged into: the next identical request queues anew.
+        let again = q
+            .submit(job(Class::Interactive, spec, "player:cid", true))
+            .await
+            .unwrap();
+        assert!(matches!(again, Submitted::Queued(_)));
+        assert_ne!(again.record().job_id, id);
+        // A cancelled job never runs.
+        let w = TestWorker::start(&q, "merge", 1, Duration::from_secs(5));
+        wait_for(&q, &again.record().job_id, "done", |r| {
+            r.state == JobState::Done
+        })
+        .await;
+        let cancelled = q.load(&id).await.unwrap().unwrap().0;
+        assert_eq!(
+            (cancelled.state, cancelled.attempts),
+            (JobState::Cancelled, 0)
+        );
+        w.stop().await;
+    }
+
+    pub async fn a_repeated_request_is_answered_from_the_cache(store: Arc<dyn LiveStore>) {
+        let q = queue(store, QueueConfig::for_tests()).await;
+        let w = TestWorker::start(&q, "cache", 1, Duration::from_secs(5));
+        let spec = position(&["11-15", "23-19"], depth(5));
+        let first = q
+            .submit(job(Class::Interactive, spec.clone(), "player:ann", true))
+            .await
+            .unwrap();
+        let done = wait_for(&q, &first.record().job_id, "done", |r| {
+            r.state == JobState::Done
+        })
+        .await;
+        w.stop().await;
+        // No worker runs now: only the cache can answer.
+        let again = q
+            .submit(job(Class::Interactive, spec, "player:bob", true))
+            .await
+            .unwrap();
+        let Submitted::Cached(cached) = &again else {
+            panic!("expected a cache hit, got {again:?}");
+        };
+        assert_eq!(cached.state, JobState::Done);
+        assert_eq!(cached.result, done.result);
+        assert_eq!(cached.owners, ["player:bob"]);
+        assert_eq!(
+            q.status().await.unwrap().classes[1].1.queued,
+            0,
+            "nothing queued"
+        );
+    }
+
+    pub async fn a_killed_worker_s_job_is_taken_over_and_finished_once(store: Arc<dyn LiveStore>) {
+        let q = queue(store, QueueConfig::for_tests()).await;
+        let doomed = TestWorker::start(&q, "doomed", 1, Duration::from_secs(5));
+        let submitted = q
+            .submit(job(
+                Class::Interactive,
+                position(&["11-15"], timed(1_500)),
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        let id = submitted.record().job_id.clone();
+        let running = wait_for(&q, &id, "running", |r| r.state == JobState::Running).await;
+        assert_eq!(running.worker.as_deref(), Some("doomed-0"));
+        doomed.kill().await;
+        let rescuer = TestWorker::start(&q, "rescuer", 1, Duration::from_secs(5));
+        let done = wait_for(&q, &id, "done", |r| r.state == JobState::Done).await;
+        assert_eq!(done.attempts, 2, "the second attempt finished it");
+        assert!(done.result.is_some());
+        // Nothing changes it afterwards (the first attempt's search ends on its own; it may not finish
+        // the job a second time).
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        let (later, _) = q.load(&id).await.unwrap().unwrap();
+        assert_eq!(later, done, "finished exactly once");
+        let status = q.status().await.unwrap();
+        assert_eq!(status.classes[1].1.running, 0, "its entry was acknowledged");
+        rescuer.stop().await;
+    }
+
+    pub async fn a_job_whose_workers_keep_dying_fails_with_its_reason(store: Arc<dyn LiveStore>) {
+        let config = QueueConfig {
+            max_attempts: 1,
+            ..QueueConfig::for_tests()
+        };
+        let q = queue(store, config).await;
+        let doomed = TestWorker::start(&q, "doomed", 1, Duration::from_secs(5));
+        let submitted = q
+            .submit(job(
+                Class::Interactive,
+                position(&["11-15"], timed(2_000)),
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        let id = submitted.record().job_id.clone();
+        wait_for(&q, &id, "running", |r| r.state == JobState::Running).await;
+        doomed.kill().await;
+        let next = TestWorker::start(&q, "next", 1, Duration::from_secs(5));
+        let failed = wait_for(&q, &id, "failed", |r| r.state == JobState::Failed).await;
+        assert_eq!(failed.attempts, 1);
+        let reason = failed.error.unwrap();
+        assert!(
+            reason.contains("gave up after 1 attempts") && reason.contains("worker was lost"),
+            "{reason}"
+        );
+        next.stop().await;
+    }
+
+    pub async fn results_expire(store: Arc<dyn LiveStore>) {
+        let config = QueueConfig {
+            result_ttl: Duration::from_millis(800),
+            ..QueueConfig::for_tests()
+        };
+        let q = queue(store, config).await;
+        let w = TestWorker::start(&q, "ttl", 1, Duration::from_secs(5));
+        let spec = position(&[], depth(2));
+        let submitted = q
+            .submit(job(Class::Interactive, spec.clone(), "player:ann", true))
+            .await
+            .unwrap();
+        let id = submitted.record().job_id.clone();
+        wait_for(&q, &id, "done", |r| r.state == JobState::Done).await;
+        w.stop().await;
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        assert!(q.load(&id).await.unwrap().is_none(), "the job expired");
+        // So did the cache entry: the same request queues again.
+        let again = q
+            .submit(job(Class::Interactive, spec, "player:ann", true))
+            .await
+            .unwrap();
+        assert!(matches!(again, Submitted::Queued(_)), "{again:?}");
+    }
+
+    pub async fn cancel_stops_a_running_search(store: Arc<dyn LiveStore>) {
+        let q = queue(store, QueueConfig::for_tests()).await;
+        let w = TestWorker::start(&q, "cancel", 1, Duration::from_secs(5));
+        let long = q
+            .submit(job(
+                Class::Interactive,
+                position(&[], timed(20_000)),
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        let id = long.record().job_id.clone();
+        wait_for(&q, &id, "running", |r| r.state == JobState::Running).await;
+        let cancelled_at = Instant::now();
+        let record = q.cancel(&id, Some("player:ann")).await.unwrap();
+        assert_eq!(record.state, JobState::Cancelled);
+        // The slot is free again at once: a small job behind it finishes long before the 20 s search.
+        let next = q
+            .submit(job(
+                Class::Interactive,
+                position(&["9-13"], depth(2)),
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        wait_for(&q, &next.record().job_id, "done", |r| {
+            r.state == JobState::Done
+        })
+        .await;
+        assert!(
+            cancelled_at.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            cancelled_at.elapsed()
+        );
+        let (after, _) = q.load(&id).await.unwrap().unwrap();
+        assert_eq!(after.state, JobState::Cancelled);
+        assert!(after.result.is_none());
+        w.stop().await;
+    }
+
+    pub async fn shutdown_hands_the_running_job_back(store: Arc<dyn LiveStore>) {
+        let q = queue(store, QueueConfig::for_tests()).await;
+        let leaving = TestWorker::start(&q, "leaving", 1, Duration::ZERO);
+        let submitted = q
+            .submit(job(
+                Class::Interactive,
+                position(&[], timed(20_000)),
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        let id = submitted.record().job_id.clone();
+        wait_for(&q, &id, "running", |r| r.state == JobState::Running).await;
+        let stopping = Instant::now();
+        leaving.stop().await;
+        assert!(
+            stopping.elapsed() < Duration::from_secs(3),
+            "stopped promptly"
+        );
+        let (back, _) = q.load(&id).await.unwrap().unwrap();
+        assert_eq!(
+            (back.state, back.attempts),
+            (JobState::Queued, 0),
+            "handed back, attempt not counted"
+        );
+        assert_eq!(
+            q.status().await.unwrap().classes[1].1.queued,
+            1,
+            "a fresh entry waits"
+        );
+        // Another worker takes it at once (no visibility timeout to wait for). Shorten the job: cancel
+        // and check the second worker starts it, then cancels cleanly.
+        let next = TestWorker::start(&q, "next", 1, Duration::from_secs(5));
+        let running = wait_for(&q, &id, "running again", |r| r.state == JobState::Running).await;
+        assert_eq!(
+            (running.worker.as_deref(), running.attempts),
+            (Some("next-0"), 1)
+        );
+        q.cancel(&id, None).await.unwrap();
+        next.stop().await;
+    }
+
+    pub async fn status_counts_waiting_jobs_and_live_workers(store: Arc<dyn LiveStore>) {
+        let q = queue(store, QueueConfig::for_tests()).await;
+        for moves in [&["9-13"][..], &["9-14"][..]] {
+            q.submit(job(
+                Class::Bulk,
+                position(moves, depth(2)),
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let status = q.status().await.unwrap();
+        assert_eq!(status.classes.len(), 3);
+        assert_eq!(status.classes[2].0, Class::Bulk);
+        assert_eq!(status.classes[2].1.queued, 2);
+        assert!(status.classes[2].1.oldest_wait_ms >= 40, "{status:?}");
+        assert_eq!(status.classes[0].1.queued, 0);
+        assert_eq!(status.live_workers, 0);
+        let w = TestWorker::start(&q, "counted", 2, Duration::from_secs(5));
+        let start = Instant::now();
+        loop {
+            let status = q.status().await.unwrap();
+            if status.classes[2].1.queued == 0 && status.live_workers == 1 {
+                assert_eq!(status.worker_slots, 2);
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "{status:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        w.stop().await;
+    }
+
+    pub async fn the_queue_refuses_jobs_when_a_class_is_full(store: Arc<dyn LiveStore>) {
+        let config = QueueConfig {
+            max_queued: 2,
+            ..QueueConfig::for_tests()
+        };
+        let q = queue(store, config).await;
+        for moves in [&["9-13"][..], &["9-14"][..]] {
+            q.submit(job(
+                Class::Bulk,
+                position(moves, depth(2)),
+                "player:ann",
+                true,
+            ))
+            .await
+            .unwrap();
+        }
+        let err = q
+            .submit(job(
+                Class::Bulk,
+                position(&["10-14"], depth(2)),
+                "player:ann",
+                true,
+            ))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            draughts_proto::ServiceError::kind(&err),
+            draughts_proto::ErrorKind::ResourceExhausted
+        );
+        // Another class still has room.
+        q.submit(job(
+            Class::ComputerMove,
+            position(&["10-14"], depth(2)),
+            "player:ann",
+            false,
+        ))
+        .await
+        .unwrap();
+    }
+
+    pub async fn finished_rated_games_feed_the_bulk_class_once(store: Arc<dyn LiveStore>) {
+        use draughts_proto::contract::finished;
+        let q = queue(store.clone(), QueueConfig::for_tests()).await;
+        let entry = |game_id: &str, rated: bool| {
+            format!(
+                r#"{{"v":1,"game_id":"{game_id}","variant":"english","options":"","rated":{rated},
+                 "white":{{"id":"player:1"}},"black":{{"id":"player:2"}},"outcome":"white","reason":"resignation",
+                 "plies":2,"finished_at_ms":1,"pdn":"[GameType \"21\"] 1. 11-15 23-19 1-0"}}"#
+            )
+        };
+        // The same game twice (a redelivery), a casual game, an unreadable entry.
+        for payload in [
+            entry("g1", true),
+            entry("g1", true),
+            entry("g2", false),
+            "junk".into(),
+        ] {
+            store
+                .append(finished::STREAM, payload.into_bytes().into())
+                .await
+                .unwrap();
+        }
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let feed = tokio::spawn(draughts_analysis::bulk::run(
+            q.clone(),
+            "bulk-test".into(),
+            depth(2),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        let start = Instant::now();
+        while store
+            .backlog(finished::STREAM, draughts_analysis::bulk::GROUP)
+            .await
+            .map_or(true, |b| b.waiting > 0)
+        {
+            assert!(start.elapsed() < Duration::from_secs(10));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _ = stop.send(());
+        feed.await.unwrap();
+        let status = q.status().await.unwrap();
+        assert_eq!(
+            status.classes[2].1.queued, 1,
+            "one bulk job for g1, merged on redelivery: {status:?}"
+        );
+        assert_eq!(
+            store
+                .pending_count(finished::STREAM, draughts_analysis::bulk::GROUP)
+                .await
+                .unwrap(),
+            0,
+            "every entry acknowledged"
+        );
+    }
+}
