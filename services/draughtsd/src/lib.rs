@@ -5,6 +5,8 @@
 //! `--database-url postgres://...` to run on Redis and PostgreSQL, as the separate services do in a
 //! deployment. Backends are connected (and migrated) at start, so a wrong URL fails fast.
 
+pub mod computer;
+
 use std::sync::Arc;
 
 use draughts_runtime::{BackendConfig, ConfigError, ServerConfig, Services, TelemetryConfig};
@@ -136,6 +138,10 @@ impl Platform {
         .await?;
         let analysis =
             draughts_analysis::Analysis::new(backends.live.clone(), &config.analysis).await?;
+        // The computer players move through this process's analysis queue.
+        let validation = validation.with_computer(Arc::new(computer::QueuedComputer {
+            analysis: analysis.core.clone(),
+        }));
         Ok(Platform {
             validation,
             ratings,

@@ -1,0 +1,56 @@
+//! The computer players of the one-process platform: `Games` asks the in-process analysis service for
+//! each `ai:<level>` move (a BestMove job in the highest queue class, with no quota, as the server's own
+//! computer), so the computer's moves go through the same queue and workers as every analysis.
+
+use draughts_analysis::contract::{JobSpec, Line, Rules};
+use draughts_analysis::{AnalysisCore, Queue};
+use draughts_validation::games::GamesError;
+use draughts_validation::games::computer::{ComputerPlayer, ComputerTurn};
+
+/// Most moves sent with a position (the analysis API's bound); a longer game is sent as its current
+/// position alone.
+const MAX_MOVES: usize = 1000;
+
+/// Plays `ai:<level>` through the analysis queue of this process.
+#[derive(Clone, Debug)]
+pub struct QueuedComputer {
+    pub analysis: AnalysisCore,
+}
+
+#[tonic::async_trait]
+impl ComputerPlayer for QueuedComputer {
+    async fn choose(&self, turn: ComputerTurn) -> Result<String, GamesError> {
+        let (fen, moves) = if turn.moves.len() <= MAX_MOVES {
+            (turn.start_fen.clone(), turn.moves.clone())
+        } else {
+            (turn.fen.clone(), Vec::new())
+        };
+        let side_to_move_ms = if turn.fen.starts_with('W') {
+            turn.white_ms
+        } else {
+            turn.black_ms
+        };
+        let spec = JobSpec::BestMove {
+            line: Line {
+                rules: Rules {
+                    variant: turn.rules.variant().key().to_owned(),
+                    options: turn.rules.options().to_string(),
+                },
+                fen,
+                moves,
+            },
+            level: Some(turn.level),
+            limits: None,
+            // Never more than a tenth of the time left (plus the increment): the computer keeps time.
+            clock_cap_ms: Some((side_to_move_ms / 10 + turn.increment_ms).max(50)),
+            seed: rand::random(),
+        };
+        let owner = format!("ai:{}", turn.level);
+        let (_, result) = self
+            .analysis
+            .run_best_move(Queue::new_job_id(), spec, Some(owner))
+            .await
+            .map_err(|e| GamesError::Refused(format!("the computer found no move: {e}")))?;
+        Ok(result.mv.notation)
+    }
+}
