@@ -459,3 +459,138 @@ async fn a_computer_move_is_answered(channel: tonic::transport::Channel) {
     assert!(answer.r#move.is_some_and(|m| !m.notation.is_empty()));
     assert_eq!(answer.depth, 3);
 }
+
+/// Complete games against the computer through Games, on the embedded backends: the person plays the
+/// first legal move each turn; the computer (`ai:1`, `ai:8`) answers through the analysis queue and
+/// the in-process workers until the rules end the game.
+#[tokio::test]
+async fn complete_games_against_the_computer() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    // The test polls (a client would hold WatchGame open): limits out of the way.
+    let mut config = config("memory://", "sqlite::memory:");
+    config.auth.rate_limit_guest_per_minute = 1_000_000;
+    config.auth.rate_limit_anonymous_per_minute = 1_000_000;
+    let server = tokio::spawn(draughtsd::run(config, listener, async {
+        let _ = rx.await;
+    }));
+    let channel = loop {
+        match tonic::transport::Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+        {
+            Ok(c) => break c,
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+        }
+    };
+    let me = pb::auth_client::AuthClient::new(channel.clone())
+        .create_guest(pb::CreateGuestRequest {
+            display_name: "Me".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let my_id = me.player.unwrap().id;
+    let mut games = pb::games_client::GamesClient::new(channel.clone());
+    for (variant, level) in [(pb::Variant::English, 1), (pb::Variant::International, 8)] {
+        let computer = format!("ai:{level}");
+        let game = games
+            .create_game(authed(
+                &me.token,
+                pb::CreateGameRequest {
+                    rules: Some(pb::RuleSet {
+                        variant: variant as i32,
+                        options: None,
+                    }),
+                    time_control: Some(pb::TimeControl {
+                        kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
+                            base_ms: 3_600_000,
+                            increment_ms: 0,
+                        })),
+                    }),
+                    white: Some(pb::Player {
+                        id: my_id.clone(),
+                        ..Default::default()
+                    }),
+                    black: Some(pb::Player {
+                        id: computer.clone(),
+                        ..Default::default()
+                    }),
+                    rated: false,
+                    fen: String::new(),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(game.black.as_ref().unwrap().computer);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+        let mut computer_moves = 0;
+        let status = loop {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{variant:?} against {computer} did not end"
+            );
+            let view = games
+                .get_game(pb::GetGameRequest {
+                    game_id: game.game_id.clone(),
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            let status = view.status.clone().unwrap();
+            if status.outcome != pb::Outcome::Ongoing as i32 {
+                computer_moves = view
+                    .moves
+                    .iter()
+                    .filter(|m| m.side == pb::Color::Black as i32)
+                    .count();
+                break status;
+            }
+            let position = view.position.unwrap();
+            if position.side_to_move != pb::Color::White as i32 {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                continue;
+            }
+            let moves = pb::rules_client::RulesClient::new(channel.clone())
+                .list_moves(authed(
+                    &me.token,
+                    pb::ListMovesRequest {
+                        rules: view.rules,
+                        fen: position.fen,
+                    },
+                ))
+                .await
+                .unwrap()
+                .into_inner()
+                .moves;
+            games
+                .play_move(authed(
+                    &me.token,
+                    pb::PlayMoveRequest {
+                        game_id: game.game_id.clone(),
+                        r#move: Some(pb::MoveInput {
+                            r#move: Some(pb::move_input::Move::Text(moves[0].notation.clone())),
+                        }),
+                        expected_ply: Some(view.moves.len() as u32),
+                    },
+                ))
+                .await
+                .unwrap();
+        };
+        assert!(computer_moves > 0, "{variant:?}: the computer moved");
+        assert_ne!(status.outcome, pb::Outcome::Aborted as i32, "{status:?}");
+        assert_ne!(status.reason, pb::EndReason::Time as i32, "{status:?}");
+        if level == 8 {
+            assert_eq!(
+                status.outcome,
+                pb::Outcome::BlackWins as i32,
+                "level 8 beats first-legal-move play: {status:?}"
+            );
+        }
+    }
+    let _ = tx.send(());
+    server.await.unwrap().unwrap();
+}
