@@ -94,20 +94,14 @@ async fn resign(ch: &Channel, who: &Guest, id: &str) {
     GamesClient::new(ch.clone())
         .resign(authed(
             &who.token,
-            pb::GameActionRequest {
-                game_id: id.into(),
-                ..Default::default()
-            },
+            pb::GameActionRequest { game_id: id.into() },
         ))
         .await
         .unwrap();
 }
 
 fn watch_req(id: &str) -> pb::WatchGameRequest {
-    pb::WatchGameRequest {
-        game_id: id.into(),
-        ..Default::default()
-    }
+    pb::WatchGameRequest { game_id: id.into() }
 }
 
 type Events = tonic::Streaming<pb::GameEvent>;
