@@ -8,6 +8,7 @@
 //! | live store name | kind | contents |
 //! |---|---|---|
 //! | `auth:apikey:{key_id}` | versioned key, no TTL | [`ApiKeyRecord`] as JSON |
+//! | `auth:guest-link:{guest_id}` | key, no TTL | the account a guest was linked to (`LinkGuest`), written once |
 //! | `auth:rate:{bucket}:{window}` | rate counter (`hit`), 60 s | calls of `bucket` in minute `window` (Unix ms / 60000) |
 //!
 //! `key_id` is the first 16 hex digits of the key's SHA-256; the record holds the whole hash, never the
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use draughts_proto::contract::linked;
 use draughts_proto::ids::PlayerId;
 use draughts_runtime::ConfigError;
 use draughts_store::{ErrorCode, LiveStore, now_unix_ms};
@@ -31,6 +33,7 @@ use sha2::{Digest, Sha256};
 use super::config::{AuthConfig, GUEST_ISSUER};
 use super::identity::Identities;
 use super::layer::AuthLayer;
+use super::limits::{CallKind, FallbackLimiter};
 use super::{AuthError, Principal, PrincipalKind, Scope, Scopes};
 
 /// The rate-limit window.
@@ -56,6 +59,14 @@ const MAX_SUBJECT_BYTES: usize = 128;
 
 /// The owner (and display name) of the bootstrap admin key.
 const BOOTSTRAP_OWNER: &str = "admin";
+
+/// The stored link of a guest to an account, under `auth:guest-link:{guest_id}` (no TTL). JSON.
+#[derive(Debug, Serialize, Deserialize)]
+struct GuestLink {
+    v: u32,
+    player_id: String,
+    at_ms: u64,
+}
 
 /// The stored form of an API key, under [`api_key_record_name`]. JSON; readers ignore unknown fields
 /// and unknown scope names.
@@ -164,6 +175,8 @@ struct Inner {
     admin_key_hash: Option<[u8; 32]>,
     /// Who this server has issued or seen.
     identities: Identities,
+    /// Counts reads while the live store cannot (see [`crate::limits`]).
+    fallback: FallbackLimiter,
 }
 
 impl fmt::Debug for Authenticator {
@@ -225,6 +238,7 @@ impl Authenticator {
                 guest_validation,
                 player_key,
                 admin_key_hash,
+                fallback: FallbackLimiter::default(),
             }),
         })
     }
@@ -289,13 +303,19 @@ impl Authenticator {
 
     /// Counts one call of `bucket` in the current minute; RESOURCE_EXHAUSTED past `limit`.
     ///
-    /// If the live store cannot count, the call goes through (logged): the limit protects the
-    /// service, and refusing every call while the store is down would turn a store outage into a
-    /// full outage for calls that do not need it.
-    pub(crate) async fn count_call(&self, bucket: &str, limit: u32) -> Result<(), AuthError> {
+    /// If the live store cannot count, `kind` decides (see [`crate::limits`]): a write is refused
+    /// with UNAVAILABLE, a read is counted by this replica's fallback limiter.
+    pub(crate) async fn count_call(
+        &self,
+        bucket: &str,
+        limit: u32,
+        kind: CallKind,
+    ) -> Result<(), AuthError> {
         let window_ms = RATE_WINDOW.as_millis() as u64;
         let now_ms = now_unix_ms();
         let window = now_ms / window_ms;
+        let window_end_ms = (window + 1) * window_ms;
+        let retry_after_secs = (window_end_ms - now_ms).div_ceil(1000).max(1);
         let count = match self
             .inner
             .store
@@ -306,14 +326,20 @@ impl Authenticator {
             Err(e) => {
                 tracing::warn!(
                     error = &e as &(dyn std::error::Error + 'static),
-                    "rate counter unavailable; call let through"
+                    ?kind,
+                    "rate counter unavailable"
                 );
-                return Ok(());
+                return match kind {
+                    CallKind::Write => Err(AuthError::LimiterUnavailable(e)),
+                    CallKind::Read => {
+                        self.inner
+                            .fallback
+                            .hit(bucket, limit, window, retry_after_secs)
+                    }
+                };
             }
         };
         if count > u64::from(limit) {
-            let window_end_ms = (window + 1) * window_ms;
-            let retry_after_secs = (window_end_ms - now_ms).div_ceil(1000).max(1);
             return Err(AuthError::RateLimited { retry_after_secs });
         }
         Ok(())
@@ -327,6 +353,72 @@ impl Authenticator {
     /// Whether anonymous callers' addresses come from `x-forwarded-for`.
     pub(crate) fn trust_forwarded_for(&self) -> bool {
         self.inner.config.trust_forwarded_for
+    }
+
+    /// Links the guest of `guest_token` to `caller`'s account, once (see `Auth.LinkGuest`), and appends
+    /// the link to [`linked::STREAM`] for games and ratings to carry the guest's records over. Returns
+    /// the guest id and whether this call made the link. A repeat by the same account appends again
+    /// (the consumers are idempotent), so a crash between the record and the append loses nothing.
+    pub async fn link_guest(
+        &self,
+        caller: &Principal,
+        guest_token: &str,
+    ) -> Result<(String, bool), AuthError> {
+        if caller.kind != PrincipalKind::Player {
+            return Err(AuthError::NotAnAccount);
+        }
+        let claims: GuestClaims = jsonwebtoken::decode(
+            guest_token.trim(),
+            &self.inner.guest_key,
+            &self.inner.guest_validation,
+        )
+        .map_err(jwt_error)?
+        .claims;
+        let guest = PlayerId::parse(&claims.sub)
+            .ok()
+            .filter(PlayerId::is_guest)
+            .ok_or(AuthError::InvalidToken("malformed subject"))?;
+        let name = format!("auth:guest-link:{guest}");
+        let record = serde_json::to_vec(&GuestLink {
+            v: 1,
+            player_id: caller.player_id.clone(),
+            at_ms: now_unix_ms(),
+        })
+        .unwrap_or_default();
+        let linked_now = match self
+            .inner
+            .store
+            .put(&name, Bytes::from(record), None, None)
+            .await
+        {
+            Ok(_) => true,
+            Err(draughts_store::StoreError::Conflict { .. }) => {
+                let existing = self
+                    .inner
+                    .store
+                    .get(&name)
+                    .await
+                    .map_err(AuthError::Store)?
+                    .and_then(|(bytes, _)| serde_json::from_slice::<GuestLink>(&bytes).ok());
+                match existing {
+                    Some(link) if link.player_id == caller.player_id => false,
+                    _ => return Err(AuthError::AlreadyLinked),
+                }
+            }
+            Err(e) => return Err(AuthError::Store(e)),
+        };
+        let event = linked::LinkedV1 {
+            guest_id: guest.to_string(),
+            player_id: caller.player_id.clone(),
+            at_ms: now_unix_ms(),
+        };
+        self.inner
+            .store
+            .append(linked::STREAM, Bytes::from(linked::encode(&event)))
+            .await
+            .map_err(AuthError::Store)?;
+        tracing::info!(guest_id = %guest, player_id = %caller.player_id, linked_now, "guest linked");
+        Ok((guest.into_string(), linked_now))
     }
 
     /// Issues a guest ([`Authenticator::issue_guest`]) and records it in the identity registry, so that

@@ -1,7 +1,7 @@
 //! Every failure of authentication and of the `Auth` service, and its kind.
 
 use draughts_proto::{ErrorKind, ServiceError};
-use draughts_store::{ErrorCode, StoreError};
+use draughts_store::StoreError;
 
 use super::Scope;
 
@@ -36,12 +36,29 @@ pub enum AuthError {
     /// A bad request field (display name, owner, scopes, key id); the text says which and why.
     #[error("{0}")]
     InvalidArgument(String),
-    /// The live store failed (kind Unavailable when unreachable, else Internal; never shown).
+    /// The rate counters cannot be reached and the call changes state, so it is refused (kind
+    /// Unavailable; see [`crate::limits`]).
+    #[error(
+        "rate limiter unavailable: calls that change state are refused until it is back; retry later"
+    )]
+    LimiterUnavailable(#[source] StoreError),
+    /// The live store failed (kind: the one store mapping, `From<ErrorCode> for ErrorKind`; the
+    /// store's text is never shown).
     #[error("authentication store unavailable")]
     Store(#[source] StoreError),
+    /// A handler that needs the caller was reached without the authentication layer: a wiring
+    /// mistake of the server (kind Internal; never shown).
+    #[error("request not authenticated by the layer")]
+    NotBehindLayer,
     /// Signing a guest token failed (kind Internal; never shown).
     #[error("signing a token failed")]
     Signing(#[source] jsonwebtoken::errors::Error),
+    /// `LinkGuest` by a caller that is not an identity-provider account (kind PermissionDenied).
+    #[error("only a signed-in account (an identity-provider token) can take over a guest")]
+    NotAnAccount,
+    /// The guest is already linked to another account (kind FailedPrecondition).
+    #[error("this guest is already linked to another account")]
+    AlreadyLinked,
     /// A stored API key record could not be read (kind Internal; never shown).
     #[error("unreadable API key record")]
     CorruptRecord(#[source] serde_json::Error),
@@ -55,11 +72,13 @@ impl ServiceError for AuthError {
             | AuthError::Expired
             | AuthError::UnknownApiKey
             | AuthError::Unauthenticated => ErrorKind::Unauthenticated,
-            AuthError::MissingScope(_) => ErrorKind::PermissionDenied,
+            AuthError::MissingScope(_) | AuthError::NotAnAccount => ErrorKind::PermissionDenied,
+            AuthError::AlreadyLinked => ErrorKind::FailedPrecondition,
             AuthError::RateLimited { .. } => ErrorKind::ResourceExhausted,
             AuthError::InvalidArgument(_) => ErrorKind::InvalidArgument,
-            AuthError::Store(e) if e.code() == ErrorCode::Unavailable => ErrorKind::Unavailable,
-            AuthError::Store(_) | AuthError::Signing(_) | AuthError::CorruptRecord(_) => {
+            AuthError::LimiterUnavailable(_) => ErrorKind::Unavailable,
+            AuthError::Store(e) => e.code().into(),
+            AuthError::NotBehindLayer | AuthError::Signing(_) | AuthError::CorruptRecord(_) => {
                 ErrorKind::Internal
             }
         }

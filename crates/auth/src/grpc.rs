@@ -114,6 +114,23 @@ impl Auth for AuthApi {
     }
 
     #[tracing::instrument(skip_all)]
+    async fn link_guest(
+        &self,
+        req: Request<pb::LinkGuestRequest>,
+    ) -> Result<Response<pb::LinkGuestResponse>, Status> {
+        let caller = principal(&req)?;
+        let (guest_id, linked_now) = self
+            .auth
+            .link_guest(&caller, &req.get_ref().guest_token)
+            .await?;
+        Ok(Response::new(pb::LinkGuestResponse {
+            guest_id,
+            player_id: caller.player_id,
+            linked_now,
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
     async fn revoke_api_key(
         &self,
         req: Request<pb::RevokeApiKeyRequest>,

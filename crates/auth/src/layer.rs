@@ -9,6 +9,7 @@ use tonic::server::NamedService;
 use tonic::transport::server::TcpConnectInfo;
 use tower::{Layer, Service};
 
+use super::limits::{CallKind, CallPolicy};
 use super::{AuthError, Authenticator, Principal};
 
 /// Wraps a generated tonic server (or anything serving `http::Request`s) so that each request is
@@ -16,14 +17,30 @@ use super::{AuthError, Authenticator, Principal};
 /// reaches the server. The handler finds an `Option<Principal>` in the request extensions (`None`:
 /// anonymous); a refused request is answered here with its gRPC status (RESOURCE_EXHAUSTED carries
 /// `retry-after` metadata).
+///
+/// Every method of the wrapped server counts as a call that changes state (refused with UNAVAILABLE
+/// while the rate counters are unreachable) unless [`AuthLayer::with_policy`] names it a read; see
+/// [`crate::limits`].
 #[derive(Clone, Debug)]
 pub struct AuthLayer {
     auth: Authenticator,
+    policy: CallPolicy,
 }
 
 impl AuthLayer {
+    /// The layer for a server whose every method changes state.
     pub fn new(auth: Authenticator) -> AuthLayer {
-        AuthLayer { auth }
+        AuthLayer {
+            auth,
+            policy: CallPolicy::WRITES,
+        }
+    }
+
+    /// The same layer with `policy` saying which methods only read.
+    #[must_use]
+    pub fn with_policy(mut self, policy: CallPolicy) -> AuthLayer {
+        self.policy = policy;
+        self
     }
 }
 
@@ -34,6 +51,7 @@ impl<S> Layer<S> for AuthLayer {
         Authenticated {
             inner,
             auth: self.auth.clone(),
+            policy: self.policy,
         }
     }
 }
@@ -43,6 +61,7 @@ impl<S> Layer<S> for AuthLayer {
 pub struct Authenticated<S> {
     inner: S,
     auth: Authenticator,
+    policy: CallPolicy,
 }
 
 impl<S: NamedService> NamedService for Authenticated<S> {
@@ -69,10 +88,11 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let auth = self.auth.clone();
+        let kind = self.policy.kind(req.uri().path());
         // Only the head is looked at (and borrowed across awaits); the body is not `Sync`.
         let (mut head, body) = req.into_parts();
         Box::pin(async move {
-            match admit(&auth, &head).await {
+            match admit(&auth, &head, kind).await {
                 Ok(principal) => {
                     head.extensions.insert(principal);
                     inner.call(http::Request::from_parts(head, body)).await
@@ -90,10 +110,11 @@ where
 async fn admit(
     auth: &Authenticator,
     head: &http::request::Parts,
+    kind: CallKind,
 ) -> Result<Option<Principal>, AuthError> {
     match auth.caller(&head.headers).await? {
         Some(caller) => {
-            auth.count_call(&caller.rate_bucket, caller.rate_limit_per_minute)
+            auth.count_call(&caller.rate_bucket, caller.rate_limit_per_minute, kind)
                 .await?;
             Ok(Some(caller.principal))
         }
@@ -102,7 +123,8 @@ async fn admit(
                 Some(ip) => format!("addr:{ip}"),
                 None => "addr:unknown".to_owned(),
             };
-            auth.count_call(&bucket, auth.anonymous_limit()).await?;
+            auth.count_call(&bucket, auth.anonymous_limit(), kind)
+                .await?;
             Ok(None)
         }
     }

@@ -21,9 +21,14 @@
 //! guest, player and API key, and per client address for anonymous calls. A refused call gets
 //! RESOURCE_EXHAUSTED with `retry-after` metadata: the seconds until the window ends.
 //!
+//! When the live store cannot count (Redis down), calls that create or change state fail closed
+//! (UNAVAILABLE) and the methods a service registers as reads fail open, bounded by a small
+//! in-process limiter per caller ([`limits`] has the whole rule and why).
+//!
 //! Layout: [`config`] (flags, validation), [`error`] (the error enum and its kinds), [`authenticator`]
-//! (credentials, tokens, keys, rate limits; no tonic types), [`layer`] (the tower layer), [`grpc`] (the
-//! `Auth` service: converts, calls the authenticator, converts back).
+//! (credentials, tokens, keys, rate limits; no tonic types), [`limits`] (fail open or closed when the
+//! store is down, the fallback limiter), [`layer`] (the tower layer), [`grpc`] (the `Auth` service:
+//! converts, calls the authenticator, converts back).
 //!
 //! ```
 //! use draughts_auth::{Principal, PrincipalKind, Scope, Scopes, require};
@@ -46,6 +51,7 @@ pub mod error;
 pub mod grpc;
 pub mod identity;
 pub mod layer;
+pub mod limits;
 
 use std::fmt;
 use std::str::FromStr;
@@ -60,6 +66,7 @@ pub use config::AuthConfig;
 pub use error::AuthError;
 pub use identity::{Identities, Identity};
 pub use layer::{AuthLayer, Authenticated};
+pub use limits::{CallKind, CallPolicy};
 
 /// Who is calling, once their credentials are checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -211,7 +218,7 @@ pub fn principal<T>(req: &tonic::Request<T>) -> Result<Principal, tonic::Status>
         None => {
             // A wiring mistake, not the caller's: the server was registered without the layer.
             tracing::error!("request reached a handler without passing the authentication layer");
-            Err(tonic::Status::internal("internal error"))
+            Err(AuthError::NotBehindLayer.to_status())
         }
     }
 }
@@ -234,11 +241,14 @@ pub fn require(principal: &Principal, scope: Scope) -> Result<(), tonic::Status>
     }
 }
 
+/// The methods of `draughts.v1.Auth` that only read (see [`limits`]); the others create state.
+pub const AUTH_READS: CallPolicy = CallPolicy::reads(&["WhoAmI"]);
+
 /// Adds `draughts.v1.Auth` to a host, behind the authentication layer.
 pub fn register_auth(services: &mut Services, auth: &Authenticator, max_message_bytes: usize) {
     let server = AuthServer::new(grpc::AuthApi::new(auth.clone()))
         .max_decoding_message_size(max_message_bytes);
-    services.add(auth.layer().layer(server));
+    services.add(auth.layer().with_policy(AUTH_READS).layer(server));
 }
 
 #[cfg(test)]

@@ -44,6 +44,28 @@ pub fn status_code(kind: ErrorKind) -> tonic::Code {
     }
 }
 
+/// THE mapping from a store failure to an error kind, used by every service for its store errors
+/// (feature `store`):
+/// - `Unavailable` (Redis or the database unreachable, a timeout): UNAVAILABLE, retry later;
+/// - `Conflict` (a compare-and-set lost, a unique constraint): ABORTED, re-read and retry;
+/// - `InvalidArgument` (the service passed the store something it cannot hold), `NotFound` (a stream
+///   group, row or migration the service expected), `Internal`: INTERNAL. These are the service's own
+///   mistakes: client input must be validated at the edge (and get INVALID_ARGUMENT there) before it
+///   reaches a store, and a store's text never reaches a client.
+#[cfg(feature = "store")]
+impl From<draughts_store::ErrorCode> for ErrorKind {
+    fn from(code: draughts_store::ErrorCode) -> ErrorKind {
+        use draughts_store::ErrorCode;
+        match code {
+            ErrorCode::Unavailable => ErrorKind::Unavailable,
+            ErrorCode::Conflict => ErrorKind::Conflict,
+            ErrorCode::InvalidArgument | ErrorCode::NotFound | ErrorCode::Internal => {
+                ErrorKind::Internal
+            }
+        }
+    }
+}
+
 /// An error that knows its kind; `to_status` builds the gRPC status from the table.
 pub trait ServiceError: std::error::Error {
     fn kind(&self) -> ErrorKind;
@@ -113,6 +135,22 @@ mod tests {
         ];
         let codes: std::collections::HashSet<_> = kinds.iter().map(|k| status_code(*k)).collect();
         assert_eq!(codes.len(), kinds.len());
+    }
+
+    #[cfg(feature = "store")]
+    #[test]
+    fn store_codes_map_to_one_kind_each() {
+        use draughts_store::ErrorCode;
+        let cases = [
+            (ErrorCode::Unavailable, ErrorKind::Unavailable),
+            (ErrorCode::Conflict, ErrorKind::Conflict),
+            (ErrorCode::InvalidArgument, ErrorKind::Internal),
+            (ErrorCode::NotFound, ErrorKind::Internal),
+            (ErrorCode::Internal, ErrorKind::Internal),
+        ];
+        for (code, kind) in cases {
+            assert_eq!(ErrorKind::from(code), kind, "{code:?}");
+        }
     }
 
     #[test]

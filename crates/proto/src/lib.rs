@@ -10,6 +10,7 @@
 //! assert_eq!(convert::position_to_wire(&pos).fen, "B:W21,22,23,24,25,26,27,28,29,30,31,32:B1,2,3,4,5,6,7,8,9,10,11,12");
 //! ```
 
+pub mod contract;
 pub mod convert;
 pub mod error;
 pub mod ids;

@@ -46,6 +46,7 @@
 //! # }
 //! ```
 
+mod batch;
 mod database;
 mod error;
 pub mod keys;
@@ -56,6 +57,7 @@ mod redis_store;
 
 use std::sync::Arc;
 
+pub use batch::take_batch;
 pub use bytes::Bytes;
 pub use database::{DEFAULT_ACQUIRE_TIMEOUT, Database, DbBackend, Migration};
 pub use error::{BoxError, ErrorCode, StoreError};

@@ -148,13 +148,26 @@ fn wait_exit(child: &mut Child, timeout: Duration) -> bool {
 
 // ---------------------------------------------------------------- redis
 
-/// A `redis-server` on a free port of 127.0.0.1, without persistence, killed on drop.
+/// A `redis-server` on a free port of 127.0.0.1, killed on drop, persisting as production must: with
+/// an append-only file (`--appendonly yes`, fsync every second) in its own temporary directory, so that
+/// [`RedisServer::restart`] keeps the data like a restarted production Redis does.
 #[derive(Debug)]
 pub struct RedisServer {
     child: Child,
     port: u16,
-    _dir: TempDir,
+    binary: PathBuf,
+    dir: TempDir,
 }
+
+/// The persistence settings of every test Redis: the append-only file, no RDB snapshots.
+const REDIS_PERSISTENCE: [&str; 6] = [
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "everysec",
+    "--save",
+    "",
+];
 
 fn redis_ping(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
@@ -192,15 +205,56 @@ impl RedisServer {
     fn try_start(binary: &Path) -> Result<Self, TestkitError> {
         let dir = TempDir::new("redis")?;
         let port = free_port()?;
-        let log_path = dir.path.join("redis.log");
-        let log = fs::File::create(&log_path).map_err(io_error("create redis log"))?;
+        let child = RedisServer::spawn(binary, port, &dir.path)?;
+        Ok(RedisServer {
+            child,
+            port,
+            binary: binary.to_owned(),
+            dir,
+        })
+    }
+
+    /// Stops the server as an operator would (SIGTERM: Redis flushes its append-only file) and starts
+    /// it again on the same port and directory; the data written before is there again.
+    pub fn restart(&mut self) -> Result<(), TestkitError> {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+        // The port may take a moment to be free again.
+        let mut attempts = 0;
+        loop {
+            match RedisServer::spawn(&self.binary, self.port, &self.dir.path) {
+                Ok(child) => {
+                    self.child = child;
+                    return Ok(());
+                }
+                Err(e) if attempts >= 20 => return Err(e),
+                Err(_) => {
+                    attempts += 1;
+                    thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    /// Starts `redis-server` on `port` with its files in `dir` and waits until it answers PING.
+    fn spawn(binary: &Path, port: u16, dir: &Path) -> Result<Child, TestkitError> {
+        let log_path = dir.join("redis.log");
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(io_error("open redis log"))?;
         let log_err = log.try_clone().map_err(io_error("clone redis log"))?;
         let mut child = Command::new(binary)
             .arg("--port")
             .arg(port.to_string())
-            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--bind", "127.0.0.1"])
+            .args(REDIS_PERSISTENCE)
             .arg("--dir")
-            .arg(&dir.path)
+            .arg(dir)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err)
@@ -209,11 +263,7 @@ impl RedisServer {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if redis_ping(port) {
-                return Ok(RedisServer {
-                    child,
-                    port,
-                    _dir: dir,
-                });
+                return Ok(child);
             }
             if let Ok(Some(status)) = child.try_wait() {
                 return Err(TestkitError::NotReady {
@@ -531,5 +581,35 @@ mod tests {
         let port = free_port().expect("a free port");
         assert_ne!(port, 0);
         TcpListener::bind((Ipv4Addr::LOCALHOST, port)).expect("the port is still free");
+    }
+
+    /// One RESP command on a fresh connection; the first reply line.
+    fn redis_command(port: u16, command: &str) -> String {
+        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        stream.write_all(command.as_bytes()).unwrap();
+        let mut reply = Vec::new();
+        let mut byte = [0u8; 1];
+        while stream.read_exact(&mut byte).is_ok() {
+            reply.push(byte[0]);
+            if reply.ends_with(b"\r\n") && !reply.starts_with(b"$") {
+                break;
+            }
+            if reply.starts_with(b"$") && reply.iter().filter(|b| **b == b'\n').count() == 2 {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&reply).into_owned()
+    }
+
+    /// The test Redis persists like production: what was written before a restart is there after it.
+    #[test]
+    fn redis_keeps_its_data_across_a_restart() {
+        let mut redis = RedisServer::start().expect("redis-server (install: redis-server)");
+        assert_eq!(redis_command(redis.port(), "SET kept yes\r\n"), "+OK\r\n");
+        redis.restart().unwrap();
+        assert_eq!(redis_command(redis.port(), "GET kept\r\n"), "$3\r\nyes\r\n");
     }
 }

@@ -18,6 +18,8 @@ fn config(redis_url: &str, database_url: &str) -> Config {
         ratings: draughts_ratings::RatingsConfig {
             // Short waits so that a finished game is rated within the test's patience.
             block_ms: 50,
+            // The test's players are guests.
+            guest_games: draughts_ratings::config::Policy::Rate,
             ..draughts_ratings::RatingsConfig::defaults()
         },
         games: draughts_validation::games::GamesLimits::defaults(),
@@ -65,7 +67,8 @@ async fn exercise(config: Config) {
         .unwrap()
         .into_inner();
     assert_eq!(r.moves.len(), 9);
-    a_finished_game_is_rated(channel).await;
+    a_finished_game_is_rated(channel.clone()).await;
+    a_guest_who_signs_up_keeps_its_games_and_ratings(channel).await;
     let _ = tx.send(());
     server.await.unwrap().unwrap();
 }
@@ -131,35 +134,51 @@ async fn a_finished_game_is_rated(channel: tonic::transport::Channel) {
     let bob = guest("Bob").await;
     let (ann_id, bob_id) = (ann.player.unwrap().id, bob.player.unwrap().id);
     let mut games = pb::games_client::GamesClient::new(channel.clone());
-    let game = games
-        .create_game(authed(
-            &ann.token,
-            pb::CreateGameRequest {
-                rules: Some(pb::RuleSet {
-                    variant: pb::Variant::English as i32,
-                    options: None,
-                }),
-                time_control: Some(pb::TimeControl {
-                    kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
-                        base_ms: 300_000,
-                        increment_ms: 0,
-                    })),
-                }),
-                white: Some(pb::Player {
-                    id: ann_id.clone(),
-                    ..Default::default()
-                }),
-                black: Some(pb::Player {
-                    id: bob_id.clone(),
-                    ..Default::default()
-                }),
-                rated: true,
-                fen: String::new(),
-            },
-        ))
-        .await
-        .unwrap()
-        .into_inner();
+    // Ann invites Bob, Bob accepts; both sides move (a game that ends before that is aborted).
+    let game = draughts_testkit::agreed_game(
+        &channel,
+        &ann.token,
+        &bob.token,
+        pb::CreateGameRequest {
+            rules: Some(pb::RuleSet {
+                variant: pb::Variant::English as i32,
+                options: None,
+            }),
+            time_control: Some(pb::TimeControl {
+                kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
+                    base_ms: 300_000,
+                    increment_ms: 0,
+                })),
+            }),
+            white: Some(pb::Player {
+                id: ann_id.clone(),
+                ..Default::default()
+            }),
+            black: Some(pb::Player {
+                id: bob_id.clone(),
+                ..Default::default()
+            }),
+            rated: true,
+            fen: String::new(),
+        },
+    )
+    .await
+    .unwrap();
+    for (token, mv) in [(&bob.token, "11-15"), (&ann.token, "23-19")] {
+        games
+            .play_move(authed(
+                token,
+                pb::PlayMoveRequest {
+                    game_id: game.game_id.clone(),
+                    r#move: Some(pb::MoveInput {
+                        r#move: Some(pb::move_input::Move::Text(mv.into())),
+                    }),
+                    expected_ply: None,
+                },
+            ))
+            .await
+            .unwrap();
+    }
     games
         .resign(authed(
             &bob.token,
@@ -193,5 +212,206 @@ async fn a_finished_game_is_rated(channel: tonic::transport::Channel) {
             "the finished game was not rated"
         );
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
+/// An identity-provider token for subject `sub`, signed with the test configuration's key.
+fn player_token(sub: &str) -> String {
+    let secret = draughts_validation::auth::AuthConfig::for_tests()
+        .jwt_key
+        .unwrap();
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 600;
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &serde_json::json!({"sub": sub, "name": "Gus Signed", "exp": exp}),
+        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()).unwrap(),
+    )
+    .unwrap()
+}
+
+/// A guest plays and wins a rated game, then signs up and links the guest to its account
+/// (`Auth.LinkGuest`): the game is listed under the account and the rating is the account's. Only
+/// once, only by an account, only with the guest's own token.
+async fn a_guest_who_signs_up_keeps_its_games_and_ratings(channel: tonic::transport::Channel) {
+    let mut auth = pb::auth_client::AuthClient::new(channel.clone());
+    let mut games = pb::games_client::GamesClient::new(channel.clone());
+    let mut new_guest = async |name: &str| {
+        auth.create_guest(pb::CreateGuestRequest {
+            display_name: name.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+    };
+    let gus = new_guest("Gus").await;
+    let hal = new_guest("Hal").await;
+    let gus_id = gus.player.unwrap().id;
+    let hal_id = hal.player.unwrap().id;
+    let game = draughts_testkit::agreed_game(
+        &channel,
+        &gus.token,
+        &hal.token,
+        pb::CreateGameRequest {
+            rules: Some(pb::RuleSet {
+                variant: pb::Variant::Russian as i32,
+                options: None,
+            }),
+            time_control: Some(pb::TimeControl {
+                kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
+                    base_ms: 300_000,
+                    increment_ms: 0,
+                })),
+            }),
+            white: Some(pb::Player {
+                id: gus_id.clone(),
+                ..Default::default()
+            }),
+            black: Some(pb::Player {
+                id: hal_id.clone(),
+                ..Default::default()
+            }),
+            rated: true,
+            fen: String::new(),
+        },
+    )
+    .await
+    .unwrap();
+    for (token, mv) in [(&gus.token, "c3-d4"), (&hal.token, "f6-e5")] {
+        games
+            .play_move(authed(
+                token,
+                pb::PlayMoveRequest {
+                    game_id: game.game_id.clone(),
+                    r#move: Some(pb::MoveInput {
+                        r#move: Some(pb::move_input::Move::Text(mv.into())),
+                    }),
+                    expected_ply: None,
+                },
+            ))
+            .await
+            .unwrap();
+    }
+    games
+        .resign(authed(
+            &hal.token,
+            pb::GameActionRequest {
+                game_id: game.game_id.clone(),
+            },
+        ))
+        .await
+        .unwrap();
+    let ratings = pb::ratings_client::RatingsClient::new(channel.clone());
+    let category = Some(pb::RatingCategory {
+        variant: pb::Variant::Russian as i32,
+        speed: 0,
+    });
+    let rating_of = |id: String| {
+        let mut ratings = ratings.clone();
+        async move {
+            ratings
+                .get_rating(pb::GetRatingRequest {
+                    player_id: id,
+                    category,
+                })
+                .await
+                .unwrap()
+                .into_inner()
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while rating_of(gus_id.clone()).await.games != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the guest's game was not rated"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let guest_rating = rating_of(gus_id.clone()).await.rating;
+    // Only an account may take a guest over: a guest cannot.
+    let e = auth
+        .link_guest(authed(
+            &hal.token,
+            pb::LinkGuestRequest {
+                guest_token: gus.token.clone(),
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    // A forged guest token proves nothing.
+    let e = auth
+        .link_guest(authed(
+            &player_token("gus-account"),
+            pb::LinkGuestRequest {
+                guest_token: format!("{}x", gus.token),
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unauthenticated);
+    let account = player_token("gus-account");
+    let linked = auth
+        .link_guest(authed(
+            &account,
+            pb::LinkGuestRequest {
+                guest_token: gus.token.clone(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(linked.linked_now);
+    assert_eq!(
+        (linked.guest_id.as_str(), linked.player_id.as_str()),
+        (gus_id.as_str(), "player:gus-account")
+    );
+    // Again: no change. By another account: refused.
+    let again = auth
+        .link_guest(authed(
+            &account,
+            pb::LinkGuestRequest {
+                guest_token: gus.token.clone(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!again.linked_now);
+    let e = auth
+        .link_guest(authed(
+            &player_token("someone-else"),
+            pb::LinkGuestRequest {
+                guest_token: gus.token.clone(),
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+    // The game and the rating are the account's now.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let listed = games
+            .list_games(pb::ListGamesRequest {
+                player_id: "player:gus-account".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let rating = rating_of("player:gus-account".into()).await;
+        if listed.recent.iter().any(|g| g.game_id == game.game_id) && rating.games == 1 {
+            assert_eq!(rating.rating, guest_rating);
+            assert_eq!(rating_of(gus_id.clone()).await.games, 0);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the linked guest's game and rating did not move"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }

@@ -63,24 +63,8 @@ impl Speed {
     }
 }
 
-/// A game's time control (milliseconds, days).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TimeControl {
-    /// Base time plus an increment per move.
-    Fischer {
-        /// Initial time per player, milliseconds.
-        base_ms: u64,
-        /// Added after each move, milliseconds.
-        #[serde(default)]
-        increment_ms: u64,
-    },
-    /// A fixed number of days for each move.
-    Correspondence {
-        /// Days per move.
-        days_per_move: u32,
-    },
-}
+/// A game's time control: the one type of the Redis contracts.
+pub use draughts_proto::contract::finished::TimeControl;
 
 /// Which rating a game counts for: a variant, and a speed class for the variants rated per speed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -110,8 +110,9 @@ pub struct RatingsConfig {
     /// Games against the computer: `skip`, `rate` (both sides) or `human-only`.
     #[arg(long, env = "DRAUGHTS_RATINGS_COMPUTER_GAMES", value_enum, default_value_t = ComputerPolicy::Skip)]
     pub computer_games: ComputerPolicy,
-    /// Games with a guest player: `rate` or `skip`.
-    #[arg(long, env = "DRAUGHTS_RATINGS_GUEST_GAMES", value_enum, default_value_t = Policy::Rate)]
+    /// Games with a guest player: `skip` (default: a guest costs nothing to make, so its rating could be
+    /// farmed with guests of one's own; ratings are for signed-in accounts) or `rate`.
+    #[arg(long, env = "DRAUGHTS_RATINGS_GUEST_GAMES", value_enum, default_value_t = Policy::Skip)]
     pub guest_games: Policy,
     /// Games played with house-rule options (no-mandatory-capture, move-limit, ...): `skip` or `rate`.
     #[arg(long, env = "DRAUGHTS_RATINGS_HOUSE_RULE_GAMES", value_enum, default_value_t = Policy::Skip)]
@@ -139,6 +140,30 @@ pub struct RatingsConfig {
         default_value_t = 5_000
     )]
     pub claim_interval_ms: u64,
+    /// How often the reconciler sweeps the games service's `finished_games` table for finished games
+    /// the stream did not deliver, milliseconds; 0 turns it off (then a lost stream entry is never
+    /// rated). Needs that table in this service's database.
+    #[arg(
+        long,
+        env = "DRAUGHTS_RATINGS_RECONCILE_INTERVAL_MS",
+        default_value_t = 60_000
+    )]
+    pub reconcile_interval_ms: u64,
+    /// Games that finished less than this long ago are left to the stream, milliseconds.
+    #[arg(
+        long,
+        env = "DRAUGHTS_RATINGS_RECONCILE_DELAY_MS",
+        default_value_t = 60_000
+    )]
+    pub reconcile_delay_ms: u64,
+    /// Each sweep starts this long before the previous sweep's end, milliseconds, so that games archived
+    /// late (after their finish time) are still found.
+    #[arg(
+        long,
+        env = "DRAUGHTS_RATINGS_RECONCILE_MARGIN_MS",
+        default_value_t = 3_600_000
+    )]
+    pub reconcile_margin_ms: u64,
 }
 
 impl RatingsConfig {
@@ -159,7 +184,7 @@ impl RatingsConfig {
             speed_class_variants: "international".into(),
             casual_games: Policy::Skip,
             computer_games: ComputerPolicy::Skip,
-            guest_games: Policy::Rate,
+            guest_games: Policy::Skip,
             house_rule_games: Policy::Skip,
             consumer_group: "ratings".into(),
             consumer_name: String::new(),
@@ -167,6 +192,9 @@ impl RatingsConfig {
             block_ms: 1000,
             claim_idle_ms: 30_000,
             claim_interval_ms: 5_000,
+            reconcile_interval_ms: 60_000,
+            reconcile_delay_ms: 60_000,
+            reconcile_margin_ms: 3_600_000,
         }
     }
 
@@ -260,6 +288,12 @@ impl RatingsConfig {
             return Err(ConfigError(
                 "claim-idle-ms and claim-interval-ms must be at least 10".into(),
             ));
+        }
+        if self.reconcile_interval_ms != 0 && self.reconcile_interval_ms < 10 {
+            return Err(ConfigError(format!(
+                "reconcile-interval-ms must be 0 (off) or at least 10, got {}",
+                self.reconcile_interval_ms
+            )));
         }
         Ok(())
     }

@@ -16,6 +16,9 @@
 //! - backend failures (database or Redis down, Redis restarted) are retried with capped backoff; a batch
 //!   whose transaction failed is retried as it is, and acknowledgements that failed are sent again.
 //!
+//! The same loop runs the [`Reconciler`](crate::reconcile) every `--reconcile-interval-ms` (one page
+//! per turn of the loop while a sweep is under way): games the stream lost are rated from the database.
+//!
 //! Shutdown: the loop stops pulling, finishes the batch in hand (apply and ack), and returns.
 
 use std::future::Future;
@@ -28,12 +31,15 @@ use draughts_store::{Entry, EntryId, ErrorCode, LiveStore, StoreError};
 use crate::config::{PeriodMode, RatingsConfig};
 use crate::domain::{ApplyReport, RatingsCore};
 use crate::event::{DEAD_LETTER_STREAM, FINISHED_STREAM, FinishedGame, Source};
+use crate::reconcile::Reconciler;
 
 /// Smallest and largest wait between retries after a backend failure.
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// How often fixed rating periods are checked for closing.
 const CLOSE_INTERVAL: Duration = Duration::from_secs(1);
+/// How often the loop looks for guests taken over by accounts.
+const LINKS_INTERVAL: Duration = Duration::from_secs(1);
 
 /// One consumer of the finished-games stream.
 #[derive(Clone, Debug)]
@@ -47,6 +53,7 @@ pub struct Consumer {
     block: Duration,
     claim_idle: Duration,
     claim_interval: Duration,
+    reconciler: Reconciler,
 }
 
 /// A consumer name unique to this process: `ratings-<host>-<random>`.
@@ -82,7 +89,7 @@ impl Consumer {
         };
         Consumer {
             live,
-            core,
+            core: core.clone(),
             stream: FINISHED_STREAM.to_owned(),
             group: config.consumer_group.clone(),
             name,
@@ -90,6 +97,7 @@ impl Consumer {
             block: Duration::from_millis(config.block_ms),
             claim_idle: Duration::from_millis(config.claim_idle_ms),
             claim_interval: Duration::from_millis(config.claim_interval_ms),
+            reconciler: Reconciler::new(core.clone(), config),
         }
     }
 
@@ -124,6 +132,9 @@ impl Consumer {
         let mut group_ready = false;
         let mut last_claim: Option<Instant> = None;
         let mut last_close: Option<Instant> = None;
+        let mut last_reconcile: Option<Instant> = None;
+        let mut reconcile_busy = false;
+        let mut last_links: Option<Instant> = None;
         let mut unacked: Vec<EntryId> = Vec::new();
         loop {
             if !group_ready {
@@ -156,6 +167,34 @@ impl Consumer {
                     .await
                 {
                     tracing::warn!(error = %e, "rating a finished period failed; retrying");
+                }
+            }
+            // The reconciler, one page per turn of the loop so that the stream is never starved.
+            let interval = self.reconciler.interval();
+            if !interval.is_zero()
+                && (reconcile_busy || last_reconcile.is_none_or(|at| at.elapsed() >= interval))
+            {
+                match self.reconciler.page(draughts_store::now_unix_ms()).await {
+                    Ok(page) => {
+                        reconcile_busy = !page.sweep_done;
+                        if page.sweep_done {
+                            last_reconcile = Some(Instant::now());
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reconciling finished games from the database failed; retrying at the next interval");
+                        reconcile_busy = false;
+                        last_reconcile = Some(Instant::now());
+                    }
+                }
+            }
+            // Guests taken over by accounts (see `links`), once a second.
+            if last_links.is_none_or(|at| at.elapsed() >= LINKS_INTERVAL) {
+                last_links = Some(Instant::now());
+                if let Err(e) =
+                    crate::links::apply(self.live.as_ref(), &self.core, &self.name).await
+                {
+                    tracing::warn!(error = %e, "merging linked guests' ratings failed; retrying");
                 }
             }
             // Entries of consumers that died (or hang) first, then new ones.

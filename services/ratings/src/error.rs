@@ -40,12 +40,7 @@ impl ServiceError for RatingsError {
     fn kind(&self) -> ErrorKind {
         match self {
             RatingsError::InvalidArgument(_) => ErrorKind::InvalidArgument,
-            RatingsError::Store(e) => match e.code() {
-                ErrorCode::Unavailable => ErrorKind::Unavailable,
-                ErrorCode::Conflict => ErrorKind::Conflict,
-                ErrorCode::InvalidArgument => ErrorKind::InvalidArgument,
-                ErrorCode::NotFound | ErrorCode::Internal => ErrorKind::Internal,
-            },
+            RatingsError::Store(e) => e.code().into(),
             RatingsError::Corrupt(_) => ErrorKind::Internal,
         }
     }
@@ -72,5 +67,9 @@ mod tests {
         });
         assert_eq!(down.to_status().code(), tonic::Code::Unavailable);
         assert!(down.is_transient());
+        // The one store mapping: a store's InvalidArgument is the service's mistake, not the client's.
+        let refused = RatingsError::Store(StoreError::InvalidArgument("zero TTL".into()));
+        assert_eq!(refused.kind(), ErrorKind::Internal);
+        assert_eq!(refused.to_status().message(), "internal error");
     }
 }

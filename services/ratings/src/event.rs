@@ -1,70 +1,34 @@
-//! What the ratings service reads: a finished game, from a `games.finished` stream entry (schema version
-//! 1, written by the games service; its full description is at the top of
-//! `services/validation/src/games/service.rs`) or from an admin import.
+//! What the ratings service reads: a finished game, from a `games.finished` stream entry (decoded by
+//! the one contract, [`draughts_proto::contract::finished`], whose docs list every field), from a row
+//! of the games service's `finished_games` table (the reconciler, [`crate::reconcile`]), or from an
+//! admin import.
 //!
-//! The fields read here (every other field is ignored, as are unknown fields):
-//! ```json
-//! {"v":1,"game_id":"g_...","variant":"international","options":"","rated":true,
-//!  "white":{"id":"player:1","guest":false,"computer":false},
-//!  "black":{"id":"guest:x","guest":true,"computer":false},
-//!  "outcome":"white",
-//!  "time_control":{"kind":"fischer","base_ms":300000,"increment_ms":2000},
-//!  "finished_at_ms":1764500000000,"traceparent":"00-...-...-01"}
-//! ```
-//! `outcome` is `white`, `black`, `draw` or `aborted`. `game_id` is the idempotency key: an entry may be
-//! delivered more than once, and a game is rated once.
+//! `game_id` is the idempotency key: an entry may be delivered more than once, and a game is rated once.
 
 use draughts_engine::Variant;
-use serde::Deserialize;
+use draughts_proto::contract::finished::{self, DecodeError, FinishedV1};
 
-use crate::category::TimeControl;
+pub use draughts_proto::contract::finished::{Outcome, TimeControl};
 
 /// The stream the games service publishes finished games on.
-pub const FINISHED_STREAM: &str = "games.finished";
+pub const FINISHED_STREAM: &str = finished::STREAM;
 
 /// Where entries that can never be applied (not JSON, unknown schema version, unknown variant) are
 /// copied, unchanged, before they are acknowledged, so that they are kept for inspection without
 /// blocking the consumer group.
 pub const DEAD_LETTER_STREAM: &str = "games.finished.ratings-rejected";
 
-/// The schema version this reader understands.
-pub const SCHEMA_VERSION: u32 = 1;
-
 /// Longest player or game id accepted, in bytes.
 pub const MAX_ID_BYTES: usize = 128;
 
-/// How a game ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    WhiteWins,
-    BlackWins,
-    Draw,
-    /// Cancelled before it really started: never rated.
-    Aborted,
-}
-
-impl Outcome {
-    /// White's score (1, 1/2, 0); `None` for an aborted game.
-    pub fn white_score(self) -> Option<f64> {
-        match self {
-            Outcome::WhiteWins => Some(1.0),
-            Outcome::BlackWins => Some(0.0),
-            Outcome::Draw => Some(0.5),
-            Outcome::Aborted => None,
-        }
-    }
-}
-
 /// One side of a finished game.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Side {
     /// Stable player id.
     pub id: String,
     /// A guest (no account).
-    #[serde(default)]
     pub guest: bool,
     /// The computer.
-    #[serde(default)]
     pub computer: bool,
 }
 
@@ -75,6 +39,8 @@ pub enum Source {
     Stream,
     /// `Ratings.RecordResult`.
     Import,
+    /// The reconciler: a game in `finished_games` that the stream did not deliver.
+    Reconcile,
 }
 
 impl Source {
@@ -82,6 +48,7 @@ impl Source {
         match self {
             Source::Stream => "stream",
             Source::Import => "import",
+            Source::Reconcile => "reconcile",
         }
     }
 }
@@ -110,41 +77,11 @@ pub struct FinishedGame {
 /// Why a stream entry can never be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EventError {
-    #[error("not a finished-game event: {0}")]
-    Malformed(String),
-    #[error("finished-game event schema version {0} is not supported (this reader knows 1)")]
-    Version(u32),
-    #[error("unknown variant {0:?}")]
-    Variant(String),
-    #[error("unknown outcome {0:?}")]
-    Outcome(String),
+    /// The contract refused it (not JSON, unknown version, variant or outcome).
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
     #[error("{0}")]
     Invalid(String),
-}
-
-#[derive(Deserialize)]
-struct EventV1 {
-    v: u32,
-    game_id: String,
-    variant: String,
-    #[serde(default)]
-    options: String,
-    #[serde(default)]
-    rated: bool,
-    white: Side,
-    black: Side,
-    outcome: String,
-    #[serde(default)]
-    time_control: Option<TimeControl>,
-    #[serde(default)]
-    finished_at_ms: u64,
-    #[serde(default)]
-    traceparent: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct VersionOnly {
-    v: u32,
 }
 
 /// Checks an id: not empty, at most [`MAX_ID_BYTES`], no control characters.
@@ -164,39 +101,30 @@ pub fn check_id(what: &str, id: &str) -> Result<(), String> {
 impl FinishedGame {
     /// Decodes a `games.finished` entry payload.
     pub fn from_event(payload: &[u8]) -> Result<FinishedGame, EventError> {
-        let version: VersionOnly =
-            serde_json::from_slice(payload).map_err(|e| EventError::Malformed(e.to_string()))?;
-        if version.v != SCHEMA_VERSION {
-            return Err(EventError::Version(version.v));
-        }
-        let event: EventV1 =
-            serde_json::from_slice(payload).map_err(|e| EventError::Malformed(e.to_string()))?;
-        debug_assert_eq!(event.v, SCHEMA_VERSION);
-        let variant = Variant::ALL
-            .into_iter()
-            .find(|v| v.key() == event.variant)
-            .ok_or_else(|| EventError::Variant(event.variant.clone()))?;
-        let outcome = match event.outcome.as_str() {
-            "white" => Outcome::WhiteWins,
-            "black" => Outcome::BlackWins,
-            "draw" => Outcome::Draw,
-            "aborted" => Outcome::Aborted,
-            other => return Err(EventError::Outcome(other.to_owned())),
+        let game = FinishedGame::from_contract(finished::decode(payload)?);
+        game.check().map_err(EventError::Invalid)?;
+        Ok(game)
+    }
+
+    /// The ratings view of a decoded `games.finished` event.
+    pub fn from_contract(event: FinishedV1) -> FinishedGame {
+        let side = |p: finished::Player| Side {
+            id: p.id,
+            guest: p.guest,
+            computer: p.computer,
         };
-        let game = FinishedGame {
+        FinishedGame {
             game_id: event.game_id,
-            variant,
+            variant: event.variant,
             options: event.options,
             rated: event.rated,
-            white: event.white,
-            black: event.black,
-            outcome,
+            white: side(event.white),
+            black: side(event.black),
+            outcome: event.outcome,
             time_control: event.time_control,
             finished_at_ms: event.finished_at_ms,
             traceparent: event.traceparent,
-        };
-        game.check().map_err(EventError::Invalid)?;
-        Ok(game)
+        }
     }
 
     /// Checks the ids.
@@ -212,7 +140,7 @@ impl FinishedGame {
 mod tests {
     use super::*;
 
-    /// The example payload of the producer's documentation (services/validation/src/games/service.rs).
+    /// The example payload of the contract's documentation (crates/proto/src/contract/finished.rs).
     const EXAMPLE: &str = r#"{"v":1,"game_id":"g_1","variant":"international","options":"","rated":true,
  "white":{"id":"player:1","name":"Ann","guest":false,"computer":false},
  "black":{"id":"guest:x","name":"Bob","guest":true,"computer":false},
@@ -242,16 +170,11 @@ mod tests {
 
     #[test]
     fn check(/* payload, expected error */) {
-        let cases: [(&str, EventError); 5] = [
-            ("not json", EventError::Malformed(String::new())),
-            (r#"{"v":2,"game_id":"g"}"#, EventError::Version(2)),
-            (
-                &EXAMPLE.replace("\"international\"", "\"chess\""),
-                EventError::Variant("chess".into()),
-            ),
+        let cases: [(&str, EventError); 3] = [
+            (r#"{"v":2,"game_id":"g"}"#, DecodeError::Version(2).into()),
             (
                 &EXAMPLE.replace("\"outcome\":\"white\"", "\"outcome\":\"blue\""),
-                EventError::Outcome("blue".into()),
+                DecodeError::Outcome("blue".into()).into(),
             ),
             (
                 &EXAMPLE.replace("\"g_1\"", "\"\""),
@@ -260,10 +183,7 @@ mod tests {
         ];
         for (payload, expected) in cases {
             let error = FinishedGame::from_event(payload.as_bytes()).unwrap_err();
-            match (&error, &expected) {
-                (EventError::Malformed(_), EventError::Malformed(_)) => {}
-                _ => assert_eq!(error, expected, "{payload}"),
-            }
+            assert_eq!(error, expected, "{payload}");
         }
     }
 }

@@ -7,10 +7,12 @@
 //! Layout:
 //! - [`glicko`]: Glicko-2 as Glickman defines it, a pure leaf module;
 //! - [`category`], [`event`]: rating categories and speed classes; the finished-game event (schema v1);
-//! - [`domain`]: [`RatingsCore`], the domain over the database (no tonic types): applying batches
-//!   atomically and idempotently, fixed rating periods, reads;
+//! - [`domain`]: [`RatingsCore`], the domain over the database (no tonic types): the write path
+//!   (applying batches atomically and idempotently, fixed rating periods) and the read path;
 //! - [`consumer`]: the stream loop (consumer group, batches, takeover of a dead consumer's entries,
-//!   acknowledgement after the commit);
+//!   acknowledgement after the commit), which also runs the reconciler;
+//! - [`reconcile`]: finished games in the games service's `finished_games` table that the stream did
+//!   not deliver, rated through the same idempotent apply;
 //! - [`grpc`]: the edge (converts only);
 //! - [`config`]: [`RatingsConfig`], the rating system's parameters and policies.
 //!
@@ -50,11 +52,13 @@ pub mod error;
 pub mod event;
 pub mod glicko;
 pub mod grpc;
+pub mod links;
+pub mod reconcile;
 
 use std::future::Future;
 use std::sync::Arc;
 
-use draughts_auth::{AuthConfig, AuthLayer, Authenticator};
+use draughts_auth::{AuthConfig, AuthLayer, Authenticator, CallPolicy};
 use draughts_proto::pb::ratings_server::RatingsServer;
 use draughts_runtime::{BackendConfig, ConfigError, ServerConfig, Services, TelemetryConfig};
 use draughts_store::{Database, LiveStore};
@@ -64,6 +68,17 @@ pub use config::{ComputerPolicy, PeriodMode, Policy, RatingsConfig};
 pub use consumer::Consumer;
 pub use domain::RatingsCore;
 pub use error::RatingsError;
+
+/// The methods of `draughts.v1.Ratings` that only read: they go on, through each replica's fallback
+/// limiter, while the rate counters are unreachable; `RecordResult` is refused then (see
+/// `draughts_auth::limits`).
+pub const RATINGS_READS: CallPolicy = CallPolicy::reads(&[
+    "GetRating",
+    "GetRatings",
+    "Leaderboard",
+    "RatingHistory",
+    "PredictResult",
+]);
 
 /// Configuration of the ratings service binary.
 #[derive(Clone, Debug, clap::Parser)]
@@ -150,7 +165,8 @@ impl Ratings {
     pub fn register(&self, services: &mut Services, server: &ServerConfig, auth: &Authenticator) {
         let ratings = RatingsServer::new(grpc::RatingsService::new(self.core.clone()))
             .max_decoding_message_size(server.max_message_bytes);
-        services.add(tower::Layer::layer(&AuthLayer::new(auth.clone()), ratings));
+        let layer = AuthLayer::new(auth.clone()).with_policy(RATINGS_READS);
+        services.add(tower::Layer::layer(&layer, ratings));
     }
 
     /// The stream consumer this service runs (named by the configuration, else uniquely).

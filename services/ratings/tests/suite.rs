@@ -6,7 +6,8 @@
 //! mid-batch (before and after its commit) loses and doubles nothing; a consumer task aborted at random
 //! moments; leaderboard paging under concurrent updates; the policies (casual, computer, guest, house
 //! rules, aborted); fixed rating periods (Glickman's scheme); deviation growth with inactivity;
-//! malformed entries dead-lettered; history paging.
+//! malformed entries dead-lettered; history paging; games whose stream entries were lost rated once
+//! from the games service's `finished_games` table (the reconciler).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -16,9 +17,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use draughts_engine::Variant;
+use draughts_proto::contract::finished;
 use draughts_ratings::category::{Category, Speed, TimeControl};
 use draughts_ratings::event::{FINISHED_STREAM, FinishedGame, Outcome, Side, Source};
 use draughts_ratings::glicko::{self, Game};
+use draughts_ratings::reconcile::Reconciler;
 use draughts_ratings::{ComputerPolicy, Consumer, PeriodMode, Policy, RatingsConfig, RatingsCore};
 use draughts_store::sqlx::{self, Row};
 use draughts_store::{Database, LiveStore, MemoryStore, RedisStore};
@@ -58,6 +61,9 @@ const CHECKS: &[(&str, Check)] = &[
         Box::pin(malformed_entries_are_dead_lettered(b))
     }),
     ("history_pages", |b| Box::pin(history_pages(b))),
+    ("games_lost_from_the_stream_are_reconciled", |b| {
+        Box::pin(games_lost_from_the_stream_are_reconciled(b))
+    }),
 ];
 
 async fn run_all<F, Fut>(label: &str, mut fresh: F)
@@ -165,37 +171,30 @@ const ENGLISH: Category = Category {
     speed: None,
 };
 
-/// The stream payload of a game, as the games service writes it (schema version 1).
+/// The stream payload of a game, as the games service writes it (the one contract).
 fn event(g: &FinishedGame) -> Bytes {
-    let outcome = match g.outcome {
-        Outcome::WhiteWins => "white",
-        Outcome::BlackWins => "black",
-        Outcome::Draw => "draw",
-        Outcome::Aborted => "aborted",
+    let player = |s: &Side| finished::Player {
+        id: s.id.clone(),
+        name: s.id.clone(),
+        guest: s.guest,
+        computer: s.computer,
     };
-    let time_control = match g.time_control {
-        None => serde_json::Value::Null,
-        Some(TimeControl::Fischer {
-            base_ms,
-            increment_ms,
-        }) => {
-            serde_json::json!({"kind": "fischer", "base_ms": base_ms, "increment_ms": increment_ms})
-        }
-        Some(TimeControl::Correspondence { days_per_move }) => {
-            serde_json::json!({"kind": "correspondence", "days_per_move": days_per_move})
-        }
-    };
-    let player = |s: &Side| serde_json::json!({"id": s.id, "name": s.id, "guest": s.guest, "computer": s.computer});
-    Bytes::from(
-        serde_json::to_vec(&serde_json::json!({
-            "v": 1, "game_id": g.game_id, "variant": g.variant.key(), "options": g.options,
-            "rated": g.rated, "white": player(&g.white), "black": player(&g.black),
-            "outcome": outcome, "reason": "resignation", "result": "1-0",
-            "time_control": time_control, "plies": 40, "finished_at_ms": g.finished_at_ms,
-            "pdn": "[Event \"test\"] 1-0"
-        }))
-        .unwrap(),
-    )
+    Bytes::from(finished::encode(&finished::FinishedV1 {
+        game_id: g.game_id.clone(),
+        variant: g.variant,
+        options: g.options.clone(),
+        rated: g.rated,
+        white: player(&g.white),
+        black: player(&g.black),
+        outcome: g.outcome,
+        reason: finished::EndReason::Resignation,
+        result: "1-0".into(),
+        time_control: g.time_control,
+        plies: 40,
+        finished_at_ms: g.finished_at_ms,
+        pdn: "[Event \"test\"] 1-0".into(),
+        traceparent: None,
+    }))
 }
 
 /// `n` games among `players` players, deterministic (xorshift), finishing one second apart.
@@ -634,15 +633,16 @@ async fn policies(b: Backend) {
     let itself = game("itself", "pi", "pi", Outcome::Draw, at);
     let all = vec![casual, vs_computer, guest, house, aborted, itself];
 
-    // Defaults: casual, computer and house-rule games skipped; guests rated.
+    // Defaults: casual, computer, guest and house-rule games skipped (guests are not rated: anyone can
+    // make guests to farm a rating with).
     let defaults = RatingsCore::new(b.db.clone(), &test_config())
         .await
         .unwrap();
     let report = defaults.apply(&all, Source::Stream, 0).await.unwrap();
-    assert_eq!((report.recorded, report.skipped), (1, 5));
+    assert_eq!((report.recorded, report.skipped), (0, 6));
     assert_eq!(
         defaults.rating("guest:1", ENGLISH, at).await.unwrap().games,
-        1
+        0
     );
 
     // Everything rated; the computer human-only.
@@ -912,4 +912,115 @@ async fn history_pages(b: Backend) {
     assert!(core.history("other", ENGLISH, 5, &token).await.is_err());
     assert_eq!(page.entries[0].game_id, "h22");
     assert!(page.entries.iter().all(|e| e.rating_change > 0.0));
+}
+
+/// The columns of the games service's `finished_games` table (its MIGRATIONS in
+/// services/validation/src/games/service.rs, versions 1 and 2) that the reconciler reads, with their
+/// types; this suite cannot depend on the games crate, and `services/draughtsd/tests/platform.rs`
+/// checks the reconciler against the real table.
+const FINISHED_GAMES_FIXTURE: &str = "CREATE TABLE IF NOT EXISTS finished_games (
+    game_id TEXT PRIMARY KEY, variant TEXT NOT NULL, white_id TEXT NOT NULL, black_id TEXT NOT NULL,
+    outcome TEXT NOT NULL, reason TEXT NOT NULL, result TEXT NOT NULL, rated BIGINT NOT NULL,
+    plies BIGINT NOT NULL, finished_at_ms BIGINT NOT NULL, pdn TEXT NOT NULL, record TEXT NOT NULL,
+    event TEXT)";
+
+/// A row as the games service archives it; `event: None` is a row archived before the `event`
+/// column (then the players' flags and the options come from `record`).
+async fn archive_row(db: &Database, g: &FinishedGame, with_event: bool) {
+    let record = serde_json::json!({
+        "v": 2, "id": g.game_id, "variant": g.variant.key(), "options": g.options,
+        "white": {"id": g.white.id, "name": "W", "guest": g.white.guest, "computer": g.white.computer},
+        "black": {"id": g.black.id, "name": "B", "guest": g.black.guest, "computer": g.black.computer},
+        "time": {"kind": "fischer", "base_ms": 300000, "increment_ms": 0}, "rated": g.rated,
+    });
+    let event = with_event.then(|| String::from_utf8(event(g).to_vec()).unwrap());
+    sqlx::query(
+        "INSERT INTO finished_games (game_id, variant, white_id, black_id, outcome, reason, result, rated, plies, finished_at_ms, pdn, record, event) \
+         VALUES ($1, $2, $3, $4, $5, 'resignation', '1-0', $6, 40, $7, '', $8, $9)",
+    )
+    .bind(g.game_id.clone())
+    .bind(g.variant.key())
+    .bind(g.white.id.clone())
+    .bind(g.black.id.clone())
+    .bind(g.outcome.key())
+    .bind(i64::from(g.rated))
+    .bind(g.finished_at_ms as i64)
+    .bind(record.to_string())
+    .bind(event)
+    .execute(db.pool())
+    .await
+    .unwrap();
+}
+
+/// Games archived while their stream entries were lost (trimmed off the stream before any consumer
+/// read them, as a Redis restart without its append-only file loses them) are found in
+/// `finished_games` and rated exactly once, with the entries that did survive rated once too; rows
+/// archived before the `event` column are read from their columns; a game archived late (finished
+/// before the watermark, within the margin) is found by the next sweep.
+async fn games_lost_from_the_stream_are_reconciled(b: Backend) {
+    let mut config = test_config();
+    config.reconcile_interval_ms = 50;
+    config.reconcile_delay_ms = 0;
+    let core = RatingsCore::new(b.db.clone(), &config).await.unwrap();
+    sqlx::query(FINISHED_GAMES_FIXTURE)
+        .execute(b.db.pool())
+        .await
+        .unwrap();
+    let games = random_games("r", 40, 8, 11);
+    for (i, g) in games.iter().enumerate() {
+        archive_row(&b.db, g, i % 10 != 3).await;
+    }
+    append_all(&b.live, games.iter().map(event)).await;
+    // The first 30 entries are lost; the last 10 survive.
+    b.live.trim(FINISHED_STREAM, 10).await.unwrap();
+    assert_eq!(b.live.len(FINISHED_STREAM).await.unwrap(), 10);
+
+    let (stop, handle) = spawn_consumer(&b, &core, &config, "c1");
+    wait_applied(&b, &config.consumer_group, 40).await;
+    let reconciler = Reconciler::new(core.clone(), &config).with_page_rows(7);
+    // The consumer's sweeps are done once the watermark has passed the games.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while reconciler.watermark().await.unwrap() <= games.last().unwrap().finished_at_ms {
+        assert!(Instant::now() < deadline, "the watermark never moved");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.send(()).unwrap();
+    handle.await.unwrap();
+    assert_counted_once(&b.db).await;
+    let reconciled = count(
+        &b.db,
+        "SELECT COUNT(*) FROM rating_games WHERE source = 'reconcile'",
+    )
+    .await;
+    assert!(
+        (30..=40).contains(&reconciled),
+        "{reconciled} games reconciled"
+    );
+    let before = snapshot(&b.db).await;
+
+    // Another sweep (small pages) finds nothing new and changes nothing.
+    let now = draughts_store::now_unix_ms();
+    let again = reconciler.sweep(now).await.unwrap();
+    assert_eq!((again.scanned, again.applied.recorded), (0, 0));
+    assert_eq!(snapshot(&b.db).await, before);
+
+    // Archived late: finished 10 minutes before the watermark (inside the margin), no stream entry.
+    let watermark = reconciler.watermark().await.unwrap();
+    let late = game("late1", "rp0", "rp1", Outcome::Draw, watermark - 600_000);
+    archive_row(&b.db, &late, true).await;
+    let report = reconciler.sweep(now + 1000).await.unwrap();
+    assert_eq!((report.scanned, report.applied.recorded), (1, 1));
+    // Outside the margin: not looked at again (the watermark is the promise).
+    let ancient = game(
+        "ancient1",
+        "rp0",
+        "rp1",
+        Outcome::Draw,
+        watermark - 7_200_000,
+    );
+    archive_row(&b.db, &ancient, true).await;
+    let report = reconciler.sweep(now + 2000).await.unwrap();
+    assert_eq!(report.applied.recorded, 0);
+    assert_eq!(count(&b.db, "SELECT COUNT(*) FROM rating_games").await, 41);
+    assert_counted_once(&b.db).await;
 }

@@ -71,12 +71,21 @@ pub enum StartError {
     Serve(#[from] draughts_runtime::ServeError),
 }
 
-/// Adds the stateless `Rules` service to a host.
-pub fn register_rules(services: &mut Services, server: &ServerConfig) {
-    services.add(
-        RulesServer::new(grpc::RulesService).max_decoding_message_size(server.max_message_bytes),
-    );
+/// Adds the stateless `Rules` service to a host, behind the authentication layer of `auth` like every
+/// other service: anonymous calls are allowed and rate limited per client address (callers with
+/// credentials by their own limit). Every method only reads, so while the rate counters are
+/// unreachable the calls go on through the per-replica fallback limiter (`draughts_auth::limits`).
+pub fn register_rules(services: &mut Services, server: &ServerConfig, auth: &auth::Authenticator) {
+    let rules =
+        RulesServer::new(grpc::RulesService).max_decoding_message_size(server.max_message_bytes);
+    let layer = auth::AuthLayer::new(auth.clone()).with_policy(auth::CallPolicy::ALL_READS);
+    services.add(tower::Layer::layer(&layer, rules));
 }
+
+/// The methods of `draughts.v1.Games` that only read (see `draughts_auth::limits`): every other
+/// method creates or changes a game and is refused while the rate counters are unreachable.
+pub const GAMES_READS: auth::CallPolicy =
+    auth::CallPolicy::reads(&["GetGame", "ExportPdn", "WatchGame", "ListGames"]);
 
 /// The stateful part: live games and authentication over shared backends.
 #[derive(Clone, Debug)]
@@ -98,13 +107,13 @@ impl Validation {
         Ok(Validation { games, auth })
     }
 
-    /// Adds Rules, Games and Auth to a host (Games and Auth behind the authentication layer).
+    /// Adds Rules, Games and Auth to a host, all behind the authentication layer.
     pub fn register(&self, services: &mut Services, server: &ServerConfig) {
-        register_rules(services, server);
+        register_rules(services, server, &self.auth);
         let games = GamesServer::new(games::grpc::GamesService::new(self.games.clone()))
             .max_decoding_message_size(server.max_message_bytes);
         services.add(tower::Layer::layer(
-            &auth::AuthLayer::new(self.auth.clone()),
+            &auth::AuthLayer::new(self.auth.clone()).with_policy(GAMES_READS),
             games,
         ));
         auth::register_auth(services, &self.auth, server.max_message_bytes);

@@ -87,6 +87,7 @@ async fn new_game(
     w: &(String, String),
     b: &(String, String),
 ) -> Result<String, tonic::Status> {
+    // Like two players: White invites Black, Black accepts (the game starts then).
     let mut games = GamesClient::new(ch.clone());
     let invitation = games
         .create_invitation(authed(

@@ -6,7 +6,8 @@
 //! - `invitation:{id}`: the [`InvitationRec`] as JSON, versioned, expiring an hour after the invitation.
 //! - `player-invitations:{player}`: JSON list of the ids of the player's invitations (sent and received),
 //!   pruned of settled ones when read.
-//! - `player-events:{player}` (pub/sub channel): a [`PlayerSignal`] whenever an invitation to or from the
+//! - `player-events:{player}` (pub/sub channel; contract [`draughts_proto::contract::player`]): a
+//!   signal whenever an invitation to or from the
 //!   player is created or changes, or one of the player's games starts or ends. A wake-up with the id
 //!   to re-read; a lost signal is made good by the snapshot a reconnecting client receives.
 //!
@@ -18,7 +19,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use draughts_engine::{Color, Position, RuleSet};
 use draughts_store::{Effect, StoreError};
-use serde::{Deserialize, Serialize};
 
 use super::invitation::{DeclineReason, InvitationRec, Standing};
 use super::record::{GameRecord, PlayerRec, TimeControlRec};
@@ -33,7 +33,7 @@ pub mod keys {
         format!("player-invitations:{player}")
     }
     pub fn player_events(player: &str) -> String {
-        format!("player-events:{player}")
+        draughts_proto::contract::player::channel(player)
     }
 }
 
@@ -44,38 +44,15 @@ pub const MAX_LISTED: usize = 200;
 /// How long a settled or expired invitation stays readable.
 const KEEP_AFTER_EXPIRY: Duration = Duration::from_secs(3600);
 
-/// The payload of `player-events:{player}`, JSON, version 1 (readers ignore unknown fields):
-/// `{"v":1,"kind":"invitation","id":"g..."}`, kinds `invitation`, `game_started`, `game_finished`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlayerSignal {
-    pub v: u32,
-    pub kind: SignalKind,
-    /// The invitation's or the game's id.
-    pub id: String,
-}
+pub use draughts_proto::contract::player::{Signal as PlayerSignal, SignalKind};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SignalKind {
-    Invitation,
-    GameStarted,
-    GameFinished,
-}
-
-impl PlayerSignal {
-    pub fn decode(bytes: &[u8]) -> Option<PlayerSignal> {
-        serde_json::from_slice(bytes).ok()
-    }
-}
-
-/// The effect that signals `kind` about `id` to `player`.
+/// The effect that signals `kind` about `id` to `player` (payload: the one contract,
+/// [`draughts_proto::contract::player`]).
 pub fn signal(player: &str, kind: SignalKind, id: &str) -> Effect {
-    let payload = serde_json::to_vec(&PlayerSignal {
-        v: 1,
+    let payload = draughts_proto::contract::player::encode(&PlayerSignal {
         kind,
         id: id.to_owned(),
-    })
-    .unwrap_or_default();
+    });
     Effect::Publish {
         channel: keys::player_events(player),
         payload: Bytes::from(payload),

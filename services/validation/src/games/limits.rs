@@ -10,6 +10,10 @@ use draughts_store::StreamCaps;
 /// resources" paragraph).
 #[derive(Clone, Debug, clap::Args)]
 pub struct GamesLimits {
+    /// Seconds each side has for its first move in Fischer games (clocks start once both sides have
+    /// moved; a missed first move aborts the game).
+    #[arg(long, env = "DRAUGHTS_FIRST_MOVE_SECS", default_value_t = 30)]
+    pub first_move_secs: u64,
     /// How long a finished game's live record stays in the live store once it is archived, in
     /// seconds: late watchers still see the end there; afterwards GetGame, ExportPdn, WatchGame and
     /// ListGames read it from the database.
@@ -47,6 +51,7 @@ impl GamesLimits {
     /// The defaults (the same as the flags').
     pub fn defaults() -> GamesLimits {
         GamesLimits {
+            first_move_secs: super::record::DEFAULT_FIRST_MOVE_MS / 1000,
             archived_game_ttl_s: 3_600,
             max_open_games_per_player: 50,
             max_watchers_per_caller: 32,
@@ -66,6 +71,7 @@ impl GamesLimits {
                 )))
             }
         };
+        in_range("first-move-secs", self.first_move_secs, 1, 3_600)?;
         in_range(
             "archived-game-ttl-s",
             self.archived_game_ttl_s,

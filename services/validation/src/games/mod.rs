@@ -13,6 +13,7 @@ pub mod consent;
 pub mod grpc;
 pub mod invitation;
 pub mod limits;
+pub mod links;
 pub mod pdn;
 pub mod player_events;
 pub mod record;

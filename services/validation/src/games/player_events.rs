@@ -55,7 +55,7 @@ pub async fn watch(core: GamesCore, player: String) -> GamesResult<PlayerEventSt
                         Some(Notice::Gap) => continue 'snapshot,
                         Some(Notice::Message(bytes)) => {
                             pause = FIRST_PAUSE;
-                            let Some(signal) = PlayerSignal::decode(&bytes) else {
+                            let Some(signal) = draughts_proto::contract::player::decode(&bytes) else {
                                 tracing::warn!("player signal does not decode; ignored");
                                 continue;
                             };

@@ -12,26 +12,18 @@
 //!   crash right after it still archives: at-least-once, made idempotent by the game id).
 //! - `games.finished` (stream): one entry per finished game, the event ratings and analysis consume.
 //!
-//! `games.finished` entry payload, JSON, schema version 1 (readers ignore unknown fields; consumers must
-//! treat `game_id` as the idempotency key, since an entry may be delivered more than once):
-//! ```json
-//! {"v":1,"game_id":"g_...","variant":"international","options":"","rated":true,
-//!  "white":{"id":"player:1","name":"Ann","guest":false,"computer":false},
-//!  "black":{"id":"guest:x","name":"Bob","guest":true,"computer":false},
-//!  "outcome":"white","reason":"resignation","result":"2-0",
-//!  "time_control":{"kind":"fischer","base_ms":300000,"increment_ms":2000},
-//!  "plies":41,"finished_at_ms":1764500000000,"pdn":"[Event ...] 1. 32-28 ... 2-0",
-//!  "traceparent":"00-...-...-01"}
-//! ```
+//! `games.finished` entry payload: [`draughts_proto::contract::finished::FinishedV1`] (JSON, schema
+//! version 1, documented there; consumers treat `game_id` as the idempotency key, since an entry may be
+//! delivered more than once).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use draughts_engine::{Color, Game, Move, Position, RuleSet};
+use draughts_proto::contract::finished;
 use draughts_proto::{ErrorKind, ServiceError};
 use draughts_store::{Database, Effect, LiveStore, Migration, StoreError};
-use serde::Serialize;
 
 use super::consent::{self, SignalKind};
 use super::limits::GamesLimits;
@@ -52,8 +44,9 @@ pub mod keys {
     }
     pub const DEADLINES: &str = "game-deadlines";
     pub const ARCHIVE: &str = "game-archive";
-    /// The finished-games stream (see the module docs for its schema).
-    pub const FINISHED: &str = "games.finished";
+    /// The finished-games stream: name, payload and encoding are the one contract,
+    /// [`draughts_proto::contract::finished`].
+    pub const FINISHED: &str = draughts_proto::contract::finished::STREAM;
 }
 
 /// How long a deadline or archive job claimed by a replica's timer stays away before another replica
@@ -114,6 +107,14 @@ pub const MIGRATIONS: &[Migration<'static>] = &[Migration {
         );
         CREATE INDEX IF NOT EXISTS finished_games_white ON finished_games (white_id, finished_at_ms);
         CREATE INDEX IF NOT EXISTS finished_games_black ON finished_games (black_id, finished_at_ms);",
+}, Migration {
+    version: 2,
+    name: "finished_games_event",
+    // The `games.finished` payload of the game (the contract's encoding), so that a reader of the
+    // database (the ratings reconciler) decodes exactly what the stream carried; NULL in rows
+    // archived before. The index serves readers that page by finish time.
+    sql: "ALTER TABLE finished_games ADD COLUMN event TEXT;
+        CREATE INDEX IF NOT EXISTS finished_games_finished_at ON finished_games (finished_at_ms, game_id);",
 }];
 
 /// Time source (Unix ms). Tests use [`TokioClock`] so that paused tokio time drives the clocks.
@@ -212,10 +213,7 @@ impl ServiceError for GamesError {
             GamesError::Move(_) => ErrorKind::FailedPrecondition,
             GamesError::Corrupt(_) => ErrorKind::Internal,
             GamesError::Exhausted(_) => ErrorKind::ResourceExhausted,
-            GamesError::Store(e) => match e.code() {
-                draughts_store::ErrorCode::Unavailable => ErrorKind::Unavailable,
-                _ => ErrorKind::Internal,
-            },
+            GamesError::Store(e) => e.code().into(),
         }
     }
 }
@@ -244,24 +242,57 @@ pub struct FinishedSummary {
     pub finished_at_ms: u64,
 }
 
-#[derive(Serialize)]
-struct FinishedEvent<'a> {
-    v: u32,
-    game_id: &'a str,
-    variant: &'a str,
-    options: &'a str,
-    rated: bool,
-    white: &'a PlayerRec,
-    black: &'a PlayerRec,
-    outcome: &'a str,
-    reason: &'a str,
-    result: &'a str,
-    time_control: &'a TimeControlRec,
-    plies: u32,
+/// The `games.finished` event of a finished game, in the one contract's types.
+fn finished_event(
+    record: &GameRecord,
+    result: &super::record::ResultRec,
+    result_text: &str,
     finished_at_ms: u64,
-    pdn: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    traceparent: Option<String>,
+    pdn_text: &str,
+) -> GamesResult<finished::FinishedV1> {
+    let unknown = |what: &str, value: &str| {
+        GamesError::Invalid(format!("{what} {value:?} in game {}", record.id))
+    };
+    let player = |p: &PlayerRec| finished::Player {
+        id: p.id.clone(),
+        name: p.name.clone(),
+        guest: p.guest,
+        computer: p.computer,
+    };
+    let outcome = finished::Outcome::from_key(&result.outcome)
+        .ok_or_else(|| unknown("outcome", &result.outcome))?;
+    Ok(finished::FinishedV1 {
+        game_id: record.id.clone(),
+        variant: draughts_engine::Variant::ALL
+            .into_iter()
+            .find(|v| v.key() == record.variant)
+            .ok_or_else(|| unknown("variant", &record.variant))?,
+        options: record.options.clone(),
+        rated: record.counts_for_rating(),
+        white: player(&record.white),
+        black: player(&record.black),
+        outcome,
+        reason: finished::EndReason::from_key(&result.reason),
+        result: result_text.to_owned(),
+        time_control: Some(match record.time {
+            TimeControlRec::Fischer {
+                base_ms,
+                increment_ms,
+            } => finished::TimeControl::Fischer {
+                base_ms,
+                increment_ms,
+            },
+            TimeControlRec::Correspondence { days_per_move } => {
+                finished::TimeControl::Correspondence { days_per_move }
+            }
+        }),
+        plies: record.ply(),
+        finished_at_ms,
+        pdn: pdn_text.to_owned(),
+        traceparent: draughts_runtime::propagation::inject_map()
+            .get("traceparent")
+            .cloned(),
+    })
 }
 
 /// The games domain over the shared backends. Cheap to clone; any number of replicas may run it.
@@ -333,6 +364,7 @@ impl GamesCore {
     /// Sets the bounds (the defaults are [`GamesLimits::defaults`]). Call before serving: the
     /// watchers' registry is made anew.
     pub fn with_limits(mut self, limits: GamesLimits) -> Self {
+        self.first_move_ms = limits.first_move_secs * 1000;
         self.watchers = Arc::new(Watchers::new(&limits));
         self.limits = Arc::new(limits);
         self
@@ -347,14 +379,12 @@ impl GamesCore {
         &self.watchers
     }
 
-    /// Sets the time each side has for its first move (Fischer games).
-    pub fn with_first_move_ms(mut self, ms: u64) -> Self {
-        self.first_move_ms = ms;
-        self
-    }
-
     pub fn now(&self) -> u64 {
         self.clock.now_ms()
+    }
+
+    pub fn db(&self) -> &Database {
+        &self.db
     }
 
     pub fn live(&self) -> &Arc<dyn LiveStore> {
@@ -612,6 +642,8 @@ impl GamesCore {
         let result_text = pdn::result_text(record);
         let finished_at = record.finished_ms.unwrap_or(record.created_ms);
         let json = serde_json::to_string(record).map_err(|e| GamesError::Invalid(e.to_string()))?;
+        let event = finished_event(record, result, &result_text, finished_at, &pdn_text)?;
+        let payload = finished::encode(&event);
         // The row is keyed by game id: a repeat inserts nothing.
         sqlx_insert(
             &self.db,
@@ -621,32 +653,13 @@ impl GamesCore {
             finished_at,
             &pdn_text,
             &json,
+            &String::from_utf8_lossy(&payload),
         )
         .await?;
         // Published whenever the game is not yet marked archived, not only when this call inserted
         // the row: a crash between the insert and the append must not lose the event. A repeat is
         // possible and allowed (consumers deduplicate by game id; see the module docs).
         {
-            let carrier = draughts_runtime::propagation::inject_map();
-            let event = FinishedEvent {
-                v: 1,
-                game_id: &record.id,
-                variant: &record.variant,
-                options: &record.options,
-                rated: record.counts_for_rating(),
-                white: &record.white,
-                black: &record.black,
-                outcome: &result.outcome,
-                reason: &result.reason,
-                result: &result_text,
-                time_control: &record.time,
-                plies: record.ply(),
-                finished_at_ms: finished_at,
-                pdn: &pdn_text,
-                traceparent: carrier.get("traceparent").cloned(),
-            };
-            let payload =
-                serde_json::to_vec(&event).map_err(|e| GamesError::Invalid(e.to_string()))?;
             self.live
                 .append(keys::FINISHED, Bytes::from(payload))
                 .await?;
@@ -830,6 +843,9 @@ impl GamesCore {
     /// `games.finished` (see [`LiveStore::trim_consumed`] and [`GamesLimits`]).
     pub async fn run_timers(self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
+        // This replica's name in the consumer groups it reads.
+        let consumer = format!("games-{}", new_game_id());
+        let mut links_checked: Option<std::time::Instant> = None;
         let mut next_sample = tokio::time::Instant::now();
         let mut next_trim = tokio::time::Instant::now();
         loop {
@@ -843,6 +859,13 @@ impl GamesCore {
                 }
             }
             let now = self.now();
+            // Guests taken over by accounts, once a second (see `links`).
+            if links_checked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
+                links_checked = Some(std::time::Instant::now());
+                if let Err(e) = self.apply_links(&consumer).await {
+                    tracing::warn!(error = %e, "moving linked guests' games failed; retrying");
+                }
+            }
             // Claimed, not taken: a due game stays scheduled (moved CLAIM_RETRY ahead) until this
             // replica has dealt with it, so a replica killed in between loses nothing; another one
             // picks the game up when the claim runs out.
@@ -905,10 +928,11 @@ async fn sqlx_insert(
     finished_at: u64,
     pdn_text: &str,
     json: &str,
+    event: &str,
 ) -> GamesResult<bool> {
     let done = draughts_store::sqlx::query(
-        "INSERT INTO finished_games (game_id, variant, white_id, black_id, outcome, reason, result, rated, plies, finished_at_ms, pdn, record)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (game_id) DO NOTHING",
+        "INSERT INTO finished_games (game_id, variant, white_id, black_id, outcome, reason, result, rated, plies, finished_at_ms, pdn, record, event)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (game_id) DO NOTHING",
     )
     .bind(record.id.clone())
     .bind(record.variant.clone())
@@ -922,6 +946,7 @@ async fn sqlx_insert(
     .bind(finished_at as i64)
     .bind(pdn_text.to_string())
     .bind(json.to_string())
+    .bind(event.to_string())
     .execute(db.pool())
     .await
     .map_err(StoreError::from)?;

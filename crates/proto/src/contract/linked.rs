@@ -1,0 +1,80 @@
+//! `players.linked` (stream): a guest identity taken over by a signed-in account
+//! (`Auth.LinkGuest`). Written by auth after the link is recorded (a repeated link appends again:
+//! consumers must be idempotent, which moving rows from one id to another is); read by games
+//! (consumer group `games-links`: finished games move to the account) and ratings (consumer group
+//! `ratings-links`: the guest's ratings move to the account where it has none in that category).
+//!
+//! Payload, JSON, version 1 (readers ignore unknown fields and refuse an unknown version):
+//! ```json
+//! {"v":1,"guest_id":"guest:0123...","player_id":"player:auth0|42","at_ms":1764500000000}
+//! ```
+//!
+//! ```
+//! use draughts_proto::contract::linked::{self, LinkedV1};
+//!
+//! let e = LinkedV1 { guest_id: "guest:ab".into(), player_id: "player:x".into(), at_ms: 5 };
+//! assert_eq!(linked::decode(&linked::encode(&e)).unwrap(), e);
+//! assert!(linked::decode(br#"{"v":9}"#).is_err());
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+pub const STREAM: &str = "players.linked";
+
+pub const VERSION: u32 = 1;
+
+/// One link.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkedV1 {
+    pub guest_id: String,
+    pub player_id: String,
+    /// When the link was made, Unix ms.
+    pub at_ms: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not a players.linked event: {0}")]
+    Malformed(String),
+    #[error("players.linked schema version {0} is not supported (this reader knows 1)")]
+    Version(u32),
+}
+
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    v: u32,
+    guest_id: String,
+    player_id: String,
+    #[serde(default)]
+    at_ms: u64,
+}
+
+#[derive(Deserialize)]
+struct VersionOnly {
+    v: u32,
+}
+
+pub fn encode(event: &LinkedV1) -> Vec<u8> {
+    serde_json::to_vec(&Wire {
+        v: VERSION,
+        guest_id: event.guest_id.clone(),
+        player_id: event.player_id.clone(),
+        at_ms: event.at_ms,
+    })
+    .unwrap_or_default()
+}
+
+pub fn decode(payload: &[u8]) -> Result<LinkedV1, DecodeError> {
+    let version: VersionOnly =
+        serde_json::from_slice(payload).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    if version.v != VERSION {
+        return Err(DecodeError::Version(version.v));
+    }
+    let wire: Wire =
+        serde_json::from_slice(payload).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    Ok(LinkedV1 {
+        guest_id: wire.guest_id,
+        player_id: wire.player_id,
+        at_ms: wire.at_ms,
+    })
+}

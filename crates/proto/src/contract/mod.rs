@@ -1,0 +1,27 @@
+//! The typed contract of every message that crosses Redis: for each stream or pub/sub channel, its
+//! name, its versioned payload type and its encode/decode, in ONE place that every writer and every
+//! reader uses. No service writes a Redis payload by hand.
+//!
+//! # Streams and channels
+//! | name | kind | payload | writer | readers |
+//! |---|---|---|---|---|
+//! | `games.finished` | stream | [`finished::FinishedV1`] | games (`GamesCore::archive`) | ratings (consumer group `ratings`), analysis (bulk) |
+//! | `player-events:{player_id}` | pub/sub | [`player::Signal`] | games (invitations, games started/finished) | games (`WatchPlayerEvents`) |
+//! | `players.linked` | stream | [`linked::LinkedV1`] | auth (`LinkGuest`) | games (`games-links`), ratings (`ratings-links`) |
+//!
+//! Analysis jobs and results are described in `analysis.rs` (added beside this file).
+//!
+//! # Versioning rules
+//! - Every payload is JSON with a version field `v` (an integer). A reader first reads `v` alone and
+//!   refuses (dead-letters) a version it does not know, instead of misreading it.
+//! - Readers ignore unknown fields, so a writer may add a field without a new version. A field that
+//!   readers need and older writers do not send has a documented default.
+//! - A change that renames, removes or changes the meaning of a field is a new version: writers keep
+//!   writing the old version until every reader knows the new one.
+//! - Entries already on a stream must still decode after a change: the tests decode the documented
+//!   example of each version.
+
+pub mod finished;
+pub mod linked;
+pub mod player;
+// pub mod analysis; (helper C)

@@ -1,0 +1,551 @@
+//! Consent and identity at game creation, as an attacker would try them: made-up and malformed opponents,
+//! games forced on a real player, names and "is a computer" from the caller, games ended before both
+//! sides moved; and the invitation flow a real player uses (events without polling, accept, decline,
+//! cancel, expiry, open links raced by two accepters, rematches).
+
+use std::time::Duration;
+
+use draughts_engine::{RuleSet, Variant};
+use draughts_proto::convert;
+use draughts_proto::pb;
+use draughts_proto::pb::auth_client::AuthClient;
+use draughts_proto::pb::games_client::GamesClient;
+use draughts_testkit::{ServiceUnderTest, authed};
+use draughts_validation::Config;
+use futures_util::StreamExt;
+use tonic::Code;
+use tonic::transport::Channel;
+
+fn config() -> Config {
+    let mut c = Config::for_tests();
+    c.auth.rate_limit_guest_per_minute = 1_000_000;
+    c.auth.rate_limit_anonymous_per_minute = 1_000_000;
+    c.games.first_move_secs = 1;
+    c
+}
+
+async fn start() -> (ServiceUnderTest, Channel) {
+    let config = config();
+    let server = ServiceUnderTest::start(|listener, shutdown| {
+        draughts_validation::run(config, listener, shutdown)
+    })
+    .await;
+    let channel = server.channel().await;
+    (server, channel)
+}
+
+struct Guest {
+    id: String,
+    name: String,
+    token: String,
+}
+
+async fn guest(ch: &Channel, name: &str) -> Guest {
+    let r = AuthClient::new(ch.clone())
+        .create_guest(pb::CreateGuestRequest {
+            display_name: name.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let player = r.player.unwrap();
+    Guest {
+        id: player.id,
+        name: player.display_name,
+        token: r.token,
+    }
+}
+
+fn fischer(base_ms: u64) -> Option<pb::TimeControl> {
+    Some(pb::TimeControl {
+        kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
+            base_ms,
+            increment_ms: 0,
+        })),
+    })
+}
+
+fn player(id: &str) -> Option<pb::Player> {
+    Some(pb::Player {
+        id: id.into(),
+        ..Default::default()
+    })
+}
+
+fn create(white: &str, black: &str) -> pb::CreateGameRequest {
+    pb::CreateGameRequest {
+        rules: Some(convert::rules_to_wire(RuleSet::new(Variant::English))),
+        time_control: fischer(60_000),
+        white: player(white),
+        black: player(black),
+        rated: true,
+        fen: String::new(),
+    }
+}
+
+fn invite(invitee: &str) -> pb::CreateInvitationRequest {
+    pb::CreateInvitationRequest {
+        rules: Some(convert::rules_to_wire(RuleSet::new(Variant::English))),
+        time_control: fischer(60_000),
+        invitee_id: invitee.into(),
+        color: pb::Color::White as i32,
+        rated: true,
+        fen: String::new(),
+        expires_in_ms: 0,
+    }
+}
+
+fn inv_req(token: &str, id: &str) -> tonic::Request<pb::InvitationRequest> {
+    authed(
+        token,
+        pb::InvitationRequest {
+            invitation_id: id.into(),
+        },
+    )
+}
+
+fn play(token: &str, id: &str, mv: &str) -> tonic::Request<pb::PlayMoveRequest> {
+    authed(
+        token,
+        pb::PlayMoveRequest {
+            game_id: id.into(),
+            r#move: Some(pb::MoveInput {
+                r#move: Some(pb::move_input::Move::Text(mv.into())),
+            }),
+            expected_ply: None,
+        },
+    )
+}
+
+fn action(token: &str, id: &str) -> tonic::Request<pb::GameActionRequest> {
+    authed(token, pb::GameActionRequest { game_id: id.into() })
+}
+
+/// The findings of the attack: a made-up opponent, a malformed one, a real one who never agreed, and
+/// names or computer flags chosen by the caller: all refused or ignored.
+#[tokio::test]
+async fn nobody_can_be_put_in_a_game_without_consent() {
+    let (server, ch) = start().await;
+    let mut games = GamesClient::new(ch.clone());
+    let ann = guest(&ch, "Ann").await;
+    let bob = guest(&ch, "Bob").await;
+    // Made-up ids (well formed, never issued): NOT_FOUND, for CreateGame and for invitations.
+    let made_up = "guest:0123456789abcdef0123456789abcdef";
+    for (white, black) in [(ann.id.as_str(), made_up), (made_up, ann.id.as_str())] {
+        let e = games
+            .create_game(authed(&ann.token, create(white, black)))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::NotFound, "{}", e.message());
+    }
+    let e = games
+        .create_invitation(authed(&ann.token, invite(made_up)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    // Malformed ids (a NUL byte, white space, no known kind, too long): INVALID_ARGUMENT.
+    let long = format!("player:{}", "x".repeat(200));
+    for bad in [
+        "guest:ab\0cd",
+        "guest:a b",
+        "somebody",
+        "ai:9",
+        long.as_str(),
+    ] {
+        let e = games
+            .create_game(authed(&ann.token, create(&ann.id, bad)))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{bad:?}: {}", e.message());
+        assert!(!e.message().contains('\0'));
+        let e = games
+            .create_invitation(authed(&ann.token, invite(bad)))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{bad:?}");
+    }
+    // A real player who did not agree: no game (send an invitation instead).
+    let e = games
+        .create_game(authed(&ann.token, create(&ann.id, &bob.id)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    assert!(e.message().contains("invitation"), "{}", e.message());
+    // Nor a game between two others.
+    let carl = guest(&ch, "Carl").await;
+    let e = games
+        .create_game(authed(&ann.token, create(&bob.id, &carl.id)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied);
+    // The computer always agrees; names and flags come from the server, whatever the request says.
+    let mut req = create(&ann.id, "ai:3");
+    req.white = Some(pb::Player {
+        id: ann.id.clone(),
+        display_name: "Magnus\n[Result \"1-0\"]".into(),
+        guest: false,
+        computer: true,
+    });
+    let g = games
+        .create_game(authed(&ann.token, req))
+        .await
+        .unwrap()
+        .into_inner();
+    let white = g.white.unwrap();
+    let black = g.black.unwrap();
+    assert_eq!(
+        (white.display_name.as_str(), white.guest, white.computer),
+        ("Ann", true, false)
+    );
+    assert_eq!(
+        (black.display_name.as_str(), black.computer),
+        ("Computer level 3", true)
+    );
+    let pdn = games
+        .export_pdn(pb::GetGameRequest {
+            game_id: g.game_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .pdn;
+    assert!(pdn.contains("[White \"Ann\"]"), "{pdn}");
+    assert_eq!(pdn.matches("[Result").count(), 1, "{pdn}");
+    // The invitee's name is its own, not the inviter's choice.
+    let inv = games
+        .create_invitation(authed(&ann.token, invite(&bob.id)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(inv.invitee.unwrap().display_name, bob.name);
+    server.stop().await;
+}
+
+/// Before both sides have moved nothing is decided: a resignation (even by a second guest of one's
+/// own), an agreed draw, or a missed first move aborts the game, so no rating can be farmed from it.
+#[tokio::test]
+async fn games_ended_before_both_sides_moved_are_aborted() {
+    let (server, ch) = start().await;
+    let mut games = GamesClient::new(ch.clone());
+    let ann = guest(&ch, "Ann").await;
+    let bob = guest(&ch, "Bob").await;
+    // A 1 ms rated game: its clock does not run before both sides moved, so nobody flags.
+    let mut req = create(&ann.id, &bob.id);
+    req.time_control = fischer(1);
+    let g = draughts_testkit::agreed_game(&ch, &ann.token, &bob.token, req.clone())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let v = games
+        .resign(action(&bob.token, &g.game_id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(v.status.unwrap().outcome, pb::Outcome::Aborted as i32);
+    // A missed first move: aborted by the server after --first-move-secs (1 s here), not lost on time.
+    let g = draughts_testkit::agreed_game(&ch, &ann.token, &bob.token, req.clone())
+        .await
+        .unwrap();
+    games
+        .play_move(play(&bob.token, &g.game_id, "11-15"))
+        .await
+        .unwrap();
+    let mut status = None;
+    for _ in 0..60 {
+        let v = games
+            .get_game(pb::GetGameRequest {
+                game_id: g.game_id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let st = v.status.unwrap();
+        if st.outcome != pb::Outcome::Ongoing as i32 {
+            status = Some(st);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let st = status.expect("the game was aborted");
+    assert_eq!(st.outcome, pb::Outcome::Aborted as i32);
+    assert!(
+        st.description.contains("no first move"),
+        "{}",
+        st.description
+    );
+    // Once both sides moved, the clock runs and a flag is a loss.
+    let mut req = create(&ann.id, &bob.id);
+    req.time_control = fischer(200);
+    let g = draughts_testkit::agreed_game(&ch, &ann.token, &bob.token, req)
+        .await
+        .unwrap();
+    games
+        .play_move(play(&bob.token, &g.game_id, "11-15"))
+        .await
+        .unwrap();
+    games
+        .play_move(play(&ann.token, &g.game_id, "23-19"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let v = games
+        .get_game(pb::GetGameRequest {
+            game_id: g.game_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let st = v.status.unwrap();
+    assert_eq!(st.outcome, pb::Outcome::WhiteWins as i32, "{st:?}");
+    assert_eq!(st.reason, pb::EndReason::Time as i32);
+    server.stop().await;
+}
+
+async fn next_event(events: &mut tonic::Streaming<pb::PlayerEvent>) -> pb::player_event::Kind {
+    tokio::time::timeout(Duration::from_secs(5), events.next())
+        .await
+        .expect("an event within 5 s")
+        .expect("the stream goes on")
+        .unwrap()
+        .kind
+        .unwrap()
+}
+
+/// The invited player hears of the invitation on its event stream (no polling), accepts, and both see
+/// the game start; a declined invitation reaches the inviter with its reason; cancel and expiry.
+#[tokio::test]
+async fn invitations_reach_the_invitee_and_start_the_game_on_acceptance() {
+    use pb::player_event::Kind;
+    let (server, ch) = start().await;
+    let mut games = GamesClient::new(ch.clone());
+    let ann = guest(&ch, "Ann").await;
+    let bob = guest(&ch, "Bob").await;
+    let mut bob_events = games
+        .watch_player_events(authed(&bob.token, pb::WatchPlayerEventsRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(
+        next_event(&mut bob_events).await,
+        Kind::Synced(true)
+    ));
+    let inv = games
+        .create_invitation(authed(&ann.token, invite(&bob.id)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(inv.state, pb::InvitationState::Pending as i32);
+    match next_event(&mut bob_events).await {
+        Kind::Invitation(i) => {
+            assert_eq!(i.invitation_id, inv.invitation_id);
+            assert_eq!(i.inviter.unwrap().display_name, "Ann");
+        }
+        other => panic!("expected the invitation, got {other:?}"),
+    }
+    // Nobody else sees or accepts it; the inviter cannot accept it.
+    let carl = guest(&ch, "Carl").await;
+    let e = games
+        .get_invitation(inv_req(&carl.token, &inv.invitation_id))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    let e = games
+        .accept_invitation(inv_req(&carl.token, &inv.invitation_id))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    let e = games
+        .accept_invitation(inv_req(&ann.token, &inv.invitation_id))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    // Listed for both.
+    let listed = games
+        .list_invitations(authed(&bob.token, pb::ListInvitationsRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.received.len(), 1);
+    let listed = games
+        .list_invitations(authed(&ann.token, pb::ListInvitationsRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.sent.len(), 1);
+    // Bob accepts: the game has the invitation's id, Ann is White as asked; accepting again is the same
+    // game, not a second one.
+    let game = games
+        .accept_invitation(inv_req(&bob.token, &inv.invitation_id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(game.game_id, inv.invitation_id);
+    assert_eq!(game.white.unwrap().id, ann.id);
+    let again = games
+        .accept_invitation(inv_req(&bob.token, &inv.invitation_id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.game_id, game.game_id);
+    let mut saw_start = false;
+    for _ in 0..3 {
+        if let Kind::GameStarted(v) = next_event(&mut bob_events).await {
+            assert_eq!(v.game_id, game.game_id);
+            saw_start = true;
+            break;
+        }
+    }
+    assert!(saw_start, "Bob hears that the game started");
+    // Declined, with a reason, heard by the inviter.
+    let mut ann_events = games
+        .watch_player_events(authed(&ann.token, pb::WatchPlayerEventsRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    loop {
+        if matches!(next_event(&mut ann_events).await, Kind::Synced(true)) {
+            break;
+        }
+    }
+    let inv = games
+        .create_invitation(authed(&ann.token, invite(&bob.id)))
+        .await
+        .unwrap()
+        .into_inner();
+    games
+        .decline_invitation(authed(
+            &bob.token,
+            pb::DeclineInvitationRequest {
+                invitation_id: inv.invitation_id.clone(),
+                reason: pb::DeclineReason::TooFast as i32,
+            },
+        ))
+        .await
+        .unwrap();
+    let mut declined = false;
+    for _ in 0..3 {
+        if let Kind::Invitation(i) = next_event(&mut ann_events).await
+            && i.state == pb::InvitationState::Declined as i32
+        {
+            assert_eq!(i.decline_reason, pb::DeclineReason::TooFast as i32);
+            declined = true;
+            break;
+        }
+    }
+    assert!(declined, "Ann hears of the decline");
+    let e = games
+        .accept_invitation(inv_req(&bob.token, &inv.invitation_id))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    // Cancelled by the inviter: too late to accept.
+    let inv = games
+        .create_invitation(authed(&ann.token, invite(&bob.id)))
+        .await
+        .unwrap()
+        .into_inner();
+    games
+        .cancel_invitation(inv_req(&ann.token, &inv.invitation_id))
+        .await
+        .unwrap();
+    let e = games
+        .accept_invitation(inv_req(&bob.token, &inv.invitation_id))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    assert!(e.message().contains("cancelled"), "{}", e.message());
+    // Expired.
+    let mut short = invite(&bob.id);
+    short.expires_in_ms = 150;
+    let inv = games
+        .create_invitation(authed(&ann.token, short))
+        .await
+        .unwrap()
+        .into_inner();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let got = games
+        .get_invitation(inv_req(&bob.token, &inv.invitation_id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(got.state, pb::InvitationState::Expired as i32);
+    let e = games
+        .accept_invitation(inv_req(&bob.token, &inv.invitation_id))
+        .await
+        .unwrap_err();
+    assert!(e.message().contains("expired"), "{}", e.message());
+    server.stop().await;
+}
+
+/// An open invitation is a link anyone signed in may accept; two accepting at once get one game, the
+/// loser a clear refusal. Pending invitations per inviter are bounded. A rematch swaps colours.
+#[tokio::test]
+async fn open_links_races_bounds_and_rematches() {
+    let (server, ch) = start().await;
+    let mut games = GamesClient::new(ch.clone());
+    let ann = guest(&ch, "Ann").await;
+    let bob = guest(&ch, "Bob").await;
+    let carl = guest(&ch, "Carl").await;
+    let inv = games
+        .create_invitation(authed(&ann.token, invite("")))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(inv.invitee.is_none());
+    let (mut g1, mut g2) = (games.clone(), games.clone());
+    let (r1, r2) = tokio::join!(
+        g1.accept_invitation(inv_req(&bob.token, &inv.invitation_id)),
+        g2.accept_invitation(inv_req(&carl.token, &inv.invitation_id)),
+    );
+    let won = [&r1, &r2].iter().filter(|r| r.is_ok()).count();
+    assert_eq!(won, 1, "exactly one accepter wins: {r1:?} {r2:?}");
+    let loser = if r1.is_ok() { &r2 } else { &r1 };
+    assert_eq!(loser.as_ref().unwrap_err().code(), Code::FailedPrecondition);
+    let game = r1.or(r2).unwrap().into_inner();
+    // A rematch after the game: colours swap, the opponent must accept.
+    let black = game.black.unwrap();
+    let black_token = if black.id == bob.id {
+        &bob.token
+    } else {
+        &carl.token
+    };
+    games
+        .play_move(play(black_token, &game.game_id, "11-15"))
+        .await
+        .unwrap();
+    games
+        .play_move(play(&ann.token, &game.game_id, "23-19"))
+        .await
+        .unwrap();
+    games
+        .resign(action(&ann.token, &game.game_id))
+        .await
+        .unwrap();
+    let rematch = games
+        .offer_rematch(action(&ann.token, &game.game_id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(rematch.rematch_of, game.game_id);
+    assert_eq!(rematch.inviter_color, pb::Color::Black as i32);
+    let second = games
+        .accept_invitation(inv_req(black_token, &rematch.invitation_id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(second.white.unwrap().id, black.id);
+    assert_eq!(second.black.unwrap().id, ann.id);
+    // At most 20 pending invitations per inviter.
+    for _ in 0..20 {
+        games
+            .create_invitation(authed(&carl.token, invite(&bob.id)))
+            .await
+            .unwrap();
+    }
+    let e = games
+        .create_invitation(authed(&carl.token, invite(&bob.id)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    server.stop().await;
+}
