@@ -82,6 +82,104 @@ pub struct ServerConfig {
         default_value = ""
     )]
     pub cors_origins: Vec<String>,
+    #[command(flatten)]
+    pub connections: ConnectionLimits,
+}
+
+/// How long connections may live idle or unresponsive, and how many a replica holds (see
+/// `serve`'s module docs). Every value has a flag and an environment variable.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ConnectionLimits {
+    /// HTTP/2 PING sent on a connection after this long without frames from the client, in ms.
+    #[arg(
+        long,
+        env = "DRAUGHTS_HTTP2_KEEPALIVE_INTERVAL_MS",
+        default_value_t = 30_000
+    )]
+    pub http2_keepalive_interval_ms: u64,
+    /// A PING unanswered this long closes the connection (half-open peers), in ms.
+    #[arg(
+        long,
+        env = "DRAUGHTS_HTTP2_KEEPALIVE_TIMEOUT_MS",
+        default_value_t = 10_000
+    )]
+    pub http2_keepalive_timeout_ms: u64,
+    /// TCP keepalive: idle time before the kernel probes the peer, in ms.
+    #[arg(long, env = "DRAUGHTS_TCP_KEEPALIVE_MS", default_value_t = 60_000)]
+    pub tcp_keepalive_ms: u64,
+    /// A connection with no open request (call or stream) for this long is closed, in ms.
+    #[arg(long, env = "DRAUGHTS_IDLE_TIMEOUT_MS", default_value_t = 120_000)]
+    pub idle_timeout_ms: u64,
+    /// Connections a replica holds at once; more are accepted and closed at once. Keep it below
+    /// the process's open-file limit (`ulimit -n`) minus the backends' connections.
+    #[arg(long, env = "DRAUGHTS_MAX_CONNECTIONS", default_value_t = 8_192)]
+    pub max_connections: usize,
+    /// Concurrent HTTP/2 streams (calls, watch streams) per connection.
+    #[arg(
+        long,
+        env = "DRAUGHTS_MAX_STREAMS_PER_CONNECTION",
+        default_value_t = 256
+    )]
+    pub max_streams_per_connection: u32,
+}
+
+impl ConnectionLimits {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let in_range = |name: &str, value: u64, low: u64, high: u64| {
+            if (low..=high).contains(&value) {
+                Ok(())
+            } else {
+                Err(ConfigError(format!(
+                    "{name} must be from {low} to {high}, got {value}"
+                )))
+            }
+        };
+        in_range(
+            "http2-keepalive-interval-ms",
+            self.http2_keepalive_interval_ms,
+            100,
+            3_600_000,
+        )?;
+        in_range(
+            "http2-keepalive-timeout-ms",
+            self.http2_keepalive_timeout_ms,
+            100,
+            600_000,
+        )?;
+        in_range("tcp-keepalive-ms", self.tcp_keepalive_ms, 1_000, 7_200_000)?;
+        in_range("idle-timeout-ms", self.idle_timeout_ms, 100, 86_400_000)?;
+        in_range("max-connections", self.max_connections as u64, 1, 1_000_000)?;
+        in_range(
+            "max-streams-per-connection",
+            u64::from(self.max_streams_per_connection),
+            1,
+            10_000,
+        )?;
+        Ok(())
+    }
+    pub fn http2_keepalive_interval(&self) -> Duration {
+        Duration::from_millis(self.http2_keepalive_interval_ms)
+    }
+    pub fn http2_keepalive_timeout(&self) -> Duration {
+        Duration::from_millis(self.http2_keepalive_timeout_ms)
+    }
+    pub fn tcp_keepalive(&self) -> Duration {
+        Duration::from_millis(self.tcp_keepalive_ms)
+    }
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_timeout_ms)
+    }
+    /// The defaults (the same as the flags').
+    pub fn defaults() -> ConnectionLimits {
+        ConnectionLimits {
+            http2_keepalive_interval_ms: 30_000,
+            http2_keepalive_timeout_ms: 10_000,
+            tcp_keepalive_ms: 60_000,
+            idle_timeout_ms: 120_000,
+            max_connections: 8_192,
+            max_streams_per_connection: 256,
+        }
+    }
 }
 
 impl ServerConfig {
@@ -110,7 +208,7 @@ impl ServerConfig {
                 "concurrency-per-connection must be at least 1".into(),
             ));
         }
-        Ok(())
+        self.connections.validate()
     }
     /// The configured CORS origins (empty entries, as an empty default gives, left out).
     pub fn cors_origins(&self) -> impl Iterator<Item = &str> {
@@ -134,6 +232,7 @@ impl ServerConfig {
             concurrency_per_connection: 256,
             shutdown_grace_ms: 2_000,
             cors_origins: Vec::new(),
+            connections: ConnectionLimits::defaults(),
         }
     }
 }

@@ -9,10 +9,11 @@
 
 pub mod config;
 pub mod echo;
+pub mod edge;
 pub mod listen;
 pub mod propagation;
 pub mod serve;
 pub mod telemetry;
 
-pub use config::{BackendConfig, ConfigError, ServerConfig, TelemetryConfig};
+pub use config::{BackendConfig, ConfigError, ConnectionLimits, ServerConfig, TelemetryConfig};
 pub use serve::{ServeError, Services, serve, shutdown_signal};

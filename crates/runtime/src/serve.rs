@@ -99,8 +99,11 @@ pub async fn shutdown_signal() {
 ///
 /// Every server also gets: health (`grpc.health.v1.Health`, every service SERVING while up), reflection
 /// v1 and v1alpha over the whole API, `draughts.v1.Diagnostics/Echo`, gRPC-Web with CORS for the
-/// configured origins only (`--cors-origins`, default none; HTTP/1.1 accepted), the request timeout, the per-connection concurrency limit, per-RPC metrics and trace
-/// context taken from the request metadata.
+/// configured origins only (`--cors-origins`, default none; HTTP/1.1 accepted), the request timeout,
+/// the per-connection concurrency limit, per-RPC metrics and trace context taken from the request
+/// metadata, and the connection edge of [`crate::edge`]: at most `max_connections` connections, TCP
+/// keepalive, HTTP/2 keepalive pings with a timeout, a stream limit per connection, and connections
+/// without an open request closed after the idle timeout.
 pub async fn serve(
     config: &ServerConfig,
     mut services: Services,
@@ -172,11 +175,16 @@ pub async fn serve(
             .await;
         draining_tx.notify_one();
     };
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let limits = &config.connections;
+    let incoming = crate::edge::incoming(listener, limits);
     let server = tonic::transport::Server::builder()
         .accept_http1(true)
         .timeout(config.request_timeout())
         .concurrency_limit_per_connection(config.concurrency_per_connection)
+        .http2_keepalive_interval(Some(limits.http2_keepalive_interval()))
+        .http2_keepalive_timeout(Some(limits.http2_keepalive_timeout()))
+        .max_concurrent_streams(limits.max_streams_per_connection)
+        .layer(crate::edge::ConnLayer)
         .layer(cors)
         .layer(tonic_web::GrpcWebLayer::new())
         .layer(RpcLayer)

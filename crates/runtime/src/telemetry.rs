@@ -77,10 +77,21 @@ pub fn init(service: &str, config: &TelemetryConfig) -> Result<TelemetryGuard, C
 
 static PROMETHEUS: OnceLock<PrometheusHandle> = OnceLock::new();
 
+/// Bucket bounds (seconds) of every histogram: latency from 1 ms to 10 s. Histograms are exported
+/// as Prometheus histograms (`_bucket`, `_sum`, `_count`), not summaries, so that the series of
+/// several replicas can be added up and quantiles computed over all of them
+/// (`histogram_quantile(0.99, sum by (le, method) (rate(draughts_rpc_duration_seconds_bucket[5m])))`).
+pub const LATENCY_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
 /// The process-wide Prometheus recorder (installed on first use).
 pub fn prometheus() -> &'static PrometheusHandle {
     PROMETHEUS.get_or_init(|| {
-        let recorder = PrometheusBuilder::new().build_recorder();
+        let recorder = PrometheusBuilder::new()
+            .set_buckets(&LATENCY_BUCKETS)
+            .map(PrometheusBuilder::build_recorder)
+            .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
         let handle = recorder.handle();
         // Fails only if another recorder was installed first; the handle then renders nothing, which
         // is not worth failing a service for.

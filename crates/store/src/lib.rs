@@ -52,6 +52,7 @@ mod error;
 pub mod keys;
 mod live;
 mod memory;
+pub mod pubsub;
 mod redis_store;
 
 use std::sync::Arc;
@@ -61,10 +62,11 @@ pub use bytes::Bytes;
 pub use database::{DEFAULT_ACQUIRE_TIMEOUT, Database, DbBackend, Migration};
 pub use error::{BoxError, ErrorCode, StoreError};
 pub use live::{
-    Effect, Entry, EntryId, LiveStore, ParseEntryIdError, ReadFrom, Subscription, Version,
-    now_unix_ms,
+    Effect, Entry, EntryId, GroupInfo, LiveStore, Notice, ParseEntryIdError, ReadFrom,
+    SUBSCRIBER_BUFFER, StreamCaps, Subscription, Trimmed, Version, now_unix_ms,
 };
 pub use memory::MemoryStore;
+pub use pubsub::PubSubCounts;
 pub use redis_store::RedisStore;
 /// The sqlx version this crate uses, for queries on [`Database::pool`].
 pub use sqlx;

@@ -15,8 +15,76 @@ use crate::error::StoreError;
 /// and grow by one on every successful [`LiveStore::put`].
 pub type Version = u64;
 
-/// A stream of pub/sub payloads, as returned by [`LiveStore::subscribe`].
-pub type Subscription = Pin<Box<dyn Stream<Item = Bytes> + Send + 'static>>;
+/// A stream of pub/sub notices, as returned by [`LiveStore::subscribe`]. It ends only when the
+/// store is dropped, never because a backend connection was lost (see [`Notice::Gap`]).
+pub type Subscription = Pin<Box<dyn Stream<Item = Notice> + Send + 'static>>;
+
+/// What a [`Subscription`] yields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A payload published on the channel, unchanged, in publication order.
+    Message(Bytes),
+    /// Messages may have been missed since the previous notice: the backend connection was lost and
+    /// has been re-established (and the channel subscribed again), or this subscriber fell more than
+    /// [`SUBSCRIBER_BUFFER`] messages behind. Later messages are delivered again. A subscriber
+    /// re-reads its source of truth (the record the messages are about); pub/sub never carries state
+    /// that cannot be read back.
+    Gap,
+}
+
+/// How many pub/sub messages one subscriber may fall behind before it gets a [`Notice::Gap`]
+/// instead of the oldest of them (both backends).
+pub const SUBSCRIBER_BUFFER: usize = 256;
+
+/// One consumer group of a stream, as reported by [`LiveStore::groups`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupInfo {
+    /// The group's name.
+    pub name: String,
+    /// Entries delivered to the group's consumers and not acknowledged yet.
+    pub pending: u64,
+    /// The smallest pending id, if any entry is pending.
+    pub first_pending: Option<EntryId>,
+    /// The id of the last entry delivered to the group ([`EntryId::ZERO`]: none yet).
+    pub last_delivered: EntryId,
+    /// Entries in the stream not yet delivered to the group, when the backend knows it (Redis 7
+    /// reports it as long as no entry after the last delivered one was deleted).
+    pub lag: Option<u64>,
+}
+
+impl GroupInfo {
+    /// The oldest entry this group still needs: its first pending entry, else the entry after the
+    /// last one delivered. Every entry before it has been delivered to the group and acknowledged.
+    pub fn needs_from(&self) -> EntryId {
+        match self.first_pending {
+            Some(id) => id,
+            None => self
+                .last_delivered
+                .successor()
+                .unwrap_or(self.last_delivered),
+        }
+    }
+}
+
+/// Bounds on a stream's size for [`LiveStore::trim_consumed`], beyond which entries are removed even
+/// if a consumer group still needs them (a group that stopped reading must not make the stream grow
+/// without bound).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamCaps {
+    /// At most this many entries are kept.
+    pub max_len: u64,
+    /// Entries older than this (by their id's time) are removed.
+    pub max_age: Duration,
+}
+
+/// What [`LiveStore::trim_consumed`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Trimmed {
+    /// Entries every consumer group had been given and had acknowledged.
+    pub consumed: u64,
+    /// Entries removed by the caps although some group still needed them.
+    pub capped: u64,
+}
 
 /// The id of a stream entry: milliseconds since the Unix epoch and a sequence number
 /// within that millisecond, exactly like a Redis stream id (`"1700000000000-3"`).
@@ -235,15 +303,47 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
     /// pending lists by a later [`claim_idle`](LiveStore::claim_idle) that reaches them.
     async fn trim(&self, stream: &str, keep_last: u64) -> Result<u64, StoreError>;
 
+    /// Removes every entry with an id smaller than `min_id`; returns how many were removed.
+    /// Pending entries removed this way behave as with [`trim`](LiveStore::trim).
+    async fn trim_before(&self, stream: &str, min_id: EntryId) -> Result<u64, StoreError>;
+
+    /// The consumer groups of `stream`, by name (empty if the stream does not exist).
+    async fn groups(&self, stream: &str) -> Result<Vec<GroupInfo>, StoreError>;
+
+    /// Removes the entries that every consumer group of `stream` has been given and has
+    /// acknowledged, then whatever exceeds `caps` (oldest first). A stream without groups is trimmed
+    /// by the caps only (a group created later starts at the oldest entry kept). Not atomic across
+    /// groups: a group created during the call may find fewer old entries, never a wrong one.
+    async fn trim_consumed(&self, stream: &str, caps: StreamCaps) -> Result<Trimmed, StoreError> {
+        let groups = self.groups(stream).await?;
+        let consumed = match groups.iter().map(GroupInfo::needs_from).min() {
+            Some(needed) if !groups.is_empty() => self.trim_before(stream, needed).await?,
+            _ => 0,
+        };
+        let max_age_ms = u64::try_from(caps.max_age.as_millis()).unwrap_or(u64::MAX);
+        let oldest_kept = EntryId::new(now_unix_ms().saturating_sub(max_age_ms), 0);
+        let mut capped = self.trim_before(stream, oldest_kept).await?;
+        capped += self.trim(stream, caps.max_len).await?;
+        Ok(Trimmed { consumed, capped })
+    }
+
     // ---- pub/sub ----
 
     /// Sends `payload` to every current subscriber of `channel` (fire and forget: a
-    /// subscriber that is not listening now never sees it). Returns how many received it.
+    /// subscriber that is not listening now never sees it). Returns how many subscribed
+    /// processes received it (each process shares one subscription per channel among its local
+    /// subscribers): 0 means nobody listens.
     async fn publish(&self, channel: &str, payload: Bytes) -> Result<u64, StoreError>;
 
-    /// Subscribes to `channel`; messages published after this returns are delivered in
-    /// order. The stream ends if the backend connection is lost: resubscribe, and recover
-    /// what was missed from a stream, not from pub/sub.
+    /// Subscribes to `channel`. Every message published after this returns is delivered in
+    /// order as a [`Notice::Message`], unless a [`Notice::Gap`] comes first (the connection was
+    /// lost and re-established, or the subscriber fell behind): then re-read the source of truth.
+    ///
+    /// All subscriptions of one store (one process) share its backend resources: on Redis ONE
+    /// pub/sub connection, fanned out in-process; a channel is subscribed on Redis while it has at
+    /// least one local subscriber. A lost connection is re-established with a bounded, jittered
+    /// exponential backoff and every channel subscribed again, then each subscriber gets one
+    /// `Gap`. The stream does not end when the connection is lost; dropping it unsubscribes.
     async fn subscribe(&self, channel: &str) -> Result<Subscription, StoreError>;
 
     // ---- deadline schedule ----
@@ -278,6 +378,9 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
     /// The earliest scheduled member and its time, without removing it (to know how long
     /// to sleep).
     async fn next_due(&self, set: &str) -> Result<Option<(String, u64)>, StoreError>;
+
+    /// How many members schedule `set` holds (due or not).
+    async fn schedule_len(&self, set: &str) -> Result<u64, StoreError>;
 
     // ---- rate limiting ----
 

@@ -2,7 +2,8 @@
 //!
 //! All state sits behind one `std::sync::Mutex` (critical sections are short and never
 //! await). Blocking stream reads wait on a per-stream `tokio::sync::Notify` that every
-//! append wakes; pub/sub uses one `tokio::sync::broadcast` channel per channel name.
+//! append wakes; pub/sub uses one `tokio::sync::broadcast` channel per channel name (a subscriber
+//! that falls [`SUBSCRIBER_BUFFER`] messages behind gets a [`Notice::Gap`], as on Redis).
 //! Expiry (TTLs, leases, rate windows) is checked lazily when a key is touched.
 //! Nothing is persisted: a restart loses everything, as with a Redis without persistence.
 
@@ -16,12 +17,9 @@ use tokio::sync::{Notify, broadcast};
 
 use crate::error::StoreError;
 use crate::live::{
-    Effect, Entry, EntryId, LiveStore, ReadFrom, Subscription, Version, now_unix_ms, positive_max,
-    positive_ms,
+    Effect, Entry, EntryId, GroupInfo, LiveStore, Notice, ReadFrom, SUBSCRIBER_BUFFER,
+    Subscription, Version, now_unix_ms, positive_max, positive_ms,
 };
-
-/// How many pub/sub messages a slow subscriber may fall behind before it misses some.
-const CHANNEL_CAPACITY: usize = 1024;
 
 /// The in-process [`LiveStore`]. Cheap to clone (clones share the state).
 #[derive(Debug, Clone, Default)]
@@ -34,7 +32,7 @@ struct State {
     kv: HashMap<String, KvValue>,
     leases: HashMap<String, (String, Instant)>,
     streams: HashMap<String, StreamState>,
-    channels: HashMap<String, broadcast::Sender<Bytes>>,
+    channels: HashMap<String, broadcast::Sender<Notice>>,
     schedules: HashMap<String, Schedule>,
     rates: HashMap<String, (u64, Instant)>,
     /// Writes since expired keys, leases and rate counters were last swept away.
@@ -187,13 +185,14 @@ impl State {
         }
     }
 
-    /// Sends to the channel's subscribers; returns how many there are.
+    /// Sends to the channel's subscribers; returns 1 if there is any (this process is the one
+    /// subscribed process, as a Redis replica counts once however many local subscribers it has).
     fn publish(&mut self, channel: &str, payload: Bytes) -> u64 {
         let Some(sender) = self.channels.get(channel) else {
             return 0;
         };
-        match sender.send(payload) {
-            Ok(n_receivers) => u64::try_from(n_receivers).unwrap_or(u64::MAX),
+        match sender.send(Notice::Message(payload)) {
+            Ok(n_receivers) => u64::from(n_receivers > 0),
             Err(_) => {
                 // Every subscriber has gone: forget the channel.
                 self.channels.remove(channel);
@@ -532,6 +531,43 @@ impl LiveStore for MemoryStore {
         Ok(u64::try_from(n_removed).unwrap_or(u64::MAX))
     }
 
+    async fn trim_before(&self, stream: &str, min_id: EntryId) -> Result<u64, StoreError> {
+        let mut state = self.lock();
+        let Some(stream_state) = state.streams.get_mut(stream) else {
+            return Ok(0);
+        };
+        let kept = stream_state.entries.split_off(&min_id);
+        let n_removed = stream_state.entries.len();
+        stream_state.entries = kept;
+        Ok(u64::try_from(n_removed).unwrap_or(u64::MAX))
+    }
+
+    async fn groups(&self, stream: &str) -> Result<Vec<GroupInfo>, StoreError> {
+        let state = self.lock();
+        let Some(stream_state) = state.streams.get(stream) else {
+            return Ok(Vec::new());
+        };
+        let mut groups: Vec<GroupInfo> = stream_state
+            .groups
+            .iter()
+            .map(|(name, group)| {
+                let lag = group
+                    .last_delivered
+                    .successor()
+                    .map_or(0, |next| stream_state.entries.range(next..).count());
+                GroupInfo {
+                    name: name.clone(),
+                    pending: u64::try_from(group.pending.len()).unwrap_or(u64::MAX),
+                    first_pending: group.pending.keys().next().copied(),
+                    last_delivered: group.last_delivered,
+                    lag: Some(u64::try_from(lag).unwrap_or(u64::MAX)),
+                }
+            })
+            .collect();
+        groups.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(groups)
+    }
+
     async fn publish(&self, channel: &str, payload: Bytes) -> Result<u64, StoreError> {
         Ok(self.lock().publish(channel, payload))
     }
@@ -541,24 +577,9 @@ impl LiveStore for MemoryStore {
             .lock()
             .channels
             .entry(channel.to_owned())
-            .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
+            .or_insert_with(|| broadcast::channel(SUBSCRIBER_BUFFER).0)
             .subscribe();
-        let channel = channel.to_owned();
-        let stream = futures_util::stream::unfold(receiver, move |mut receiver| {
-            let channel = channel.clone();
-            async move {
-                loop {
-                    match receiver.recv().await {
-                        Ok(payload) => return Some((payload, receiver)),
-                        Err(broadcast::error::RecvError::Lagged(n_missed)) => {
-                            tracing::warn!(channel, n_missed, "slow subscriber missed messages");
-                        }
-                        Err(broadcast::error::RecvError::Closed) => return None,
-                    }
-                }
-            }
-        });
-        Ok(Box::pin(stream))
+        Ok(crate::pubsub::notices(receiver, ()))
     }
 
     async fn schedule(&self, set: &str, member: &str, at_unix_ms: u64) -> Result<(), StoreError> {
@@ -627,6 +648,12 @@ impl LiveStore for MemoryStore {
                 .by_time
                 .first()
                 .map(|(at, member)| (member.clone(), *at))
+        }))
+    }
+
+    async fn schedule_len(&self, set: &str) -> Result<u64, StoreError> {
+        Ok(self.lock().schedules.get(set).map_or(0, |schedule| {
+            u64::try_from(schedule.by_member.len()).unwrap_or(u64::MAX)
         }))
     }
 

@@ -9,20 +9,22 @@
 //! - Blocking reads (`XREADGROUP`/`XREAD` with `BLOCK`) would stall every command queued
 //!   behind them on a multiplexed connection, so each one borrows a dedicated connection
 //!   from a small idle list (created on demand, dropped if the read fails or times out).
-//! - Each [`subscribe`](LiveStore::subscribe) opens its own pub/sub connection.
+//! - Every [`subscribe`](LiveStore::subscribe) of the store (and of its clones) shares ONE pub/sub
+//!   connection, fanned out in-process and re-established with backoff when lost (see
+//!   [`crate::pubsub`]): a replica holds one pub/sub connection however many watchers it serves.
 //!
 //! # Atomicity
 //!
 //! Compare-and-set (with its effects, `put_with`), leases, `take_due` and rate counters are single Lua scripts, so they
 //! are atomic on the server whatever the number of clients.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures_util::StreamExt;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamRangeReply, StreamReadReply};
 use redis::{AsyncConnectionConfig, Client, Script, Value};
@@ -30,8 +32,10 @@ use redis::{AsyncConnectionConfig, Client, Script, Value};
 use crate::error::StoreError;
 use crate::keys::{KV_VALUE_FIELD, KV_VERSION_FIELD, Keys, STREAM_PAYLOAD_FIELD};
 use crate::live::{
-    Effect, Entry, EntryId, LiveStore, ReadFrom, Subscription, Version, positive_max, positive_ms,
+    Effect, Entry, EntryId, GroupInfo, LiveStore, ReadFrom, Subscription, Version, positive_max,
+    positive_ms,
 };
+use crate::pubsub::{PubSubCounts, PubSubHub};
 
 /// Timeout of ordinary (non-blocking) commands.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
@@ -150,6 +154,7 @@ pub struct RedisStore {
     client: Client,
     manager: ConnectionManager,
     idle_blocking: Arc<Mutex<Vec<MultiplexedConnection>>>,
+    pubsub: PubSubHub,
     keys: Keys,
     scripts: Arc<Scripts>,
 }
@@ -226,6 +231,7 @@ impl RedisStore {
             .set_number_of_retries(3);
         let manager = client.get_connection_manager_with_config(config).await?;
         Ok(RedisStore {
+            pubsub: PubSubHub::start(client.clone()),
             client,
             manager,
             idle_blocking: Arc::new(Mutex::new(Vec::new())),
@@ -244,6 +250,17 @@ impl RedisStore {
     /// The key names this store uses.
     pub fn keys(&self) -> &Keys {
         &self.keys
+    }
+
+    /// Counters of the shared pub/sub connection (connections opened and lost, channels and
+    /// local subscribers now).
+    pub fn pubsub_counts(&self) -> PubSubCounts {
+        self.pubsub.counts()
+    }
+
+    async fn exists(&self, key: &str) -> Result<bool, StoreError> {
+        let n: u64 = self.query(redis::cmd("EXISTS").arg(key)).await?;
+        Ok(n > 0)
     }
 
     fn conn(&self) -> ConnectionManager {
@@ -588,6 +605,70 @@ impl LiveStore for RedisStore {
         self.query(&cmd).await
     }
 
+    async fn trim_before(&self, stream: &str, min_id: EntryId) -> Result<u64, StoreError> {
+        let mut cmd = redis::cmd("XTRIM");
+        cmd.arg(self.keys.stream(stream))
+            .arg("MINID")
+            .arg(min_id.to_string());
+        self.query(&cmd).await
+    }
+
+    async fn groups(&self, stream: &str) -> Result<Vec<GroupInfo>, StoreError> {
+        let key = self.keys.stream(stream);
+        let mut cmd = redis::cmd("XINFO");
+        cmd.arg("GROUPS").arg(&key);
+        let reply: Vec<HashMap<String, Value>> = match self.query(&cmd).await {
+            Ok(reply) => reply,
+            // XINFO on a missing key is an error ("no such key"), not an empty list.
+            Err(StoreError::Internal { .. }) if !self.exists(&key).await? => return Ok(Vec::new()),
+            Err(err) => return Err(err),
+        };
+        let mut groups = Vec::with_capacity(reply.len());
+        for group in reply {
+            let text = |field: &str| -> Option<String> {
+                match group.get(field)? {
+                    Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+                    Value::SimpleString(text) => Some(text.clone()),
+                    _ => None,
+                }
+            };
+            let int = |field: &str| -> Option<u64> {
+                match group.get(field)? {
+                    Value::Int(n) => u64::try_from(*n).ok(),
+                    _ => None,
+                }
+            };
+            let name = text("name")
+                .ok_or_else(|| StoreError::internal("redis", "XINFO GROUPS without a name"))?;
+            let last_delivered = parse_id(&text("last-delivered-id").unwrap_or_default())?;
+            let pending = int("pending").unwrap_or(0);
+            let first_pending = if pending == 0 {
+                None
+            } else {
+                let mut cmd = redis::cmd("XPENDING");
+                cmd.arg(&key).arg(&name);
+                match self.query::<Value>(&cmd).await? {
+                    Value::Array(items) => match items.get(1) {
+                        Some(Value::BulkString(id)) => {
+                            Some(parse_id(&String::from_utf8_lossy(id))?)
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            };
+            groups.push(GroupInfo {
+                name,
+                pending,
+                first_pending,
+                last_delivered,
+                lag: int("lag"),
+            });
+        }
+        groups.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(groups)
+    }
+
     async fn publish(&self, channel: &str, payload: Bytes) -> Result<u64, StoreError> {
         let mut cmd = redis::cmd("PUBLISH");
         cmd.arg(self.keys.channel(channel)).arg(payload.as_ref());
@@ -595,12 +676,7 @@ impl LiveStore for RedisStore {
     }
 
     async fn subscribe(&self, channel: &str) -> Result<Subscription, StoreError> {
-        let mut pubsub = self.client.get_async_pubsub().await?;
-        pubsub.subscribe(self.keys.channel(channel)).await?;
-        let stream = pubsub
-            .into_on_message()
-            .map(|message| Bytes::copy_from_slice(message.get_payload_bytes()));
-        Ok(Box::pin(stream))
+        self.pubsub.subscribe(self.keys.channel(channel)).await
     }
 
     async fn schedule(&self, set: &str, member: &str, at_unix_ms: u64) -> Result<(), StoreError> {
@@ -666,6 +742,11 @@ impl LiveStore for RedisStore {
             let at = score.max(0.0) as u64;
             (member, at)
         }))
+    }
+
+    async fn schedule_len(&self, set: &str) -> Result<u64, StoreError> {
+        self.query(redis::cmd("ZCARD").arg(self.keys.schedule(set)))
+            .await
     }
 
     async fn hit(&self, key: &str, window: Duration) -> Result<u64, StoreError> {

@@ -39,7 +39,7 @@ pub struct Config {
     #[command(flatten)]
     pub ratings: draughts_ratings::RatingsConfig,
     #[command(flatten)]
-    pub games: draughts_validation::games::GamesConfig,
+    pub games: draughts_validation::games::GamesLimits,
 }
 
 impl Config {
@@ -111,10 +111,10 @@ impl Platform {
             backends.live.clone(),
             backends.db.clone(),
             &config.auth,
-            &config.games,
             Arc::new(draughts_validation::games::SystemClock),
         )
-        .await?;
+        .await?
+        .with_limits(config.games.clone());
         let ratings = draughts_ratings::Ratings::new(
             backends.live.clone(),
             backends.db.clone(),

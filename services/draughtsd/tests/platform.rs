@@ -22,7 +22,7 @@ fn config(redis_url: &str, database_url: &str) -> Config {
             guest_games: draughts_ratings::config::Policy::Rate,
             ..draughts_ratings::RatingsConfig::defaults()
         },
-        games: draughts_validation::games::GamesConfig::defaults(),
+        games: draughts_validation::games::GamesLimits::defaults(),
     }
 }
 

@@ -34,7 +34,7 @@ pub struct Config {
     #[command(flatten)]
     pub auth: auth::AuthConfig,
     #[command(flatten)]
-    pub games: games::GamesConfig,
+    pub games: games::GamesLimits,
 }
 
 impl Config {
@@ -42,8 +42,8 @@ impl Config {
         self.server.validate()?;
         self.telemetry.validate()?;
         self.backends.validate()?;
-        self.auth.validate()?;
-        self.games.validate()
+        self.games.validate()?;
+        self.auth.validate()
     }
 
     /// Port 0 on loopback, embedded backends, test secrets.
@@ -53,7 +53,7 @@ impl Config {
             telemetry: TelemetryConfig::for_tests(),
             backends: BackendConfig::embedded_for_tests(),
             auth: auth::AuthConfig::for_tests(),
-            games: games::GamesConfig::defaults(),
+            games: games::GamesLimits::defaults(),
         }
     }
 }
@@ -100,13 +100,10 @@ impl Validation {
         live: Arc<dyn LiveStore>,
         db: Database,
         auth_config: &auth::AuthConfig,
-        games_config: &games::GamesConfig,
         clock: Arc<dyn games::Clock>,
     ) -> Result<Validation, StartError> {
         let auth = auth::Authenticator::new(auth_config.clone(), live.clone())?;
-        let games = games::GamesCore::new(live, db, clock)
-            .await?
-            .with_first_move_ms(games_config.first_move_secs * 1000);
+        let games = games::GamesCore::new(live, db, clock).await?;
         Ok(Validation { games, auth })
     }
 
@@ -120,6 +117,12 @@ impl Validation {
             games,
         ));
         auth::register_auth(services, &self.auth, server.max_message_bytes);
+    }
+
+    /// Sets the bounds of games and watchers (before serving).
+    pub fn with_limits(mut self, limits: games::GamesLimits) -> Validation {
+        self.games = self.games.with_limits(limits);
+        self
     }
 
     /// Runs the clock and archive timers until `shutdown` resolves.
@@ -145,14 +148,9 @@ pub async fn run(
 ) -> Result<(), StartError> {
     config.validate()?;
     let (live, db) = connect(&config.backends).await?;
-    let v = Validation::new(
-        live,
-        db,
-        &config.auth,
-        &config.games,
-        Arc::new(games::SystemClock),
-    )
-    .await?;
+    let v = Validation::new(live, db, &config.auth, Arc::new(games::SystemClock))
+        .await?
+        .with_limits(config.games.clone());
     let mut services = Services::new();
     v.register(&mut services, &config.server);
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);

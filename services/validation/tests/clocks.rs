@@ -96,7 +96,7 @@ async fn a_flag_falls_with_nobody_calling() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(core.live().len("games.finished").await.unwrap(), 1);
-    let recent = core.recent("guest:w", 10).await.unwrap();
+    let (recent, _) = core.recent("guest:w", 10, None).await.unwrap();
     assert_eq!(recent.len(), 1);
     timers.abort();
 }

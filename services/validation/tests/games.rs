@@ -230,6 +230,7 @@ async fn complete_games_in_every_variant() {
         .list_games(pb::ListGamesRequest {
             player_id: white.id.clone(),
             limit: 50,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -626,6 +627,7 @@ async fn two_replicas_share_redis_and_survive_a_stop() {
         .list_games(pb::ListGamesRequest {
             player_id: b.id.clone(),
             limit: 5,
+            ..Default::default()
         })
         .await
         .unwrap()

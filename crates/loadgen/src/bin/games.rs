@@ -81,6 +81,7 @@ async fn guest(ch: &Channel) -> Result<(String, String), tonic::Status> {
     Ok((r.player.map(|p| p.id).unwrap_or_default(), r.token))
 }
 
+/// A game between two guests, as clients start one: white invites, black accepts.
 async fn new_game(
     ch: &Channel,
     w: &(String, String),

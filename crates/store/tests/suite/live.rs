@@ -1,6 +1,7 @@
 //! The live-store checks and their runs on each backend.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use draughts_store::{LiveStore, MemoryStore, RedisStore};
 use draughts_testkit::RedisServer;
@@ -48,6 +49,11 @@ macro_rules! live_store_suite {
                 range_pages_through_history,
                 trim_keeps_the_newest,
                 pubsub_reaches_two_subscribers,
+                pubsub_fans_out_to_many_subscribers_and_channels,
+                lagging_subscriber_gets_a_gap,
+                trim_consumed_keeps_what_a_group_needs,
+                groups_report_pending_and_lag,
+                schedule_len_counts_members,
                 take_due_is_exactly_once_under_concurrency,
                 schedule_cancel_and_next_due,
                 put_with_applies_effects_only_when_it_wins,
@@ -112,11 +118,204 @@ async fn redis_down_is_unavailable() {
     assert_eq!(err.code(), ErrorCode::Unavailable, "{err}");
 }
 
+/// A raw connection to the test server, to look at it from outside the store.
+async fn admin(server: &RedisServer) -> ::redis::aio::MultiplexedConnection {
+    ::redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// How many pub/sub clients the server has (`CLIENT LIST TYPE pubsub`).
+async fn pubsub_clients(admin: &mut ::redis::aio::MultiplexedConnection) -> usize {
+    let list: String = ::redis::cmd("CLIENT")
+        .arg("LIST")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(admin)
+        .await
+        .unwrap();
+    list.lines().filter(|line| !line.trim().is_empty()).count()
+}
+
+/// A field of `INFO stats` as a number.
+async fn info_stat(admin: &mut ::redis::aio::MultiplexedConnection, field: &str) -> u64 {
+    let info: String = ::redis::cmd("INFO")
+        .arg("stats")
+        .query_async(admin)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("{field}:")))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in INFO stats"))
+}
+
+/// Redis only: every subscription of a store, of one channel or of many, shares ONE pub/sub
+/// connection; the last unsubscription leaves the channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_subscriptions_share_one_connection() {
+    use draughts_store::{Bytes, Notice};
+    use futures_util::StreamExt;
+    let server = RedisServer::start().expect("start redis-server");
+    let store = RedisStore::connect(&server.url(), "fan:").await.unwrap();
+    let mut admin = admin(&server).await;
+    let mut subscriptions = Vec::new();
+    for n in 0..300 {
+        subscriptions.push(store.subscribe("one-game").await.unwrap());
+        subscriptions.push(store.subscribe(&format!("game-{n}")).await.unwrap());
+    }
+    // A clone of the store shares the connection too.
+    let clone = store.clone();
+    subscriptions.push(clone.subscribe("one-game").await.unwrap());
+    assert_eq!(
+        pubsub_clients(&mut admin).await,
+        1,
+        "one pub/sub connection"
+    );
+    let counts = store.pubsub_counts();
+    assert_eq!(
+        (
+            counts.connections_opened,
+            counts.channels,
+            counts.subscribers
+        ),
+        (1, 301, 601)
+    );
+    let numsub: (String, u64) = ::redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg("fan:chan:one-game")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(numsub.1, 1, "Redis sees one subscriber of the channel");
+    store
+        .publish("one-game", Bytes::from_static(b"m"))
+        .await
+        .unwrap();
+    for subscription in subscriptions.iter_mut().step_by(2) {
+        let got = tokio::time::timeout(Duration::from_secs(10), subscription.next()).await;
+        assert_eq!(
+            got.unwrap(),
+            Some(Notice::Message(Bytes::from_static(b"m")))
+        );
+    }
+    subscriptions.clear();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let numsub: (String, u64) = ::redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg("fan:chan:one-game")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(
+        numsub.1, 0,
+        "unsubscribed when the last local subscriber left"
+    );
+    let counts = store.pubsub_counts();
+    assert_eq!((counts.channels, counts.subscribers), (0, 0));
+}
+
+/// Redis only: a killed pub/sub connection is re-established (with backoff), every channel
+/// subscribed again, each subscriber woken once with a Gap, and later messages delivered. Killing
+/// it again and again costs a bounded number of reconnections, never a busy loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_killed_pubsub_connection_is_reestablished() {
+    use draughts_store::{Bytes, Notice};
+    use futures_util::StreamExt;
+    let server = RedisServer::start().expect("start redis-server");
+    let store = RedisStore::connect(&server.url(), "kill:").await.unwrap();
+    let mut admin = admin(&server).await;
+    let mut first = store.subscribe("g1").await.unwrap();
+    let mut second = store.subscribe("g1").await.unwrap();
+    let mut other = store.subscribe("g2").await.unwrap();
+    let kill = || {
+        ::redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("pubsub")
+            .to_owned()
+    };
+    let killed: u64 = kill().query_async(&mut admin).await.unwrap();
+    assert_eq!(killed, 1);
+    for subscription in [&mut first, &mut second, &mut other] {
+        let got = tokio::time::timeout(Duration::from_secs(10), subscription.next()).await;
+        assert_eq!(
+            got.unwrap(),
+            Some(Notice::Gap),
+            "woken once after re-subscribing"
+        );
+    }
+    assert_eq!(pubsub_clients(&mut admin).await, 1);
+    store
+        .publish("g1", Bytes::from_static(b"later"))
+        .await
+        .unwrap();
+    store
+        .publish("g2", Bytes::from_static(b"other"))
+        .await
+        .unwrap();
+    for (subscription, text) in [
+        (&mut first, "later"),
+        (&mut second, "later"),
+        (&mut other, "other"),
+    ] {
+        let got = tokio::time::timeout(Duration::from_secs(10), subscription.next()).await;
+        assert_eq!(
+            got.unwrap(),
+            Some(Notice::Message(Bytes::copy_from_slice(text.as_bytes())))
+        );
+    }
+    let counts = store.pubsub_counts();
+    assert_eq!((counts.connections_opened, counts.connections_lost), (2, 1));
+
+    // Kill every 20 ms for 3 s: the backoff doubles (100 ms, 200 ms, ... with jitter), so the
+    // store reconnects a handful of times, not once per kill, and sends few commands.
+    let connections_before = info_stat(&mut admin, "total_connections_received").await;
+    let commands_before = info_stat(&mut admin, "total_commands_processed").await;
+    let until = tokio::time::Instant::now() + Duration::from_secs(3);
+    while tokio::time::Instant::now() < until {
+        let _: u64 = kill().query_async(&mut admin).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let reconnections =
+        info_stat(&mut admin, "total_connections_received").await - connections_before;
+    let commands = info_stat(&mut admin, "total_commands_processed").await - commands_before;
+    assert!(reconnections <= 8, "{reconnections} reconnections in 3 s");
+    // About 150 CLIENT KILLs and 2 INFOs are ours; the store adds a few per reconnection.
+    assert!(commands <= 200, "{commands} commands in 3 s");
+    // Each subscriber saw only Gaps, a bounded number of them.
+    let mut gaps = 0;
+    while let Ok(Some(notice)) = tokio::time::timeout(Duration::from_millis(50), first.next()).await
+    {
+        assert_eq!(notice, Notice::Gap);
+        gaps += 1;
+    }
+    assert!(gaps <= 8, "{gaps} gaps");
+    // Once the kills stop, the connection comes back and delivers again.
+    tokio::time::sleep(draughts_store::pubsub::BACKOFF_MAX + Duration::from_secs(1)).await;
+    while let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(50), first.next()).await {}
+    store
+        .publish("g1", Bytes::from_static(b"back"))
+        .await
+        .unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(10), first.next()).await;
+    assert_eq!(
+        got.unwrap(),
+        Some(Notice::Message(Bytes::from_static(b"back")))
+    );
+    assert_eq!(pubsub_clients(&mut admin).await, 1);
+}
+
 pub mod checks {
     use std::collections::HashSet;
     use std::time::{Duration, Instant};
 
-    use draughts_store::{Bytes, Effect, EntryId, ErrorCode, ReadFrom, StoreError, now_unix_ms};
+    use draughts_store::{
+        Bytes, Effect, EntryId, ErrorCode, GroupInfo, Notice, ReadFrom, SUBSCRIBER_BUFFER,
+        StoreError, StreamCaps, Trimmed, now_unix_ms,
+    };
     use futures_util::StreamExt;
 
     use super::Store;
@@ -606,6 +805,10 @@ pub mod checks {
         assert_eq!(store.pending_count("log", "g").await.unwrap(), 0);
     }
 
+    fn message(text: &str) -> Option<Notice> {
+        Some(Notice::Message(bytes(text)))
+    }
+
     pub async fn pubsub_reaches_two_subscribers(store: Store) {
         let mut first = store.subscribe("game:5:watch").await.unwrap();
         let mut second = store.subscribe("game:5:watch").await.unwrap();
@@ -614,14 +817,14 @@ pub mod checks {
             .publish("game:5:watch", bytes("clock 1"))
             .await
             .unwrap();
-        assert_eq!(n_received, 2);
+        assert_eq!(n_received, 1, "one subscribed process");
         store
             .publish("game:5:watch", bytes("clock 2"))
             .await
             .unwrap();
         for subscription in [&mut first, &mut second] {
-            assert_eq!(soon(subscription.next()).await, Some(bytes("clock 1")));
-            assert_eq!(soon(subscription.next()).await, Some(bytes("clock 2")));
+            assert_eq!(soon(subscription.next()).await, message("clock 1"));
+            assert_eq!(soon(subscription.next()).await, message("clock 2"));
         }
         assert_eq!(
             store.publish("nobody", bytes("lost")).await.unwrap(),
@@ -630,11 +833,230 @@ pub mod checks {
         );
         let nothing = tokio::time::timeout(Duration::from_millis(200), unrelated.next()).await;
         assert!(nothing.is_err(), "other channels receive nothing");
-        // A dropped subscriber no longer counts.
+        // A dropped subscriber leaves the others subscribed; the last one unsubscribes.
         drop(second);
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(store.publish("game:5:watch", bytes("c3")).await.unwrap(), 1);
-        assert_eq!(soon(first.next()).await, Some(bytes("c3")));
+        assert_eq!(soon(first.next()).await, message("c3"));
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(store.publish("game:5:watch", bytes("c4")).await.unwrap(), 0);
+    }
+
+    pub async fn pubsub_fans_out_to_many_subscribers_and_channels(store: Store) {
+        // 200 subscribers of one channel, and 100 channels with two subscribers each.
+        let mut crowd = Vec::new();
+        for _ in 0..200 {
+            crowd.push(store.subscribe("popular").await.unwrap());
+        }
+        let mut pairs = Vec::new();
+        for n in 0..100 {
+            let channel = format!("game-{n}");
+            let first = store.subscribe(&channel).await.unwrap();
+            let second = store.subscribe(&channel).await.unwrap();
+            pairs.push((channel, first, second));
+        }
+        assert_eq!(store.publish("popular", bytes("m1")).await.unwrap(), 1);
+        for (channel, _, _) in &pairs {
+            assert_eq!(store.publish(channel, bytes(channel)).await.unwrap(), 1);
+        }
+        for subscription in &mut crowd {
+            assert_eq!(soon(subscription.next()).await, message("m1"));
+        }
+        for (channel, first, second) in &mut pairs {
+            assert_eq!(soon(first.next()).await, message(channel));
+            assert_eq!(soon(second.next()).await, message(channel));
+        }
+        // Half the crowd leaves: the rest still hear, in order.
+        crowd.truncate(100);
+        pairs.truncate(50);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        store.publish("popular", bytes("m2")).await.unwrap();
+        store.publish("popular", bytes("m3")).await.unwrap();
+        for subscription in &mut crowd {
+            assert_eq!(soon(subscription.next()).await, message("m2"));
+            assert_eq!(soon(subscription.next()).await, message("m3"));
+        }
+        assert_eq!(store.publish("game-99", bytes("x")).await.unwrap(), 0);
+        assert_eq!(store.publish("game-0", bytes("y")).await.unwrap(), 1);
+    }
+
+    pub async fn lagging_subscriber_gets_a_gap(store: Store) {
+        let mut slow = store.subscribe("busy").await.unwrap();
+        let mut fast = store.subscribe("busy").await.unwrap();
+        let n_sent = SUBSCRIBER_BUFFER + 50;
+        let reader = tokio::spawn(async move {
+            let mut seen = 0;
+            while seen < n_sent {
+                match soon(fast.next()).await {
+                    Some(Notice::Message(_)) => seen += 1,
+                    other => panic!("the fast reader got {other:?}"),
+                }
+            }
+        });
+        for n in 0..n_sent {
+            store.publish("busy", bytes(&format!("{n}"))).await.unwrap();
+            if n % 64 == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        soon(reader).await.unwrap();
+        // The slow one never read: it gets one Gap, then the newest messages in order.
+        assert_eq!(soon(slow.next()).await, Some(Notice::Gap));
+        let mut last = None;
+        while let Ok(Some(notice)) =
+            tokio::time::timeout(Duration::from_millis(200), slow.next()).await
+        {
+            match notice {
+                Notice::Message(payload) => last = Some(payload),
+                Notice::Gap => panic!("a second gap without falling behind again"),
+            }
+        }
+        assert_eq!(last, Some(bytes(&format!("{}", n_sent - 1))));
+    }
+
+    pub async fn trim_consumed_keeps_what_a_group_needs(store: Store) {
+        let caps = StreamCaps {
+            max_len: 1_000,
+            max_age: Duration::from_secs(3_600),
+        };
+        assert_eq!(
+            store.trim_consumed("done", caps).await.unwrap(),
+            Trimmed::default()
+        );
+        store.ensure_group("done", "ratings").await.unwrap();
+        store.ensure_group("done", "archive-check").await.unwrap();
+        let mut ids = Vec::new();
+        for n in 0..10 {
+            ids.push(store.append("done", bytes(&format!("e{n}"))).await.unwrap());
+        }
+        // ratings: 6 delivered, all acked. archive-check: 4 delivered, the third not acked.
+        let taken = store
+            .read_group("done", "ratings", "r", 6, Duration::ZERO)
+            .await
+            .unwrap();
+        let acked: Vec<EntryId> = taken.iter().map(|entry| entry.id).collect();
+        store.ack("done", "ratings", &acked).await.unwrap();
+        let taken = store
+            .read_group("done", "archive-check", "a", 4, Duration::ZERO)
+            .await
+            .unwrap();
+        store
+            .ack(
+                "done",
+                "archive-check",
+                &[taken[0].id, taken[1].id, taken[3].id],
+            )
+            .await
+            .unwrap();
+        let trimmed = store.trim_consumed("done", caps).await.unwrap();
+        assert_eq!(
+            trimmed,
+            Trimmed {
+                consumed: 2,
+                capped: 0
+            },
+            "up to the pending e2"
+        );
+        let kept = store.range("done", None, 100).await.unwrap();
+        assert_eq!(kept.first().map(|entry| entry.id), Some(ids[2]));
+        // The pending entry is acked: archive-check now needs e4, ratings e6.
+        store.ack("done", "archive-check", &[ids[2]]).await.unwrap();
+        let trimmed = store.trim_consumed("done", caps).await.unwrap();
+        assert_eq!(trimmed.consumed, 2);
+        assert_eq!(store.len("done").await.unwrap(), 6);
+        // A group that stopped reading is overruled by the length cap.
+        let tight = StreamCaps {
+            max_len: 3,
+            max_age: Duration::from_secs(3_600),
+        };
+        let trimmed = store.trim_consumed("done", tight).await.unwrap();
+        assert_eq!(
+            trimmed,
+            Trimmed {
+                consumed: 0,
+                capped: 3
+            }
+        );
+        let kept: Vec<EntryId> = store
+            .range("done", None, 100)
+            .await
+            .unwrap()
+            .iter()
+            .map(|entry| entry.id)
+            .collect();
+        assert_eq!(kept, ids[7..].to_vec());
+        // ... and by the age cap (every entry here is younger than a minute; wait past 50 ms).
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let old = StreamCaps {
+            max_len: 1_000,
+            max_age: Duration::from_millis(50),
+        };
+        assert_eq!(store.trim_consumed("done", old).await.unwrap().capped, 3);
+        assert_eq!(store.len("done").await.unwrap(), 0);
+        // The groups keep working on new entries.
+        let fresh = store.append("done", bytes("e10")).await.unwrap();
+        let taken = store
+            .read_group("done", "ratings", "r", 10, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(
+            taken.iter().map(|entry| entry.id).collect::<Vec<_>>(),
+            vec![fresh]
+        );
+    }
+
+    pub async fn groups_report_pending_and_lag(store: Store) {
+        assert!(store.groups("nothing").await.unwrap().is_empty());
+        store.ensure_group("jobs", "b-workers").await.unwrap();
+        store.ensure_group("jobs", "a-workers").await.unwrap();
+        let mut ids = Vec::new();
+        for n in 0..5 {
+            ids.push(store.append("jobs", bytes(&format!("j{n}"))).await.unwrap());
+        }
+        let taken = store
+            .read_group("jobs", "a-workers", "w", 3, Duration::ZERO)
+            .await
+            .unwrap();
+        store
+            .ack("jobs", "a-workers", &[taken[0].id])
+            .await
+            .unwrap();
+        let groups = store.groups("jobs").await.unwrap();
+        assert_eq!(
+            groups,
+            vec![
+                GroupInfo {
+                    name: "a-workers".into(),
+                    pending: 2,
+                    first_pending: Some(ids[1]),
+                    last_delivered: ids[2],
+                    lag: Some(2),
+                },
+                GroupInfo {
+                    name: "b-workers".into(),
+                    pending: 0,
+                    first_pending: None,
+                    last_delivered: EntryId::ZERO,
+                    lag: Some(5),
+                },
+            ]
+        );
+        assert_eq!(groups[0].needs_from(), ids[1]);
+        assert_eq!(groups[1].needs_from(), EntryId::new(0, 1));
+    }
+
+    pub async fn schedule_len_counts_members(store: Store) {
+        assert_eq!(store.schedule_len("flags").await.unwrap(), 0);
+        store.schedule("flags", "a", 10).await.unwrap();
+        store
+            .schedule("flags", "b", 5_000_000_000_000)
+            .await
+            .unwrap();
+        store.schedule("flags", "a", 20).await.unwrap();
+        assert_eq!(store.schedule_len("flags").await.unwrap(), 2);
+        store.cancel("flags", "a").await.unwrap();
+        assert_eq!(store.schedule_len("flags").await.unwrap(), 1);
     }
 
     pub async fn take_due_is_exactly_once_under_concurrency(store: Store) {
@@ -764,7 +1186,7 @@ pub mod checks {
             store.get("game:7").await.unwrap(),
             Some((bytes("moved"), 2))
         );
-        assert_eq!(soon(watch.next()).await, Some(bytes("seq 2")));
+        assert_eq!(soon(watch.next()).await, message("seq 2"));
         assert_eq!(
             store.take_due("deadlines", 100_000, 10).await.unwrap(),
             vec!["g7".to_owned()],

@@ -1,16 +1,13 @@
 //! `draughts.v1.Games` over gRPC: authenticate, convert, call [`GamesCore`], convert back.
 
-use std::pin::Pin;
-
 use draughts_engine::{Color, Position, RuleSet};
 use draughts_proto::{ServiceError, convert, pb};
-use futures_util::Stream;
 use tonic::{Request, Response, Status};
 
 use super::consent::NewInvitation;
 use super::invitation::{DeclineReason, InvitationRec, InvitationState, Standing};
 use super::record::{EventRec, GameRecord, PlayerRec, TimeControlRec};
-use super::service::{GamesCore, GamesError, NewGame};
+use super::service::{GamesCore, GamesError, NewGame, PageKey};
 use crate::auth::{self, Identities, Principal, Scope};
 use draughts_proto::ids::PlayerId;
 
@@ -318,7 +315,7 @@ fn caller<T>(req: &Request<T>) -> Result<Principal, Status> {
     Ok(p)
 }
 
-type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::GameEvent, Status>> + Send>>;
+use super::watch::WatchStream;
 
 #[tonic::async_trait]
 impl pb::games_server::Games for GamesService {
@@ -544,56 +541,15 @@ impl pb::games_server::Games for GamesService {
         &self,
         req: Request<pb::WatchGameRequest>,
     ) -> Result<Response<WatchStream>, Status> {
+        let caller = super::watch::caller_key(
+            auth::optional_principal(&req)
+                .as_ref()
+                .map(|p| p.player_id.as_str()),
+            req.remote_addr(),
+        );
         let id = req.into_inner().game_id;
-        let core = self.core.clone();
-        // Subscribe first, then read: a change between the two still wakes us.
-        let mut wake = core
-            .live()
-            .subscribe(&super::service::keys::events(&id))
-            .await
-            .map_err(|e| err(e.into()))?;
-        let (record, _) = core.load(&id).await.map_err(err)?;
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<pb::GameEvent, Status>>(64);
-        tokio::spawn(async move {
-            use futures_util::StreamExt;
-            let mut sent = 0u64;
-            let mut record = record;
-            loop {
-                match events_after(&record, sent, core.now()) {
-                    Ok(events) => {
-                        for e in events {
-                            sent = e.seq;
-                            if tx.send(Ok(e)).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(err(e))).await;
-                        return;
-                    }
-                }
-                if record.is_over() {
-                    return;
-                }
-                // Wait for a wake-up (or poll every 2 s in case a notification was lost).
-                tokio::select! {
-                    _ = tx.closed() => return,
-                    _ = wake.next() => {}
-                    _ = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
-                }
-                match core.load(&id).await {
-                    Ok((r, _)) => record = r,
-                    Err(e) => {
-                        let _ = tx.send(Err(err(e))).await;
-                        return;
-                    }
-                }
-            }
-        });
-        Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        )))
+        let stream = super::watch::watch(&self.core, &caller, &id).await?;
+        Ok(Response::new(stream))
     }
 
     async fn list_games(
@@ -602,30 +558,38 @@ impl pb::games_server::Games for GamesService {
     ) -> Result<Response<pb::ListGamesResponse>, Status> {
         let req = req.into_inner();
         if req.player_id.trim().is_empty() {
-            return Err(Status::invalid_argument("player_id is required"));
+            return Err(err(GamesError::Invalid("player_id is required".into())));
         }
         let limit = match req.limit {
             0 => 20,
             n => n.min(100),
         };
+        let after = if req.page_token.is_empty() {
+            None
+        } else {
+            Some(PageKey::parse(&req.page_token).map_err(err)?)
+        };
         let now = self.core.now();
-        let ongoing = self.core.ongoing(&req.player_id).await.map_err(err)?;
-        let recent = self.core.recent(&req.player_id, limit).await.map_err(err)?;
         let mut resp = pb::ListGamesResponse::default();
-        for r in &ongoing {
-            resp.ongoing.push(view(r, now).map_err(err)?);
+        if after.is_none() {
+            for r in &self.core.ongoing(&req.player_id).await.map_err(err)? {
+                resp.ongoing.push(view(r, now).map_err(err)?);
+            }
         }
+        let (recent, more) = self
+            .core
+            .recent(&req.player_id, limit, after.as_ref())
+            .await
+            .map_err(err)?;
         for r in &recent {
-            let v = view(r, now).map_err(err)?;
-            resp.recent.push(pb::GameSummary {
-                game_id: r.id.clone(),
-                variant: v.rules.as_ref().map_or(0, |x| x.variant),
-                white_id: r.white.id.clone(),
-                black_id: r.black.id.clone(),
-                status: v.status,
-                rated: r.rated,
-                finished_at_ms: r.finished_ms.unwrap_or(r.created_ms),
-            });
+            resp.recent.push(summary_wire(r, now).map_err(err)?);
+        }
+        if more && let Some(last) = recent.last() {
+            resp.next_page_token = PageKey {
+                finished_at_ms: last.finished_ms.unwrap_or(last.created_ms),
+                game_id: last.id.clone(),
+            }
+            .token();
         }
         Ok(Response::new(resp))
     }

@@ -11,6 +11,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use draughts_proto::pb;
+use draughts_store::Notice;
 use futures_util::{Stream, StreamExt};
 use tokio::sync::mpsc;
 use tonic::Status;
@@ -31,7 +32,7 @@ pub async fn watch(core: GamesCore, player: String) -> GamesResult<PlayerEventSt
     tokio::spawn(async move {
         let mut subscription = subscription;
         let mut pause = FIRST_PAUSE;
-        loop {
+        'snapshot: loop {
             match snapshot(&core, &player).await {
                 Ok(events) => {
                     for e in events {
@@ -49,7 +50,10 @@ pub async fn watch(core: GamesCore, player: String) -> GamesResult<PlayerEventSt
                 tokio::select! {
                     _ = tx.closed() => return,
                     message = subscription.next() => match message {
-                        Some(bytes) => {
+                        // Signals may have been missed (the store re-established its connection):
+                        // send the snapshot again.
+                        Some(Notice::Gap) => continue 'snapshot,
+                        Some(Notice::Message(bytes)) => {
                             pause = FIRST_PAUSE;
                             let Some(signal) = draughts_proto::contract::player::decode(&bytes) else {
                                 tracing::warn!("player signal does not decode; ignored");

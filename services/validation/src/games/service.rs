@@ -26,8 +26,10 @@ use draughts_proto::{ErrorKind, ServiceError};
 use draughts_store::{Database, Effect, LiveStore, Migration, StoreError};
 
 use super::consent::{self, SignalKind};
+use super::limits::GamesLimits;
 use super::pdn;
 use super::record::{GameRecord, PlayError, PlayerRec, TimeControlRec};
+use super::watch::Watchers;
 
 /// Key and stream names used by the games service.
 pub mod keys {
@@ -50,6 +52,40 @@ pub mod keys {
 /// How long a deadline or archive job claimed by a replica's timer stays away before another replica
 /// may claim it (only if the first died before dealing with it).
 pub const CLAIM_RETRY: Duration = Duration::from_secs(10);
+
+/// How often the timers sample the gauges (games in progress, stream lags).
+pub const SAMPLE_EVERY: Duration = Duration::from_secs(10);
+/// How often the timers trim `games.finished`.
+pub const TRIM_EVERY: Duration = Duration::from_secs(60);
+/// The most ongoing games [`GamesCore::ongoing`] returns (ListGames, player event snapshots).
+pub const ONGOING_LISTED_MAX: usize = 100;
+
+/// Where a page of finished games ends: the last game shown (see [`GamesCore::recent`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageKey {
+    pub finished_at_ms: u64,
+    pub game_id: String,
+}
+
+impl PageKey {
+    /// The page token clients send back: opaque to them (`f1.<finished_at_ms>.<game_id>`).
+    pub fn token(&self) -> String {
+        format!("f1.{}.{}", self.finished_at_ms, self.game_id)
+    }
+
+    /// Reads a token made by [`token`](PageKey::token); INVALID_ARGUMENT otherwise.
+    pub fn parse(token: &str) -> GamesResult<PageKey> {
+        let bad = || GamesError::Invalid("page_token is not a token this server issued".into());
+        let rest = token.strip_prefix("f1.").ok_or_else(bad)?;
+        let (ms, id) = rest.split_once('.').ok_or_else(bad)?;
+        let finished_at_ms = ms.parse().map_err(|_| bad())?;
+        draughts_proto::ids::GameId::parse(id).map_err(|_| bad())?;
+        Ok(PageKey {
+            finished_at_ms,
+            game_id: id.to_owned(),
+        })
+    }
+}
 
 /// Durable schema of finished games.
 pub const MIGRATIONS: &[Migration<'static>] = &[Migration {
@@ -267,6 +303,10 @@ pub struct GamesCore {
     clock: Arc<dyn Clock>,
     /// Time each side has for its first move in Fischer games, ms.
     first_move_ms: u64,
+    /// Bounds (watchers, open games, archived records, the finished-games stream).
+    limits: Arc<GamesLimits>,
+    /// This replica's watchers and game feeds.
+    watchers: Arc<Watchers>,
 }
 
 fn encode(record: &GameRecord) -> GamesResult<Bytes> {
@@ -316,13 +356,27 @@ impl GamesCore {
             db,
             clock,
             first_move_ms: super::record::DEFAULT_FIRST_MOVE_MS,
+            watchers: Arc::new(Watchers::new(&GamesLimits::defaults())),
+            limits: Arc::new(GamesLimits::defaults()),
         })
     }
 
-    /// Sets the time each side has for its first move (Fischer games).
-    pub fn with_first_move_ms(mut self, ms: u64) -> Self {
-        self.first_move_ms = ms;
+    /// Sets the bounds (the defaults are [`GamesLimits::defaults`]). Call before serving: the
+    /// watchers' registry is made anew.
+    pub fn with_limits(mut self, limits: GamesLimits) -> Self {
+        self.first_move_ms = limits.first_move_secs * 1000;
+        self.watchers = Arc::new(Watchers::new(&limits));
+        self.limits = Arc::new(limits);
         self
+    }
+
+    pub fn limits(&self) -> &GamesLimits {
+        &self.limits
+    }
+
+    /// This replica's watchers (see [`super::watch`]).
+    pub fn watchers(&self) -> &Arc<Watchers> {
+        &self.watchers
     }
 
     pub fn now(&self) -> u64 {
@@ -337,7 +391,9 @@ impl GamesCore {
         &self.live
     }
 
-    /// Loads a game and its version.
+    /// Loads a game and its version: from the live store, else (a finished game whose live record
+    /// has expired after archiving, or any finished game after a restart of the embedded mode) from
+    /// `finished_games`, as an archived record with version 0 (it is over: no action applies to it).
     pub async fn load(&self, id: &str) -> GamesResult<(GameRecord, u64)> {
         if id.is_empty()
             || id.len() > 64
@@ -350,10 +406,42 @@ impl GamesCore {
                 id.chars().take(64).collect::<String>()
             )));
         }
-        match self.live.get(&keys::game(id)).await? {
-            Some((bytes, version)) => Ok((decode(id, &bytes)?, version)),
+        if let Some((bytes, version)) = self.live.get(&keys::game(id)).await? {
+            return Ok((decode(id, &bytes)?, version));
+        }
+        let row: Option<(String,)> =
+            draughts_store::sqlx::query_as("SELECT record FROM finished_games WHERE game_id = $1")
+                .bind(id)
+                .fetch_optional(self.db.pool())
+                .await
+                .map_err(StoreError::from)?;
+        match row {
+            Some((json,)) => {
+                let mut record = decode(id, json.as_bytes())?;
+                record.archived = true;
+                Ok((record, 0))
+            }
             None => Err(GamesError::NotFound(id.to_string())),
         }
+    }
+
+    /// Refuses a new game for `player` when it already has the most ongoing games allowed
+    /// ([`GamesLimits::max_open_games_per_player`]) with RESOURCE_EXHAUSTED. Computer players
+    /// (`ai:<level>`) play any number. Call it for both players before creating a game (the count is
+    /// the player's list of ongoing games, one read; two creations racing may both pass, so the bound
+    /// can be passed by the number of concurrent creations, never more).
+    pub async fn check_open_games(&self, player: &str) -> GamesResult<()> {
+        if player.starts_with("ai:") {
+            return Ok(());
+        }
+        let open = self.ongoing_ids(player).await?.len();
+        let max = self.limits.max_open_games_per_player as usize;
+        if open >= max {
+            return Err(GamesError::Exhausted(format!(
+                "player {player} already has {open} ongoing games, the most allowed ({max}); finish one first"
+            )));
+        }
+        Ok(())
     }
 
     /// Creates a game (with a new id).
@@ -364,6 +452,8 @@ impl GamesCore {
     /// Creates a game with id `id`: [`GamesError::Conflict`] if that game exists (an accepted
     /// invitation makes its game under its own id, once).
     pub async fn create_with_id(&self, new: NewGame, id: String) -> GamesResult<GameRecord> {
+        self.check_open_games(&new.white.id).await?;
+        self.check_open_games(&new.black.id).await?;
         let now = self.now();
         let mut record = GameRecord::new(
             id, new.rules, new.time, new.white, new.black, new.rated, &new.start, now,
@@ -486,6 +576,7 @@ impl GamesCore {
             Ok(())
         })
         .await
+        .inspect(|_| metrics::counter!("draughts_games_moves_total").increment(1))
     }
 
     /// A player action (resign, draw offers, abort, timeout claim).
@@ -576,20 +667,32 @@ impl GamesCore {
         for p in [&record.white.id, &record.black.id] {
             self.update_player_games(p, &record.id, false).await?;
         }
-        // Mark archived (best effort: a repeat is harmless).
-        if let Ok((mut current, version)) = self.load(&record.id).await
-            && !current.archived
-        {
+        // Mark archived, and let the live record expire: the database holds the game now, and
+        // `load` reads it from there once the record is gone. Retried on a lost race; if it still
+        // fails, the archive schedule brings the game back here.
+        for _ in 0..5 {
+            let Some((bytes, version)) = self.live.get(&keys::game(&record.id)).await? else {
+                break;
+            };
+            let mut current = decode(&record.id, &bytes)?;
+            if current.archived {
+                break;
+            }
             current.archived = true;
-            let _ = self
+            match self
                 .live
                 .put(
                     &keys::game(&record.id),
                     encode(&current)?,
                     Some(version),
-                    None,
+                    Some(self.limits.archived_game_ttl()),
                 )
-                .await;
+                .await
+            {
+                Ok(_) => break,
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
         }
         self.live.cancel(keys::ARCHIVE, &record.id).await?;
         Ok(())
@@ -622,13 +725,20 @@ impl GamesCore {
     }
 
     /// A player's ongoing games.
-    pub async fn ongoing(&self, player: &str) -> GamesResult<Vec<GameRecord>> {
-        let ids: Vec<String> = match self.live.get(&keys::player_games(player)).await? {
+    /// The ids on a player's list of ongoing games (`player-games:{player}`).
+    async fn ongoing_ids(&self, player: &str) -> GamesResult<Vec<String>> {
+        Ok(match self.live.get(&keys::player_games(player)).await? {
             Some((b, _)) => serde_json::from_slice(&b).unwrap_or_default(),
             None => Vec::new(),
-        };
+        })
+    }
+
+    /// A player's ongoing games, at most [`ONGOING_LISTED_MAX`] (the most recently created).
+    pub async fn ongoing(&self, player: &str) -> GamesResult<Vec<GameRecord>> {
+        let ids = self.ongoing_ids(player).await?;
+        let skip = ids.len().saturating_sub(ONGOING_LISTED_MAX);
         let mut out = Vec::new();
-        for id in ids {
+        for id in ids.into_iter().skip(skip) {
             if let Ok((r, _)) = self.load(&id).await
                 && !r.is_over()
             {
@@ -638,30 +748,116 @@ impl GamesCore {
         Ok(out)
     }
 
-    /// A player's most recent finished games.
-    pub async fn recent(&self, player: &str, limit: u32) -> GamesResult<Vec<GameRecord>> {
+    /// A player's finished games, newest first: up to `limit` of them after `after` (the last game
+    /// of the previous page; `None`: from the newest), keyset-paged by (finished_at_ms, game_id) so
+    /// that pages neither repeat nor skip games while new ones finish. Also says whether more follow.
+    pub async fn recent(
+        &self,
+        player: &str,
+        limit: u32,
+        after: Option<&PageKey>,
+    ) -> GamesResult<(Vec<GameRecord>, bool)> {
+        let (after_ms, after_id) = match after {
+            Some(key) => (
+                i64::try_from(key.finished_at_ms).unwrap_or(i64::MAX),
+                key.game_id.clone(),
+            ),
+            // Past every real key: finished_at_ms is a Unix time in ms.
+            None => (i64::MAX, String::new()),
+        };
         let rows: Vec<(String,)> = draughts_store::sqlx::query_as(
-            "SELECT record FROM finished_games WHERE white_id = $1 OR black_id = $2 ORDER BY finished_at_ms DESC LIMIT $3",
+            "SELECT record FROM finished_games
+             WHERE (white_id = $1 OR black_id = $2)
+               AND (finished_at_ms < $3 OR (finished_at_ms = $4 AND game_id < $5))
+             ORDER BY finished_at_ms DESC, game_id DESC LIMIT $6",
         )
         .bind(player)
         .bind(player)
-        .bind(i64::from(limit))
+        .bind(after_ms)
+        .bind(after_ms)
+        .bind(after_id)
+        .bind(i64::from(limit) + 1)
         .fetch_all(self.db.pool())
         .await
         .map_err(StoreError::from)?;
-        rows.into_iter()
+        let more = rows.len() > limit as usize;
+        let records = rows
+            .into_iter()
+            .take(limit as usize)
             .map(|(json,)| decode("finished", json.as_bytes()))
-            .collect()
+            .collect::<GamesResult<Vec<_>>>()?;
+        Ok((records, more))
+    }
+
+    /// Trims `games.finished` (what every consumer group has acknowledged, and beyond the caps) and
+    /// samples the gauges of games in progress and of the stream's groups. Run by the timers.
+    async fn housekeeping(&self, trim: bool) {
+        match self.live.schedule_len(keys::DEADLINES).await {
+            Ok(n) => metrics::gauge!("draughts_games_in_progress").set(n as f64),
+            Err(e) => tracing::warn!(error = %e, "games in progress not sampled"),
+        }
+        if trim {
+            match self
+                .live
+                .trim_consumed(keys::FINISHED, self.limits.finished_stream_caps())
+                .await
+            {
+                Ok(trimmed) => {
+                    metrics::counter!("draughts_stream_trimmed_total", "stream" => keys::FINISHED, "why" => "consumed")
+                        .increment(trimmed.consumed);
+                    metrics::counter!("draughts_stream_trimmed_total", "stream" => keys::FINISHED, "why" => "capped")
+                        .increment(trimmed.capped);
+                    if trimmed.capped > 0 {
+                        tracing::warn!(
+                            removed = trimmed.capped,
+                            "games.finished: entries a consumer group had not acknowledged were trimmed by the length/age caps"
+                        );
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "games.finished not trimmed"),
+            }
+        }
+        match self.live.len(keys::FINISHED).await {
+            Ok(n) => {
+                metrics::gauge!("draughts_stream_length", "stream" => keys::FINISHED).set(n as f64)
+            }
+            Err(e) => tracing::warn!(error = %e, "games.finished length not sampled"),
+        }
+        if let Ok(groups) = self.live.groups(keys::FINISHED).await {
+            for group in groups {
+                metrics::gauge!("draughts_stream_pending", "stream" => keys::FINISHED, "group" => group.name.clone())
+                    .set(group.pending as f64);
+                if let Some(lag) = group.lag {
+                    metrics::gauge!("draughts_stream_lag", "stream" => keys::FINISHED, "group" => group.name)
+                        .set(lag as f64);
+                }
+            }
+        }
     }
 
     /// Runs the clock and archive schedules until `shutdown` resolves. Every replica runs one; each due
     /// game is handed to exactly one of them.
+    ///
+    /// Every [`SAMPLE_EVERY`] they also sample the gauges (games in progress, `games.finished` length,
+    /// pending entries and lag per consumer group), and every [`TRIM_EVERY`] they trim
+    /// `games.finished` (see [`LiveStore::trim_consumed`] and [`GamesLimits`]).
     pub async fn run_timers(self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
         // This replica's name in the consumer groups it reads.
         let consumer = format!("games-{}", new_game_id());
         let mut links_checked: Option<std::time::Instant> = None;
+        let mut next_sample = tokio::time::Instant::now();
+        let mut next_trim = tokio::time::Instant::now();
         loop {
+            let started = tokio::time::Instant::now();
+            if started >= next_sample {
+                let trim = started >= next_trim;
+                self.housekeeping(trim).await;
+                next_sample = started + SAMPLE_EVERY;
+                if trim {
+                    next_trim = started + TRIM_EVERY;
+                }
+            }
             let now = self.now();
             // Guests taken over by accounts, once a second (see `links`).
             if links_checked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
