@@ -26,7 +26,7 @@ fn config() -> Config {
             reconcile_delay_ms: 0,
             ..draughts_ratings::RatingsConfig::defaults()
         },
-        games: draughts_validation::games::GamesConfig::defaults(),
+        games: draughts_validation::games::GamesLimits::defaults(),
     }
 }
 
