@@ -53,6 +53,33 @@ pub struct Config {
 }
 
 impl Config {
+    /// Port 0 on loopback, the given backends, test secrets, short consumer waits, one analysis slot.
+    pub fn for_tests(redis_url: &str, database_url: &str) -> Config {
+        Config {
+            server: ServerConfig::for_tests(),
+            telemetry: TelemetryConfig::for_tests(),
+            backends: BackendConfig {
+                redis_url: redis_url.into(),
+                key_prefix: "test:".into(),
+                database_url: database_url.into(),
+            },
+            auth: draughts_validation::auth::AuthConfig::for_tests(),
+            ratings: draughts_ratings::RatingsConfig {
+                block_ms: 50,
+                ..draughts_ratings::RatingsConfig::defaults()
+            },
+            games: draughts_validation::games::GamesLimits::defaults(),
+            analysis: draughts_analysis::AnalysisConfig::defaults(),
+            analysis_workers: draughts_analysis::WorkerArgs {
+                analysis_slots: 1,
+                analysis_hash_mb: 1,
+                analysis_worker_name: None,
+                analysis_shutdown_grace_ms: 1_000,
+            },
+            analysis_external_workers: false,
+        }
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.server.validate()?;
         self.telemetry.validate()?;

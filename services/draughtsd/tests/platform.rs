@@ -2,36 +2,13 @@
 //! Redis and PostgreSQL when their URLs are given (real servers started by the test on free ports).
 
 use draughts_proto::pb;
-use draughts_runtime::{ServerConfig, TelemetryConfig};
 use draughtsd::Config;
 
 fn config(redis_url: &str, database_url: &str) -> Config {
-    Config {
-        server: ServerConfig::for_tests(),
-        telemetry: TelemetryConfig::for_tests(),
-        backends: draughts_runtime::BackendConfig {
-            redis_url: redis_url.into(),
-            key_prefix: "test:".into(),
-            database_url: database_url.into(),
-        },
-        auth: draughts_validation::auth::AuthConfig::for_tests(),
-        ratings: draughts_ratings::RatingsConfig {
-            // Short waits so that a finished game is rated within the test's patience.
-            block_ms: 50,
-            // The test's players are guests.
-            guest_games: draughts_ratings::config::Policy::Rate,
-            ..draughts_ratings::RatingsConfig::defaults()
-        },
-        games: draughts_validation::games::GamesLimits::defaults(),
-        analysis: draughts_analysis::AnalysisConfig::defaults(),
-        analysis_workers: draughts_analysis::WorkerArgs {
-            analysis_slots: 1,
-            analysis_hash_mb: 1,
-            analysis_worker_name: None,
-            analysis_shutdown_grace_ms: 1_000,
-        },
-        analysis_external_workers: false,
-    }
+    let mut config = Config::for_tests(redis_url, database_url);
+    // The test's players are guests.
+    config.ratings.guest_games = draughts_ratings::config::Policy::Rate;
+    config
 }
 
 async fn exercise(config: Config) {
@@ -527,7 +504,7 @@ async fn complete_games_against_the_computer() {
             .into_inner();
         assert!(game.black.as_ref().unwrap().computer);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
-        let mut computer_moves = 0;
+        let computer_moves;
         let status = loop {
             assert!(
                 std::time::Instant::now() < deadline,

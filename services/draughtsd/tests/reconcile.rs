@@ -5,29 +5,15 @@
 use std::time::{Duration, Instant};
 
 use draughts_proto::pb;
-use draughts_runtime::{ServerConfig, TelemetryConfig};
 use draughts_store::sqlx::{self, Row};
 use draughtsd::{Config, Platform};
 
 fn config() -> Config {
-    Config {
-        server: ServerConfig::for_tests(),
-        telemetry: TelemetryConfig::for_tests(),
-        backends: draughts_runtime::BackendConfig {
-            redis_url: "memory://".into(),
-            key_prefix: "test:".into(),
-            database_url: "sqlite::memory:".into(),
-        },
-        auth: draughts_validation::auth::AuthConfig::for_tests(),
-        ratings: draughts_ratings::RatingsConfig {
-            block_ms: 50,
-            guest_games: draughts_ratings::config::Policy::Rate,
-            reconcile_interval_ms: 50,
-            reconcile_delay_ms: 0,
-            ..draughts_ratings::RatingsConfig::defaults()
-        },
-        games: draughts_validation::games::GamesLimits::defaults(),
-    }
+    let mut config = Config::for_tests("memory://", "sqlite::memory:");
+    config.ratings.guest_games = draughts_ratings::config::Policy::Rate;
+    config.ratings.reconcile_interval_ms = 50;
+    config.ratings.reconcile_delay_ms = 0;
+    config
 }
 
 fn authed<T>(token: &str, msg: T) -> tonic::Request<T> {
