@@ -109,7 +109,7 @@ pub struct ClassStatus {
 
 /// What QueueStatus reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Status {
+pub struct QueueReport {
     pub classes: Vec<(Class, ClassStatus)>,
     pub live_workers: u32,
     pub worker_slots: u32,
@@ -443,9 +443,9 @@ impl Queue {
     }
 
     /// Queue depth and oldest wait per class, running jobs and live workers.
-    pub async fn status(&self) -> AnalysisResult<Status> {
+    pub async fn status(&self) -> AnalysisResult<QueueReport> {
         let now = now_unix_ms();
-        let mut status = Status::default();
+        let mut status = QueueReport::default();
         for class in Class::ALL {
             let backlog = self.live.backlog(class.stream(), contract::GROUP).await?;
             let running = self

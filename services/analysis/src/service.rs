@@ -13,7 +13,7 @@ use crate::contract::{
 };
 use crate::error::{AnalysisError, AnalysisResult};
 use crate::games::GameSource;
-use crate::queue::{NewJob, Queue, Status, Submitted};
+use crate::queue::{NewJob, Queue, QueueReport, Submitted};
 use crate::quota::{Caller, Counter, Quotas};
 
 /// How long BestMove polls the record between wake-ups (a lost wake-up costs at most this).
@@ -338,7 +338,7 @@ impl AnalysisCore {
         }
     }
 
-    pub async fn status(&self) -> AnalysisResult<Status> {
+    pub async fn status(&self) -> AnalysisResult<QueueReport> {
         self.queue.status().await
     }
 
