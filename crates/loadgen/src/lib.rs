@@ -24,6 +24,7 @@
 pub mod call;
 pub mod codec;
 pub mod cpu;
+pub mod games;
 pub mod load;
 pub mod report;
 pub mod target;

@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use draughts_loadgen::parse_duration;
 use draughts_proto::pb;
-use draughts_proto::pb::auth_client::AuthClient;
 use draughts_proto::pb::games_client::GamesClient;
 use hdrhistogram::Histogram;
 use tonic::transport::{Channel, Endpoint};
@@ -59,69 +58,10 @@ struct Args {
     json: bool,
 }
 
-/// English, two kings each: no capture, no repetition rule, 80 plies before the no-progress draw.
-const FEN: &str = "W:WK29,K32:BK1,K4";
-const CYCLE: [&str; 4] = ["29-25", "1-5", "25-29", "5-1"];
+use draughts_loadgen::games::{CYCLE, authed, new_game};
 
-fn authed<T>(token: &str, msg: T) -> tonic::Request<T> {
-    let mut req = tonic::Request::new(msg);
-    if let Ok(v) = format!("Bearer {token}").parse() {
-        req.metadata_mut().insert("authorization", v);
-    }
-    req
-}
-
-async fn guest(ch: &Channel) -> anyhow::Result<(String, String)> {
-    let r = AuthClient::new(ch.clone())
-        .create_guest(pb::CreateGuestRequest {
-            display_name: "watch-load".into(),
-        })
-        .await?
-        .into_inner();
-    let id = r.player.map(|p| p.id).unwrap_or_default();
-    Ok((id, r.token))
-}
-
-/// A game between two guests: white invites, black accepts.
-async fn new_game(
-    ch: &Channel,
-    w: &(String, String),
-    b: &(String, String),
-) -> anyhow::Result<String> {
-    let mut games = GamesClient::new(ch.clone());
-    let invitation = games
-        .create_invitation(authed(
-            &w.1,
-            pb::CreateInvitationRequest {
-                rules: Some(pb::RuleSet {
-                    variant: pb::Variant::English as i32,
-                    options: None,
-                }),
-                time_control: Some(pb::TimeControl {
-                    kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
-                        base_ms: 3_600_000,
-                        increment_ms: 0,
-                    })),
-                }),
-                invitee_id: b.0.clone(),
-                color: pb::Color::White as i32,
-                rated: false,
-                fen: FEN.into(),
-                expires_in_ms: 0,
-            },
-        ))
-        .await?
-        .into_inner();
-    Ok(games
-        .accept_invitation(authed(
-            &b.1,
-            pb::InvitationRequest {
-                invitation_id: invitation.invitation_id,
-            },
-        ))
-        .await?
-        .into_inner()
-        .game_id)
+async fn guest(ch: &Channel) -> Result<(String, String), tonic::Status> {
+    draughts_loadgen::games::guest(ch, "watch-load").await
 }
 
 /// VmRSS of `pid` in kB.
