@@ -571,3 +571,108 @@ async fn complete_games_against_the_computer() {
     let _ = tx.send(());
     server.await.unwrap().unwrap();
 }
+
+/// A separately run Games service (`draughts-validation` with `--analysis-url`) has its `ai:` players
+/// moved by `Analysis.BestMove` over gRPC: here the analysis of a draughtsd process.
+#[tokio::test]
+async fn a_separate_games_service_asks_the_analysis_service_for_computer_moves() {
+    let analysis_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let analysis_addr = analysis_listener.local_addr().unwrap();
+    let (stop_analysis, analysis_stopped) = tokio::sync::oneshot::channel::<()>();
+    let analysis = tokio::spawn(draughtsd::run(
+        config("memory://", "sqlite::memory:"),
+        analysis_listener,
+        async {
+            let _ = analysis_stopped.await;
+        },
+    ));
+    let games_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let games_addr = games_listener.local_addr().unwrap();
+    let mut games_config = draughts_validation::Config::for_tests();
+    games_config.analysis_url = Some(format!("http://{analysis_addr}"));
+    games_config.analysis_api_key =
+        draughts_validation::auth::AuthConfig::for_tests().admin_api_key;
+    let (stop_games, games_stopped) = tokio::sync::oneshot::channel::<()>();
+    let games_server = tokio::spawn(draughts_validation::run(
+        games_config,
+        games_listener,
+        async {
+            let _ = games_stopped.await;
+        },
+    ));
+    let channel = loop {
+        match tonic::transport::Channel::from_shared(format!("http://{games_addr}"))
+            .unwrap()
+            .connect()
+            .await
+        {
+            Ok(c) => break c,
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+        }
+    };
+    let me = pb::auth_client::AuthClient::new(channel.clone())
+        .create_guest(pb::CreateGuestRequest {
+            display_name: "Me".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let my_id = me.player.unwrap().id;
+    let mut games = pb::games_client::GamesClient::new(channel);
+    // International: White (the computer) moves first, at once.
+    let game = games
+        .create_game(authed(
+            &me.token,
+            pb::CreateGameRequest {
+                rules: Some(pb::RuleSet {
+                    variant: pb::Variant::International as i32,
+                    options: None,
+                }),
+                time_control: Some(pb::TimeControl {
+                    kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
+                        base_ms: 600_000,
+                        increment_ms: 0,
+                    })),
+                }),
+                white: Some(pb::Player {
+                    id: "ai:2".into(),
+                    ..Default::default()
+                }),
+                black: Some(pb::Player {
+                    id: my_id,
+                    ..Default::default()
+                }),
+                rated: false,
+                fen: String::new(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let view = games
+            .get_game(authed(
+                &me.token,
+                pb::GetGameRequest {
+                    game_id: game.game_id.clone(),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        if let Some(first) = view.moves.first() {
+            assert_eq!(first.side, pb::Color::White as i32);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the computer did not move"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let _ = stop_games.send(());
+    games_server.await.unwrap().unwrap();
+    let _ = stop_analysis.send(());
+    analysis.await.unwrap().unwrap();
+}

@@ -35,6 +35,13 @@ pub struct Config {
     pub auth: auth::AuthConfig,
     #[command(flatten)]
     pub games: games::GamesLimits,
+    /// The analysis service that plays the `ai:<level>` players (`http://host:port`); unset: no computer
+    /// player on this replica (another replica's, or the rules, end such games).
+    #[arg(long, env = "DRAUGHTS_ANALYSIS_URL")]
+    pub analysis_url: Option<String>,
+    /// The API key (scope `analysis` or `admin`) the computer's BestMove calls carry.
+    #[arg(long, env = "DRAUGHTS_ANALYSIS_API_KEY", hide_env_values = true)]
+    pub analysis_api_key: Option<String>,
 }
 
 impl Config {
@@ -43,7 +50,13 @@ impl Config {
         self.telemetry.validate()?;
         self.backends.validate()?;
         self.games.validate()?;
-        self.auth.validate()
+        self.auth.validate()?;
+        if self.analysis_url.is_some() != self.analysis_api_key.is_some() {
+            return Err(ConfigError(
+                "analysis-url and analysis-api-key go together".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// Port 0 on loopback, embedded backends, test secrets.
@@ -54,6 +67,8 @@ impl Config {
             backends: BackendConfig::embedded_for_tests(),
             auth: auth::AuthConfig::for_tests(),
             games: games::GamesLimits::defaults(),
+            analysis_url: None,
+            analysis_api_key: None,
         }
     }
 }
@@ -157,6 +172,12 @@ pub async fn run(
     let v = Validation::new(live, db, &config.auth, Arc::new(games::SystemClock))
         .await?
         .with_limits(config.games.clone());
+    let v = match (&config.analysis_url, &config.analysis_api_key) {
+        (Some(url), Some(key)) => {
+            v.with_computer(Arc::new(games::computer_grpc::GrpcComputer::new(url, key)?))
+        }
+        _ => v,
+    };
     let mut services = Services::new();
     v.register(&mut services, &config.server);
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);

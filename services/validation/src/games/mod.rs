@@ -10,6 +10,7 @@
 //! - [`grpc`]: the gRPC edge (authenticate, convert, call, convert back).
 
 pub mod computer;
+pub mod computer_grpc;
 pub mod consent;
 pub mod grpc;
 pub mod invitation;

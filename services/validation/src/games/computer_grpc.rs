@@ -1,0 +1,87 @@
+//! The computer player of a separately deployed Games service: each `ai:<level>` move is asked of
+//! `Analysis.BestMove` over gRPC (`--analysis-url`), with an API key of the platform (`--analysis-api-key`,
+//! scope `analysis` or `admin`) so that the computer's moves are the server's own, not a player's quota.
+
+use std::time::Duration;
+
+use draughts_proto::{convert, pb};
+use tonic::transport::{Channel, Endpoint};
+
+use super::computer::{ComputerPlayer, ComputerTurn};
+use super::service::{GamesError, GamesResult};
+
+/// Most moves sent with a position (the analysis API's bound).
+const MAX_MOVES: usize = 1000;
+
+/// `Analysis.BestMove` over gRPC.
+#[derive(Clone, Debug)]
+pub struct GrpcComputer {
+    channel: Channel,
+    api_key: String,
+}
+
+impl GrpcComputer {
+    /// A lazily connected client of the analysis service at `url` (`http://host:port`).
+    pub fn new(url: &str, api_key: &str) -> Result<GrpcComputer, draughts_runtime::ConfigError> {
+        let endpoint = Endpoint::from_shared(url.to_owned())
+            .map_err(|e| draughts_runtime::ConfigError(format!("analysis-url '{url}': {e}")))?
+            .connect_timeout(Duration::from_secs(5))
+            .tcp_nodelay(true);
+        Ok(GrpcComputer {
+            channel: endpoint.connect_lazy(),
+            api_key: api_key.to_owned(),
+        })
+    }
+}
+
+fn unavailable(e: tonic::Status) -> GamesError {
+    GamesError::Refused(format!("the computer found no move: {}", e.message()))
+}
+
+#[tonic::async_trait]
+impl ComputerPlayer for GrpcComputer {
+    async fn choose(&self, turn: ComputerTurn) -> GamesResult<String> {
+        let (fen, moves) = if turn.moves.len() <= MAX_MOVES {
+            (turn.start_fen.clone(), turn.moves.clone())
+        } else {
+            (turn.fen.clone(), Vec::new())
+        };
+        let remaining_ms = if turn.fen.starts_with('W') {
+            turn.white_ms
+        } else {
+            turn.black_ms
+        };
+        let mut request = tonic::Request::new(pb::BestMoveRequest {
+            source: Some(pb::best_move_request::Source::Position(pb::PositionInput {
+                rules: Some(convert::rules_to_wire(turn.rules)),
+                fen,
+                moves: moves
+                    .into_iter()
+                    .map(|text| pb::MoveInput {
+                        r#move: Some(pb::move_input::Move::Text(text)),
+                    })
+                    .collect(),
+            })),
+            strength: Some(pb::best_move_request::Strength::Level(u32::from(
+                turn.level,
+            ))),
+            clock: Some(pb::MoveClock {
+                remaining_ms,
+                increment_ms: turn.increment_ms,
+            }),
+            seed: rand::random(),
+        });
+        if let Ok(value) = format!("Bearer {}", self.api_key).parse() {
+            request.metadata_mut().insert("authorization", value);
+        }
+        let answer = pb::analysis_client::AnalysisClient::new(self.channel.clone())
+            .best_move(request)
+            .await
+            .map_err(unavailable)?
+            .into_inner();
+        answer
+            .r#move
+            .map(|m| m.notation)
+            .ok_or_else(|| GamesError::Refused("the computer found no move".into()))
+    }
+}
