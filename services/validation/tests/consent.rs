@@ -549,3 +549,53 @@ async fn open_links_races_bounds_and_rematches() {
     assert_eq!(e.code(), Code::ResourceExhausted);
     server.stop().await;
 }
+
+/// Event streams are bounded per caller like watch streams: one player cannot open thousands.
+#[tokio::test]
+async fn event_streams_per_caller_are_capped() {
+    let mut config = config();
+    config.games.max_watchers_per_caller = 3;
+    let server = ServiceUnderTest::start(|listener, shutdown| {
+        draughts_validation::run(config, listener, shutdown)
+    })
+    .await;
+    let ch = server.channel().await;
+    let mut games = GamesClient::new(ch.clone());
+    let ann = guest(&ch, "Ann").await;
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        open.push(
+            games
+                .watch_player_events(authed(&ann.token, pb::WatchPlayerEventsRequest {}))
+                .await
+                .unwrap()
+                .into_inner(),
+        );
+    }
+    let e = games
+        .watch_player_events(authed(&ann.token, pb::WatchPlayerEventsRequest {}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{}", e.message());
+    // Another player is not affected; closing one stream frees its place.
+    let bob = guest(&ch, "Bob").await;
+    games
+        .watch_player_events(authed(&bob.token, pb::WatchPlayerEventsRequest {}))
+        .await
+        .unwrap();
+    drop(open.pop());
+    let mut freed = false;
+    for _ in 0..50 {
+        if games
+            .watch_player_events(authed(&ann.token, pb::WatchPlayerEventsRequest {}))
+            .await
+            .is_ok()
+        {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(freed, "a closed stream gives its place back");
+    server.stop().await;
+}

@@ -5,7 +5,8 @@
 //! fresh from the store (the records are the truth; a signal only says what to read). When the
 //! subscription is lost the stream re-subscribes with a growing pause (100 ms doubling to 5 s, never a
 //! busy loop) and sends the snapshot again, so nothing that happened meanwhile is missed; clients treat
-//! every event as the current state of its invitation or game, so a repeat is harmless.
+//! every event as the current state of its invitation or game, so a repeat is harmless. Each stream counts
+//! against the caller's and the replica's watch caps (`--max-watchers-per-caller`, `--max-watchers`).
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -27,9 +28,12 @@ const LONGEST_PAUSE: Duration = Duration::from_secs(5);
 
 /// Starts the event stream of `player`.
 pub async fn watch(core: GamesCore, player: String) -> GamesResult<PlayerEventStream> {
+    // Counted with the caller's WatchGame streams: the same per-caller and per-replica caps.
+    let admitted = core.watchers().admit(&player)?;
     let subscription = core.live().subscribe(&keys::player_events(&player)).await?;
     let (tx, rx) = mpsc::channel::<Result<pb::PlayerEvent, Status>>(64);
     tokio::spawn(async move {
+        let _admitted = admitted;
         let mut subscription = subscription;
         let mut pause = FIRST_PAUSE;
         'snapshot: loop {

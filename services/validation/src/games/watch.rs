@@ -100,7 +100,7 @@ impl Watchers {
         self.lock().feeds.len()
     }
 
-    fn admit(self: &Arc<Self>, caller: &str) -> GamesResult<Admitted> {
+    pub(crate) fn admit(self: &Arc<Self>, caller: &str) -> GamesResult<Admitted> {
         let mut state = self.lock();
         if state.total >= self.max_total {
             return Err(GamesError::Exhausted(format!(
@@ -127,7 +127,7 @@ impl Watchers {
 
 /// One admitted watcher; its drop frees its place.
 #[derive(Debug)]
-struct Admitted {
+pub(crate) struct Admitted {
     watchers: Arc<Watchers>,
     caller: String,
 }
