@@ -136,17 +136,6 @@ impl GamesCore {
                 "the start position is already decided".into(),
             ));
         }
-        let sent = self
-            .pending_invitations(&inv.inviter.id)
-            .await?
-            .into_iter()
-            .filter(|i| i.inviter.id == inv.inviter.id)
-            .count();
-        if sent >= MAX_PENDING_SENT {
-            return Err(GamesError::Exhausted(format!(
-                "you have {sent} pending invitations (at most {MAX_PENDING_SENT}): cancel one or wait for answers"
-            )));
-        }
         self.store_new_invitation(&inv).await?;
         Ok(inv)
     }
@@ -192,8 +181,20 @@ impl GamesCore {
         Ok(inv)
     }
 
-    /// Writes a new invitation, signals and indexes it for both sides.
+    /// Writes a new invitation (rematches included), within the inviter's bound of pending ones, and
+    /// signals and indexes it for both sides.
     async fn store_new_invitation(&self, inv: &InvitationRec) -> GamesResult<()> {
+        let sent = self
+            .pending_invitations(&inv.inviter.id)
+            .await?
+            .into_iter()
+            .filter(|i| i.inviter.id == inv.inviter.id)
+            .count();
+        if sent >= MAX_PENDING_SENT {
+            return Err(GamesError::Exhausted(format!(
+                "you have {sent} pending invitations (at most {MAX_PENDING_SENT}): cancel one or wait for answers"
+            )));
+        }
         let mut effects = vec![signal(&inv.inviter.id, SignalKind::Invitation, &inv.id)];
         if let Some(invitee) = &inv.invitee {
             effects.push(signal(&invitee.id, SignalKind::Invitation, &inv.id));
