@@ -175,13 +175,38 @@ fn over(view: &pb::GameView) -> bool {
 /// be thinking), so it goes on without us.
 pub const LEFT_THE_GAME: &str = "end of input: you left the game; it goes on and your clock runs (run `draughts client play GAME_ID` again to come back)";
 
+/// What the end of input does to a game being played from the terminal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AtEndOfInput {
+    /// Leave the game: it goes on and the player's clock runs (the opponent is a person who may be
+    /// thinking, and the player may come back).
+    Leave,
+    /// End it: abort before both sides moved, else resign (nobody comes back to a game against the
+    /// computer started from this command).
+    End,
+}
+
 /// Plays `game_id` as `caller`: reads moves from stdin when it is their turn. Every call carries the
 /// caller's token.
 pub async fn play(ch: &Channel, caller: &Caller, game_id: &str) -> Result<(), CliError> {
     let caller = need_token(caller)?;
+    play_from_terminal(ch, caller, game_id, AtEndOfInput::Leave).await
+}
+
+/// The terminal side of a game: shows the game, reads the caller's move when it is their turn, waits
+/// for the opponent's (a person's, or the server's computer's) through `WatchGame` otherwise.
+async fn play_from_terminal(
+    ch: &Channel,
+    caller: &Caller,
+    game_id: &str,
+    at_end: AtEndOfInput,
+) -> Result<(), CliError> {
     let me = my_id(ch, caller).await?;
     let games = GamesClient::new(ch.clone());
     let mut stdin = std::io::stdin().lock().lines();
+    let action = pb::GameActionRequest {
+        game_id: game_id.into(),
+    };
     loop {
         let view = call!(
             caller,
@@ -210,17 +235,24 @@ pub async fn play(ch: &Channel, caller: &Caller, game_id: &str) -> Result<(), Cl
                 .collect();
             println!("your move ({}), or 'resign' / 'draw':", moves.join(" "));
             let Some(line) = stdin.next() else {
-                println!("{LEFT_THE_GAME}");
+                match at_end {
+                    AtEndOfInput::Leave => println!("{LEFT_THE_GAME}"),
+                    AtEndOfInput::End => {
+                        let ended = if view.moves.len() < 2 {
+                            call!(caller, games, abort, action.clone()).map(|_| "aborted")
+                        } else {
+                            call!(caller, games, resign, action.clone()).map(|_| "resigned")
+                        };
+                        let ended = ended.map_err(status_error)?;
+                        println!("end of input: the game against the computer is {ended}");
+                    }
+                }
                 return Ok(());
             };
             let line = line.map_err(|e| CliError(e.to_string()))?;
-            let line = line.trim();
-            let action = pb::GameActionRequest {
-                game_id: game_id.into(),
-            };
-            let r = match line {
-                "resign" => call!(caller, games, resign, action),
-                "draw" => call!(caller, games, offer_draw, action),
+            let r = match line.trim() {
+                "resign" => call!(caller, games, resign, action.clone()),
+                "draw" => call!(caller, games, offer_draw, action.clone()),
                 "" => continue,
                 mv => call!(
                     caller,
@@ -266,6 +298,9 @@ pub async fn play(ch: &Channel, caller: &Caller, game_id: &str) -> Result<(), Cl
 pub struct BotArgs {
     #[command(flatten)]
     target: Target,
+    /// The computer's level, 1 (weakest) to 8 (strongest): the server plays `ai:<level>`.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=8))]
+    level: u8,
     /// Play Black (default: White).
     #[arg(long)]
     black: bool,
@@ -277,130 +312,41 @@ pub struct BotArgs {
     increment: u64,
 }
 
-/// The built-in opponent: takes the most pieces it can, else a move that does not hang a piece to an
-/// immediate capture, else any move (deterministic). The AI service replaces it with real search.
-fn bot_move(pos: &Position) -> Option<draughts_engine::Move> {
-    let moves = pos.legal_moves();
-    let safe = |m: &draughts_engine::Move| {
-        let next = pos.play_unchecked(m);
-        !next.has_capture()
-    };
-    moves
-        .iter()
-        .max_by_key(|m| (m.n_captured(), safe(m), m.promotes()))
-        .copied()
-}
-
-/// Plays a whole game against the built-in opponent from the terminal. The player's calls carry the
-/// player's token (a new guest's without `--token`), the bot's calls the bot guest's.
+/// Plays a whole game against the server's computer (`ai:<level>`, moved by the analysis service)
+/// from the terminal. The calls carry the player's token (a new guest's without `--token`).
 pub async fn bot(ch: &Channel, caller: &Caller, a: BotArgs) -> Result<(), CliError> {
     let me = if caller.has_token() {
         caller.clone()
     } else {
         Caller::new(Some(&create_guest(ch, caller, "You").await?.token))?
     };
-    let bot = create_guest(ch, &me, "Built-in bot").await?;
-    let bot_caller = Caller::new(Some(&bot.token))?;
-    // The bot is a second guest of this process: it is invited, and accepts.
+    let computer = pb::Player {
+        id: format!("ai:{}", a.level),
+        ..Default::default()
+    };
+    // An empty id stands for the caller.
+    let (white, black) = if a.black {
+        (computer, pb::Player::default())
+    } else {
+        (pb::Player::default(), computer)
+    };
     let games = GamesClient::new(ch.clone());
-    let invitation = call!(
+    let g = call!(
         me,
         games,
-        create_invitation,
-        pb::CreateInvitationRequest {
+        create_game,
+        pb::CreateGameRequest {
             rules: rules_of(&a.target)?,
             time_control: Some(time_control(a.base, a.increment, None)),
-            invitee_id: bot.id.clone(),
-            color: if a.black {
-                pb::Color::Black
-            } else {
-                pb::Color::White
-            } as i32,
+            white: Some(white),
+            black: Some(black),
             rated: false,
             fen: a.target.fen.clone(),
-            expires_in_ms: 0,
         }
     )
     .map_err(status_error)?;
-    let g = call!(
-        bot_caller,
-        games,
-        accept_invitation,
-        pb::InvitationRequest {
-            invitation_id: invitation.invitation_id.clone(),
-        }
-    )
-    .map_err(status_error)?;
-    println!("game {}", g.game_id);
-    let bot_color = if a.black { Color::White } else { Color::Black };
-    let mut stdin = std::io::stdin().lock().lines();
-    let action = pb::GameActionRequest {
-        game_id: g.game_id.clone(),
-    };
-    loop {
-        let view = call!(
-            me,
-            games,
-            get_game,
-            pb::GetGameRequest {
-                game_id: g.game_id.clone(),
-            }
-        )
-        .map_err(status_error)?;
-        show(&view);
-        if over(&view) {
-            return Ok(());
-        }
-        let pos = variant_of(&view)?;
-        let (caller, text) = if pos.side_to_move() == bot_color {
-            let Some(mv) = bot_move(&pos) else {
-                return Ok(());
-            };
-            let text = pos.move_to_text(&mv);
-            println!("bot plays {text}");
-            (&bot_caller, text)
-        } else {
-            let moves: Vec<String> = pos
-                .legal_moves()
-                .iter()
-                .map(|m| pos.move_to_text(m))
-                .collect();
-            println!("your move ({}), or 'resign':", moves.join(" "));
-            let Some(line) = stdin.next() else {
-                // Nobody plays the bot once this process ends: end the game rather than leave it to
-                // run out the clock.
-                let ended = if view.moves.len() < 2 {
-                    call!(me, games, abort, action.clone()).map(|_| "aborted")
-                } else {
-                    call!(me, games, resign, action.clone()).map(|_| "resigned")
-                };
-                let ended = ended.map_err(status_error)?;
-                println!("end of input: the game against the bot is {ended}");
-                return Ok(());
-            };
-            let line = line.map_err(|e| CliError(e.to_string()))?;
-            if line.trim() == "resign" {
-                call!(me, games, resign, action.clone()).map_err(status_error)?;
-                continue;
-            }
-            (&me, line.trim().to_string())
-        };
-        let r = call!(
-            caller,
-            games,
-            play_move,
-            pb::PlayMoveRequest {
-                game_id: g.game_id.clone(),
-                r#move: Some(pb::MoveInput {
-                    r#move: Some(pb::move_input::Move::Text(text)),
-                }),
-                expected_ply: Some(view.moves.len() as u32 + view.first_ply.saturating_sub(1)),
-            }
-        );
-        if let Err(e) = r {
-            println!("refused: {}", e.message());
-        }
-    }
+    println!("game {} against ai:{}", g.game_id, a.level);
+    play_from_terminal(ch, &me, &g.game_id, AtEndOfInput::End).await
 }
 
 /// Prints every event of a game until it ends.

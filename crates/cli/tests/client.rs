@@ -1,6 +1,6 @@
 //! The `draughts client` commands against a real server (the one-process platform, `draughtsd`'s
 //! library, on 127.0.0.1:0 with in-memory backends): `--server HOST:PORT` without a scheme, the token
-//! on every call (a whole game against the built-in bot with an anonymous limit of 3 calls a minute:
+//! on every call (a whole game against the server's computer with an anonymous limit of 3 calls a minute:
 //! polls without the token stopped such a game at ply 52 before), and what the end of input does.
 
 use std::io::{BufRead, BufReader, Write};
@@ -73,14 +73,15 @@ async fn server_without_scheme_and_the_token_on_every_call() {
     server.stop().await;
 }
 
-/// A whole game against the built-in bot, our side played by answering each prompt with its first
-/// legal move, until ply 60 (then the input ends) or the end of the game.
+/// A whole game against the server's computer (`ai:1`, moved by the platform's analysis workers), our
+/// side played by answering each prompt with its first legal move, until ply 60 (then the input ends)
+/// or the end of the game.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bot_game_runs_on_tokens_to_its_end_or_the_end_of_input() {
     let server = platform(3).await;
     let mut command = draughts(&server);
     command
-        .args(["client", "bot", "--variant", "english"])
+        .args(["client", "bot", "--variant", "english", "--level", "1"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -125,17 +126,18 @@ async fn bot_game_runs_on_tokens_to_its_end_or_the_end_of_input() {
     .unwrap();
     let (lines, ply) = transcript;
     let text = lines.join("\n");
+    assert!(text.contains("against ai:1"), "{text}");
     let finished = lines
         .iter()
         .any(|l| l.starts_with("ply ") && (l.contains(" wins: ") || l.contains(" draw")));
     if ply >= 60 {
         assert!(
-            text.contains("end of input: the game against the bot is resigned"),
+            text.contains("end of input: the game against the computer is resigned"),
             "{text}"
         );
     } else {
-        // The game ended on the board first (the bot wins against first-listed moves in about 50
-        // plies): every poll still went through, far past the anonymous limit of 3 calls.
+        // The game ended on the board first (the computer wins against first-listed moves well
+        // before ply 60): every poll still went through, far past the anonymous limit of 3 calls.
         assert!(finished && ply > 20, "{text}");
     }
     server.stop().await;
