@@ -50,6 +50,7 @@ macro_rules! queue_suite {
                 status_counts_waiting_jobs_and_live_workers,
                 the_queue_refuses_jobs_when_a_class_is_full,
                 finished_rated_games_feed_the_bulk_class_once,
+                computer_moves_are_answered_while_bulk_work_is_queued,
             );
         }
     )*};
@@ -504,6 +505,89 @@ mod checks {
         );
         q.cancel(&id, None).await.unwrap();
         next.stop().await;
+    }
+
+    /// Under load: a backlog of bulk work keeps every slot busy, and computer moves submitted one
+    /// after another while it runs are each taken by the next free slot, ahead of every waiting bulk
+    /// job; the bulk backlog is still there when the last computer move is answered.
+    pub async fn computer_moves_are_answered_while_bulk_work_is_queued(store: Arc<dyn LiveStore>) {
+        const BULK: usize = 60;
+        const BULK_MS: u64 = 60;
+        const MOVES: usize = 6;
+        const SLOTS: usize = 2;
+        let q = queue(store, QueueConfig::for_tests()).await;
+        let w = TestWorker::start(&q, "loaded", SLOTS, Duration::from_secs(5));
+        let mut bulk = Vec::new();
+        for _ in 0..BULK {
+            let submitted = q
+                .submit(job(
+                    Class::Bulk,
+                    position(&["9-13"], timed(BULK_MS)),
+                    "player:ann",
+                    false,
+                ))
+                .await
+                .unwrap();
+            bulk.push(submitted.record().job_id.clone());
+        }
+        // Both slots are busy with bulk work before the first computer move arrives.
+        wait_for(&q, &bulk[1], "bulk running", |r| {
+            r.state != JobState::Queued
+        })
+        .await;
+        let mut moves_done = Vec::new();
+        for n in 0..MOVES {
+            let moves: &[&str] = if n % 2 == 0 { &["11-15"] } else { &["10-14"] };
+            let submitted = q
+                .submit(job(
+                    Class::ComputerMove,
+                    position(moves, timed(20)),
+                    "player:bob",
+                    false,
+                ))
+                .await
+                .unwrap();
+            let id = submitted.record().job_id.clone();
+            moves_done
+                .push(wait_for(&q, &id, "computer move done", |r| r.state == JobState::Done).await);
+        }
+        let mut bulk_records = Vec::new();
+        for id in &bulk {
+            bulk_records.push(q.load(id).await.unwrap().unwrap().0);
+        }
+        for id in &bulk {
+            q.cancel(id, None).await.unwrap();
+        }
+        w.stop().await;
+        // Strict priority: while a computer move waited, no bulk job started, except one per slot
+        // that the slot had already taken from its stream when the move was queued.
+        for m in &moves_done {
+            let overtaken = bulk_records
+                .iter()
+                .filter(|b| b.started_ms > m.created_ms && b.started_ms < m.started_ms)
+                .count();
+            assert!(
+                overtaken <= SLOTS,
+                "{overtaken} bulk jobs started while a computer move waited {} ms",
+                m.started_ms - m.created_ms
+            );
+        }
+        let waiting = bulk_records
+            .iter()
+            .filter(|b| b.state == JobState::Queued)
+            .count();
+        assert!(waiting > 0, "the bulk backlog drained first");
+        // A computer move waits for one running bulk search at most (plus scheduling), never for the
+        // backlog (a second of work per slot).
+        let longest = moves_done
+            .iter()
+            .map(|m| m.started_ms - m.created_ms)
+            .max()
+            .unwrap_or(0);
+        assert!(
+            longest < BULK_MS * (BULK as u64) / 4,
+            "a computer move waited {longest} ms"
+        );
     }
 
     pub async fn status_counts_waiting_jobs_and_live_workers(store: Arc<dyn LiveStore>) {
