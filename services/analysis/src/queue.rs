@@ -183,9 +183,24 @@ impl Queue {
     pub async fn update_from(
         &self,
         job_id: &str,
+        loaded: Option<(JobRecord, Version)>,
+        change: impl FnMut(&mut JobRecord) -> bool,
+    ) -> AnalysisResult<Option<(JobRecord, bool)>> {
+        Ok(self
+            .update_versioned(job_id, loaded, change)
+            .await?
+            .map(|(record, changed, _)| (record, changed)))
+    }
+
+    /// [`update_from`](Queue::update_from) that also returns the record's version after the call,
+    /// so that a writer that is the record's only writer (a worker running its job) can make its
+    /// next change without reading the record first.
+    pub async fn update_versioned(
+        &self,
+        job_id: &str,
         mut loaded: Option<(JobRecord, Version)>,
         mut change: impl FnMut(&mut JobRecord) -> bool,
-    ) -> AnalysisResult<Option<(JobRecord, bool)>> {
+    ) -> AnalysisResult<Option<(JobRecord, bool, Version)>> {
         for _ in 0..MAX_CAS_TRIES {
             let current = match loaded.take() {
                 Some(current) => Some(current),
@@ -195,7 +210,7 @@ impl Queue {
                 return Ok(None);
             };
             if !change(&mut record) {
-                return Ok(Some((record, false)));
+                return Ok(Some((record, false, version)));
             }
             record.expires_ms = self.expires_ms();
             let mut effects = vec![draughts_store::Effect::Publish {
@@ -223,7 +238,7 @@ impl Queue {
                 )
                 .await
             {
-                Ok(_) => return Ok(Some((record, true))),
+                Ok(version) => return Ok(Some((record, true, version))),
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(e.into()),
             }
@@ -324,27 +339,32 @@ impl Queue {
                 }
             }
         }
-        let backlog = self
-            .live
-            .backlog(record.class.stream(), contract::GROUP)
-            .await?;
-        if backlog.waiting >= self.config.max_queued {
+        // The capacity check and the record's write go out together (one round trip of latency,
+        // not two); a refused job's record is deleted again. Nothing can run the job before its
+        // entry is appended below.
+        let key = contract::job_key(&record.job_id);
+        let (backlog, written) = tokio::join!(
+            self.live.backlog(record.class.stream(), contract::GROUP),
+            self.live
+                .put(&key, encode(&record).into(), None, Some(self.ttl()))
+        );
+        let full = backlog
+            .as_ref()
+            .is_ok_and(|b| b.waiting >= self.config.max_queued);
+        if full || backlog.is_err() || written.is_err() {
+            if written.is_ok() {
+                let _ = self.live.delete(&key).await;
+            }
             if job.mergeable {
                 self.release_fingerprint(&fingerprint, &record.job_id).await;
             }
+            backlog?;
+            written?;
             return Err(AnalysisError::Exhausted {
                 what: format!("the {} queue is full", record.class.name()),
                 retry_after_secs: 5,
             });
         }
-        self.live
-            .put(
-                &contract::job_key(&record.job_id),
-                encode(&record).into(),
-                None,
-                Some(self.ttl()),
-            )
-            .await?;
         self.enqueue_entry(record.class, &record.job_id).await?;
         metrics::counter!("analysis_jobs_submitted_total", "class" => record.class.name())
             .increment(1);

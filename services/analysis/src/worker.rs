@@ -23,13 +23,13 @@
 //! Shutdown: slots stop pulling; a running job gets `shutdown_grace` to finish, then its search is
 //! stopped and the job handed back (QUEUED again, a fresh entry, the attempt not counted).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use draughts_ai::{SearchOptions, Searcher, StopHandle};
 use draughts_engine::Variant;
-use draughts_store::{Entry, now_unix_ms};
+use draughts_store::{Entry, Version, now_unix_ms};
 use futures_util::StreamExt;
 use tokio::sync::watch;
 
@@ -280,9 +280,10 @@ impl Slot {
             }
         };
         match self.start(&job_id).await {
-            Ok(Start::Run(record)) => {
+            Ok(Start::Run(started)) => {
                 self.running.fetch_add(1, Ordering::Relaxed);
-                let searcher = self.execute(class, &entry, *record, searcher).await;
+                let (record, version) = *started;
+                let searcher = self.execute(class, &entry, record, version, searcher).await;
                 self.running.fetch_sub(1, Ordering::Relaxed);
                 self.jobs_done += 1;
                 if self.jobs_done.is_multiple_of(256) {
@@ -311,25 +312,33 @@ impl Slot {
     /// Decides whether this slot runs the job, and marks it RUNNING if so.
     async fn start(&self, job_id: &str) -> AnalysisResult<Start> {
         let live = self.queue.live();
-        let Some((record, version)) = self.queue.load(job_id).await? else {
-            return Ok(Start::Done);
-        };
-        if record.state.is_final() {
-            return Ok(Start::Done);
-        }
+        // The record's read and the run lease go out together (one round trip of latency): a lease
+        // taken for a job with nothing left to run is released again.
         let lease = contract::run_lease(job_id);
-        if !live
-            .lease(&lease, &self.consumer, self.queue.config().run_lease())
-            .await?
-        {
+        let (loaded, leased) = tokio::join!(
+            self.queue.load(job_id),
+            live.lease(&lease, &self.consumer, self.queue.config().run_lease())
+        );
+        let leased = leased?;
+        let loaded = match loaded {
+            Ok(Some((record, version))) if !record.state.is_final() => (record, version),
+            other => {
+                if leased {
+                    let _ = live.release(&lease, &self.consumer).await;
+                }
+                return other.map(|_| Start::Done);
+            }
+        };
+        if !leased {
             return Ok(Start::Busy);
         }
+        let (record, version) = loaded;
         let max_attempts = self.queue.config().max_attempts;
         let me = self.consumer.clone();
         let now = now_unix_ms();
         let updated = self
             .queue
-            .update_from(job_id, Some((record, version)), |r| {
+            .update_versioned(job_id, Some((record, version)), |r| {
                 if r.state.is_final() {
                     return false;
                 }
@@ -353,10 +362,10 @@ impl Slot {
             })
             .await?;
         match updated {
-            Some((record, true)) if record.state == JobState::Running => {
-                Ok(Start::Run(Box::new(record)))
+            Some((record, true, version)) if record.state == JobState::Running => {
+                Ok(Start::Run(Box::new((record, version))))
             }
-            Some((record, _)) => {
+            Some((record, _, _)) => {
                 let _ = live.release(&lease, &self.consumer).await;
                 if record.state == JobState::Failed {
                     metrics::counter!("analysis_jobs_failed_total").increment(1);
@@ -380,6 +389,7 @@ impl Slot {
         class: Class,
         entry: &Entry,
         record: JobRecord,
+        version: Version,
         searcher: Option<Searcher>,
     ) -> Option<Searcher> {
         draughts_runtime::propagation::set_parent_from_map(
@@ -400,12 +410,17 @@ impl Slot {
         let stop = searcher.stop_handle();
         stop.reset();
         let (progress_tx, progress_rx) = watch::channel(None::<ProgressRec>);
+        // The record as this slot last wrote it: the finish starts from it without a read (this
+        // slot is the record's only writer while it runs the job, unless the job is cancelled or
+        // joined, which the compare-and-set notices).
+        let latest = Arc::new(Mutex::new(Some((record.clone(), version))));
         let writer = tokio::spawn(write_progress(
             self.queue.clone(),
             job_id.clone(),
             self.consumer.clone(),
             attempt,
             progress_rx,
+            latest.clone(),
         ));
         let (done_tx, done_rx) = watch::channel(false);
         let guard = tokio::spawn(guard(
@@ -435,12 +450,23 @@ impl Slot {
             Ok((Err(e), searcher)) => (Outcome::BadInput(e.to_string()), Some(searcher)),
             Err(e) => (Outcome::Crashed(format!("the search failed: {e}")), None),
         };
+        // Progress not yet written is superseded by the result: the finish does not wait for it.
+        writer.abort();
         let _ = writer.await;
         let shutting_down = guard.await.unwrap_or(false);
+        let latest = latest.lock().expect("latest record lock").take();
         metrics::histogram!("analysis_job_seconds", "class" => class.name())
             .record(started.elapsed().as_secs_f64());
         if let Err(e) = self
-            .finish(class, entry, &record, attempt, outcome, shutting_down)
+            .finish(
+                class,
+                entry,
+                &record,
+                latest,
+                attempt,
+                outcome,
+                shutting_down,
+            )
             .await
         {
             tracing::warn!(error = %e, "finishing a job failed; it will be taken over");
@@ -453,6 +479,7 @@ impl Slot {
         class: Class,
         entry: &Entry,
         record: &JobRecord,
+        latest: Option<(JobRecord, Version)>,
         attempt: u32,
         outcome: Outcome,
         shutting_down: bool,
@@ -474,7 +501,7 @@ impl Slot {
         };
         let updated = self
             .queue
-            .update(job_id, |r| {
+            .update_from(job_id, latest, |r| {
                 if !mine(r) {
                     return false;
                 }
@@ -562,7 +589,8 @@ fn state_name(state: JobState) -> &'static str {
 }
 
 enum Start {
-    Run(Box<JobRecord>),
+    /// This slot runs the job: the record as it marked it RUNNING, and its version.
+    Run(Box<(JobRecord, Version)>),
     /// Nothing to run: ack the entry.
     Done,
     /// Another slot holds the run lease: leave the entry.
@@ -576,13 +604,15 @@ async fn write_progress(
     consumer: String,
     attempt: u32,
     mut rx: watch::Receiver<Option<ProgressRec>>,
+    latest: Arc<Mutex<Option<(JobRecord, Version)>>>,
 ) {
     while rx.changed().await.is_ok() {
         let Some(progress) = rx.borrow_and_update().clone() else {
             continue;
         };
+        let from = latest.lock().expect("latest record lock").take();
         let result = queue
-            .update(&job_id, |r| {
+            .update_versioned(&job_id, from, |r| {
                 if r.state != JobState::Running
                     || r.attempts != attempt
                     || r.worker.as_deref() != Some(consumer.as_str())
@@ -593,8 +623,12 @@ async fn write_progress(
                 true
             })
             .await;
-        if let Err(e) = result {
-            tracing::debug!(error = %e, "progress write failed");
+        match result {
+            Ok(Some((record, _, version))) => {
+                *latest.lock().expect("latest record lock") = Some((record, version));
+            }
+            Ok(None) => {}
+            Err(e) => tracing::debug!(error = %e, "progress write failed"),
         }
     }
 }

@@ -57,6 +57,28 @@ fn start_workers(
     (tx, handle)
 }
 
+/// Calls per command the test server has processed so far (`INFO commandstats`, through
+/// redis-cli; commands run inside scripts are counted too).
+fn redis_commands(server: &RedisServer) -> std::collections::BTreeMap<String, u64> {
+    let out = std::process::Command::new("redis-cli")
+        .args(["-p", &server.port().to_string(), "info", "commandstats"])
+        .output()
+        .expect("redis-cli");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
 fn line(variant: &str, fen: &str, moves: Vec<String>) -> Line {
     Line {
         rules: Rules {
@@ -89,6 +111,7 @@ async fn queue_overhead() {
         waiter: draughts_analysis::service::Waiter::start(live),
     };
     let (stop, handle) = start_workers(&queue, "overhead", 1);
+    let commands_before = redis_commands(&_server);
     let fen = draughts_engine::Variant::International.start_fen();
     let mut total = hdrhistogram::Histogram::<u64>::new(3).unwrap();
     let mut to_start = hdrhistogram::Histogram::<u64>::new(3).unwrap();
@@ -117,6 +140,20 @@ async fn queue_overhead() {
                 .unwrap();
         }
     }
+    let jobs = (n + 100) as f64;
+    let per_job: Vec<String> = redis_commands(&_server)
+        .into_iter()
+        .map(|(name, calls)| {
+            let before = commands_before.get(&name).copied().unwrap_or(0);
+            (name, calls.saturating_sub(before))
+        })
+        .filter(|(_, calls)| *calls > 0)
+        .map(|(name, calls)| format!("{name} {:.2}", calls as f64 / jobs))
+        .collect();
+    println!(
+        "Redis commands per BestMove job (submit, worker, waiter, heartbeats and idle polls; commands inside scripts counted too): {}",
+        per_job.join(", ")
+    );
     println!(
         "queue overhead per BestMove job over {n} jobs (submit -> answer seen by the caller, minus the search's own whole milliseconds; {slow_searches} searches took 1 ms or more): p50 {} us, p99 {} us, max {} us; enqueue -> search start: p50 {} ms, p99 {} ms",
         total.value_at_quantile(0.5),
