@@ -480,10 +480,11 @@ impl Slot {
         entry: &Entry,
         record: &JobRecord,
         latest: Option<(JobRecord, Version)>,
-        attempt: u32,
         outcome: Outcome,
         shutting_down: bool,
     ) -> AnalysisResult<()> {
+        // The attempt this slot started (the record as it marked it RUNNING).
+        let attempt = record.attempts;
         let job_id = &record.job_id;
         let me = self.consumer.clone();
         let now = now_unix_ms();
