@@ -458,15 +458,7 @@ impl Slot {
         metrics::histogram!("analysis_job_seconds", "class" => class.name())
             .record(started.elapsed().as_secs_f64());
         if let Err(e) = self
-            .finish(
-                class,
-                entry,
-                &record,
-                latest,
-                attempt,
-                outcome,
-                shutting_down,
-            )
+            .finish(class, entry, &record, latest, outcome, shutting_down)
             .await
         {
             tracing::warn!(error = %e, "finishing a job failed; it will be taken over");
