@@ -7,6 +7,7 @@
 //! v1alpha), the `Diagnostics` echo, gRPC-Web with CORS for browsers, a request timeout, a concurrency
 //! limit, per-RPC metrics and trace-context extraction, and graceful shutdown that drains in-flight calls.
 
+pub mod admission;
 pub mod config;
 pub mod echo;
 pub mod edge;

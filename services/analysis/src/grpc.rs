@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use draughts_engine::{Game, GameStatus};
 use draughts_proto::{convert, pb};
+use draughts_runtime::admission::Refused;
 use futures_util::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 
@@ -362,6 +363,21 @@ impl pb::analysis_server::Analysis for AnalysisService {
         caller.require_analysis()?;
         let job_id = req.get_ref().job_id.clone();
         self.core.owned(&caller, &job_id).await?;
+        let permit = self.core.watches.admit(&caller.player_id).map_err(|refused| {
+            let what = match refused {
+                Refused::Total { open } => {
+                    format!("this server has {open} open analysis watches, its limit")
+                }
+                Refused::PerKey { open } => format!(
+                    "you have {open} open analysis watches on this server, the limit; close one first"
+                ),
+            };
+            AnalysisError::Exhausted {
+                what,
+                retry_after_secs: 5,
+            }
+            .into_status()
+        })?;
         let mut events = self
             .core
             .queue
@@ -372,6 +388,8 @@ impl pb::analysis_server::Analysis for AnalysisService {
         let core = self.core.clone();
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         tokio::spawn(async move {
+            // The stream's place is held until this task ends (the stream ended or was closed).
+            let _permit = permit;
             let mut last_position = None;
             let mut last_seq = None;
             let mut plies_sent = 0usize;

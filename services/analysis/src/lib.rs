@@ -115,6 +115,16 @@ pub struct AnalysisConfig {
         default_value_t = 100_000
     )]
     pub analysis_bulk_nodes_per_ply: u64,
+    /// Open WatchAnalysis streams per caller on one replica (more: RESOURCE_EXHAUSTED).
+    #[arg(
+        long,
+        env = "DRAUGHTS_ANALYSIS_MAX_WATCHES_PER_CALLER",
+        default_value_t = 16
+    )]
+    pub analysis_max_watches_per_caller: u32,
+    /// Open WatchAnalysis streams on one replica in all.
+    #[arg(long, env = "DRAUGHTS_ANALYSIS_MAX_WATCHES", default_value_t = 10_000)]
+    pub analysis_max_watches: u32,
     #[command(flatten)]
     pub quotas: QuotaConfig,
 }
@@ -130,6 +140,8 @@ impl AnalysisConfig {
             analysis_games_url: None,
             analysis_bulk_finished_games: false,
             analysis_bulk_nodes_per_ply: 100_000,
+            analysis_max_watches_per_caller: 16,
+            analysis_max_watches: 10_000,
             quotas: QuotaConfig::defaults(),
         }
     }
@@ -149,6 +161,11 @@ impl AnalysisConfig {
         check(
             (100..=3_600_000).contains(&self.analysis_visibility_timeout_ms),
             "analysis-visibility-timeout-ms must be from 100 to 3600000",
+        )?;
+        check(
+            (1..=1024).contains(&self.analysis_max_watches_per_caller)
+                && (1..=1_000_000).contains(&self.analysis_max_watches),
+            "analysis-max-watches-per-caller must be from 1 to 1024 and analysis-max-watches from 1 to 1000000",
         )?;
         check(
             (1..=100).contains(&self.analysis_max_attempts),
@@ -335,6 +352,11 @@ impl Analysis {
                 games: Arc::new(games),
                 best_move_timeout: Duration::from_millis(config.analysis_best_move_timeout_ms),
                 waiter: service::Waiter::start(live.clone()),
+                watches: draughts_runtime::admission::Admission::new(
+                    config.analysis_max_watches_per_caller,
+                    config.analysis_max_watches,
+                    Some("analysis_watches_open"),
+                ),
             },
             bulk: config
                 .analysis_bulk_finished_games

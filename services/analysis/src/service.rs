@@ -103,6 +103,8 @@ pub struct AnalysisCore {
     /// Longest wait of a BestMove call for its answer.
     pub best_move_timeout: Duration,
     pub waiter: Waiter,
+    /// Open WatchAnalysis streams on this replica, per caller and in all.
+    pub watches: Arc<draughts_runtime::admission::Admission>,
 }
 
 impl AnalysisCore {

@@ -411,3 +411,56 @@ async fn a_pdn_game_streams_ply_by_ply_with_judgements() {
     assert_eq!(no_games.code(), tonic::Code::FailedPrecondition);
     server.stop().await;
 }
+
+/// WatchAnalysis streams are bounded per caller on a replica: past the cap RESOURCE_EXHAUSTED with
+/// `retry-after`; a closed stream frees its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn watch_streams_per_caller_are_capped() {
+    let mut config = Config::for_tests();
+    config.analysis.analysis_max_watches_per_caller = 3;
+    let (server, mut client) = start(config).await;
+    let ann = player_token("ann");
+    // A long search, so the job stays open while it is watched.
+    let job = client
+        .analyze_position(authed(&ann, analyze(&[], limits(0, 20_000))))
+        .await
+        .unwrap()
+        .into_inner();
+    let request = || {
+        authed(
+            &ann,
+            pb::AnalysisJobRequest {
+                job_id: job.job_id.clone(),
+            },
+        )
+    };
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        open.push(client.watch_analysis(request()).await.unwrap().into_inner());
+    }
+    let refused = client.watch_analysis(request()).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+    assert!(refused.metadata().get("retry-after").is_some());
+    assert!(
+        refused.message().contains("analysis watches"),
+        "{}",
+        refused.message()
+    );
+    // Closing one frees its place (the server notices the closed stream).
+    open.pop();
+    let start = std::time::Instant::now();
+    let reopened = loop {
+        match client.watch_analysis(request()).await {
+            Ok(stream) => break stream,
+            Err(e) => assert_eq!(e.code(), tonic::Code::ResourceExhausted),
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the place was never freed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    drop(reopened);
+    client.cancel_analysis(request()).await.unwrap();
+    server.stop().await;
+}

@@ -109,6 +109,7 @@ async fn queue_overhead() {
         games: Arc::new(draughts_analysis::games::GrpcGames::new(None).unwrap()),
         best_move_timeout: Duration::from_secs(10),
         waiter: draughts_analysis::service::Waiter::start(live),
+        watches: draughts_runtime::admission::Admission::new(16, 100, None),
     };
     let (stop, handle) = start_workers(&queue, "overhead", 1);
     let commands_before = redis_commands(&_server);

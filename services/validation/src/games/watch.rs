@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use draughts_proto::{ServiceError, pb};
+use draughts_runtime::admission::{Admission, Permit, Refused};
 use draughts_store::Notice;
 use futures_util::{Stream, StreamExt};
 use tokio::sync::watch;
@@ -60,8 +61,6 @@ struct Feed {
 
 #[derive(Debug, Default)]
 struct State {
-    per_caller: HashMap<String, u32>,
-    total: u32,
     feeds: HashMap<String, Feed>,
     generations: u64,
 }
@@ -71,16 +70,18 @@ struct State {
 #[derive(Debug)]
 pub struct Watchers {
     state: Mutex<State>,
-    max_per_caller: u32,
-    max_total: u32,
+    admission: Arc<Admission>,
 }
 
 impl Watchers {
     pub fn new(limits: &GamesLimits) -> Watchers {
         Watchers {
             state: Mutex::new(State::default()),
-            max_per_caller: limits.max_watchers_per_caller,
-            max_total: limits.max_watchers,
+            admission: Admission::new(
+                limits.max_watchers_per_caller,
+                limits.max_watchers,
+                Some("draughts_watchers_open"),
+            ),
         }
     }
 
@@ -92,7 +93,7 @@ impl Watchers {
 
     /// Open streams on this replica.
     pub fn open(&self) -> u32 {
-        self.lock().total
+        self.admission.open()
     }
 
     /// Games with a feed on this replica.
@@ -100,60 +101,21 @@ impl Watchers {
         self.lock().feeds.len()
     }
 
-    pub(crate) fn admit(self: &Arc<Self>, caller: &str) -> GamesResult<Admitted> {
-        let mut state = self.lock();
-        if state.total >= self.max_total {
-            return Err(GamesError::Exhausted(format!(
-                "this server has {} open game watches, its limit; try again later",
-                state.total
-            )));
-        }
-        let mine = state.per_caller.entry(caller.to_owned()).or_insert(0);
-        if *mine >= self.max_per_caller {
-            return Err(GamesError::Exhausted(format!(
-                "you have {} open game watches on this server, the limit; close one first",
-                *mine
-            )));
-        }
-        *mine += 1;
-        state.total += 1;
-        metrics::gauge!("draughts_watchers_open").set(f64::from(state.total));
-        Ok(Admitted {
-            watchers: self.clone(),
-            caller: caller.to_owned(),
-        })
+    pub(crate) fn admit(&self, caller: &str) -> GamesResult<Permit> {
+        self.admission
+            .admit(caller)
+            .map_err(|refused| match refused {
+                Refused::Total { open } => GamesError::Exhausted(format!(
+                    "this server has {open} open game watches, its limit; try again later"
+                )),
+                Refused::PerKey { open } => GamesError::Exhausted(format!(
+                    "you have {open} open game watches on this server, the limit; close one first"
+                )),
+            })
     }
 }
 
-/// One admitted watcher; its drop frees its place.
-#[derive(Debug)]
-pub(crate) struct Admitted {
-    watchers: Arc<Watchers>,
-    caller: String,
-}
-
-impl Drop for Admitted {
-    fn drop(&mut self) {
-        let mut state = self.watchers.lock();
-        if let Some(mine) = state.per_caller.get_mut(&self.caller) {
-            *mine -= 1;
-            if *mine == 0 {
-                state.per_caller.remove(&self.caller);
-            }
-        }
-        state.total = state.total.saturating_sub(1);
-        metrics::gauge!("draughts_watchers_open").set(f64::from(state.total));
-    }
-}
-
-/// The key a watcher is counted under: its player id, or `addr:<ip>` for an anonymous caller.
-pub fn caller_key(player: Option<&str>, remote: Option<std::net::SocketAddr>) -> String {
-    match (player, remote) {
-        (Some(player), _) => player.to_owned(),
-        (None, Some(addr)) => format!("addr:{}", addr.ip()),
-        (None, None) => "addr:unknown".to_owned(),
-    }
-}
+pub use draughts_runtime::admission::caller_key;
 
 /// Opens a watch of game `id` for `caller` (see [`caller_key`]): the whole history first, then
 /// every event as it happens; the stream ends after the game's end.
@@ -339,7 +301,7 @@ struct Watcher {
     queue: VecDeque<pb::GameEvent>,
     /// Nothing more after the queue.
     finished: bool,
-    _admitted: Admitted,
+    _admitted: Permit,
 }
 
 impl Watcher {
