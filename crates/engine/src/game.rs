@@ -1,7 +1,7 @@
 //! A game: the position, its history, the draw rules in force and the result.
 
 use crate::position::{Move, Position, PositionError};
-use crate::variant::{Color, ProgressReset, RuleSet};
+use crate::variant::{Color, ProgressReset, RuleSet, Variant};
 use crate::{Fen, ResolveError};
 
 /// Why a game was won.
@@ -40,19 +40,18 @@ pub enum GameResult {
 }
 
 impl GameResult {
-    /// PDN result text from White's side: `2-0`, `0-2`, `1-1` (international style).
-    pub fn score_text(&self) -> &'static str {
+    /// The winner, or `None` for a draw.
+    pub fn winner(&self) -> Option<Color> {
         match self {
-            GameResult::Win {
-                winner: Color::White,
-                ..
-            } => "2-0",
-            GameResult::Win {
-                winner: Color::Black,
-                ..
-            } => "0-2",
-            GameResult::Draw(_) => "1-1",
+            GameResult::Win { winner, .. } => Some(*winner),
+            GameResult::Draw(_) => None,
         }
+    }
+
+    /// The result as the variant writes it (`2-0` in international, `1-0` in english: docs/rules.md §5.5);
+    /// see [`Variant::result_text`].
+    pub fn result_text(&self, variant: Variant) -> &'static str {
+        variant.result_text(self.winner())
     }
 
     /// A short English explanation: `white wins: black has no legal move`.

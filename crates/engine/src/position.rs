@@ -24,7 +24,7 @@ pub struct Piece {
 /// A legal move: origin, destination, captured pieces (as a set) and whether it crowns the piece.
 ///
 /// Two capture chains with the same origin, destination and captured set give the same position and are
-/// the same `Move` (rules.md, "What counts as one move"). The capture order and landing squares are
+/// the same `Move` (docs/rules.md §6.1). The capture order and landing squares are
 /// available through [`Position::move_path`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Move {
@@ -147,6 +147,24 @@ pub enum PositionError {
     Duplicate(String),
     #[error("a {color} man on {square} stands on its own promotion row")]
     ManOnPromotionRow { color: &'static str, square: String },
+    /// More pieces of one colour than the variant starts with (docs/rules.md §8.1).
+    #[error("{color} has {count} pieces, more than the {max} each side starts with in {variant}")]
+    TooManyPieces {
+        color: &'static str,
+        count: u32,
+        max: u32,
+        variant: Variant,
+    },
+    /// A Turkish man on its own first rank, where it can never be: men never move backward
+    /// (docs/rules.md §8.3).
+    #[error(
+        "a {color} man on {square} stands on its own first rank, which a man can never return to in {variant}"
+    )]
+    ManOnOwnBackRank {
+        color: &'static str,
+        square: String,
+        variant: Variant,
+    },
 }
 
 /// A position: pieces, side to move and the rules in force. Always valid (built through
@@ -277,6 +295,31 @@ impl Position {
             }
             if p.king {
                 pos.kings |= m;
+            }
+            if !p.king && board.kind == BoardKind::Turkish {
+                let back_rank = match p.color {
+                    Color::White => board.bottom_row,
+                    Color::Black => board.top_row,
+                };
+                if back_rank & m != 0 {
+                    return Err(PositionError::ManOnOwnBackRank {
+                        color: p.color.name(),
+                        square: p.square.to_string(),
+                        variant,
+                    });
+                }
+            }
+        }
+        let max = u32::from(rules.rules().pieces_per_side);
+        for color in [Color::White, Color::Black] {
+            let count = pos.pieces(color).count();
+            if count > max {
+                return Err(PositionError::TooManyPieces {
+                    color: color.name(),
+                    count,
+                    max,
+                    variant,
+                });
             }
         }
         Ok(pos)

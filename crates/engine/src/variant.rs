@@ -1,8 +1,7 @@
 //! The eight rule sets as data tables, and the house-rule options.
 //!
-//! Each [`Rules`] field cites the rule it encodes; the article numbers refer to `shared/rules.md`, the
-//! product's rule book (variant table, "Draw rules" and "Rule options" sections), which itself follows the
-//! FMJD rules for international and brazilian and the national federations for the others.
+//! Each [`Rules`] field cites the rule it encodes by its article in `docs/rules.md`, the product's rule book
+//! (which cites the federation rules and rule pages it was written from).
 
 use std::fmt;
 use std::str::FromStr;
@@ -128,6 +127,43 @@ impl Variant {
     }
 }
 
+impl Variant {
+    /// The variant with this stable key, exactly as [`Variant::key`] writes it (lower case, no aliases): the
+    /// lookup for stored and wire keys. [`FromStr`] also accepts aliases and PDN numbers, for user input.
+    pub fn from_key(key: &str) -> Result<Variant, UnknownVariant> {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.key() == key)
+            .ok_or_else(|| UnknownVariant(key.to_string()))
+    }
+
+    /// The variant with this PDN `GameType` number (docs/rules.md §5.6).
+    pub fn from_pdn_game_type(number: u8) -> Option<Variant> {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.pdn_game_type() == number)
+    }
+
+    /// Whether a game scores two points (`2-0`, `1-1`) rather than one (`1-0`, `1/2-1/2`)
+    /// (docs/rules.md §5.5).
+    pub fn scores_two_points(self) -> bool {
+        matches!(self, Variant::International | Variant::Brazilian)
+    }
+
+    /// The result as PDN and the players write it for this variant (docs/rules.md §5.5), from White's side:
+    /// `winner` is `None` for a draw. The one place that writes result notation.
+    pub fn result_text(self, winner: Option<Color>) -> &'static str {
+        match (self.scores_two_points(), winner) {
+            (true, Some(Color::White)) => "2-0",
+            (true, Some(Color::Black)) => "0-2",
+            (true, None) => "1-1",
+            (false, Some(Color::White)) => "1-0",
+            (false, Some(Color::Black)) => "0-1",
+            (false, None) => "1/2-1/2",
+        }
+    }
+}
+
 impl fmt::Display for Variant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.key())
@@ -236,25 +272,28 @@ pub enum NotationStyle {
 #[derive(Debug)]
 pub struct Rules {
     pub variant: Variant,
-    /// Board and numbering (rules.md, variant table "board"; Notation).
+    /// Board and numbering (docs/rules.md §3, column "board"; §5.1).
     pub board: BoardKind,
-    /// rules.md, variant table "first to move".
+    /// docs/rules.md §3, column "first".
     pub first_to_move: Color,
-    /// rules.md, variant table "kings": flying (any distance) or short (one square).
+    /// Pieces of each side in the start position (docs/rules.md §3, column "pieces"); no side can ever have
+    /// more (docs/rules.md §8.1).
+    pub pieces_per_side: u8,
+    /// docs/rules.md §3, column "kings": flying (§3.3) or short (§3.4).
     pub flying_kings: bool,
-    /// rules.md, variant table "men capture": forward and backward, or forward (and sideways) only.
+    /// docs/rules.md §3, column "men capture": forward and backward, or forward (and sideways) only.
     pub men_capture_backward: bool,
-    /// rules.md, italian: a man may never capture a king.
+    /// docs/rules.md §3, italian: a man may never capture a king.
     pub men_capture_kings: bool,
-    /// rules.md, variant table "promotion during a chain".
+    /// docs/rules.md §3, column "promotion during a chain".
     pub promotion: Promotion,
-    /// rules.md, variant table "captured pieces".
+    /// docs/rules.md §3, column "captured pieces" (§1, Turkish strike).
     pub removal: Removal,
-    /// rules.md, variant table "capture choice" and the Italian precedence list.
+    /// docs/rules.md §3, column "capture choice", and §3.1 (the Italian precedence list).
     pub precedence: Precedence,
-    /// rules.md, "Draw rules (defaults)".
+    /// docs/rules.md §4 (draw rules).
     pub draw: DrawRules,
-    /// rules.md, "Notation".
+    /// docs/rules.md §5.
     pub notation: NotationStyle,
 }
 
@@ -276,6 +315,7 @@ pub static INTERNATIONAL: Rules = Rules {
     variant: Variant::International,
     board: BoardKind::Ten,
     first_to_move: Color::White,
+    pieces_per_side: 20,
     flying_kings: true,
     men_capture_backward: true,
     men_capture_kings: true,
@@ -293,6 +333,7 @@ pub static INTERNATIONAL: Rules = Rules {
 pub static BRAZILIAN: Rules = Rules {
     variant: Variant::Brazilian,
     board: BoardKind::Eight,
+    pieces_per_side: 12,
     notation: NotationStyle::Algebraic('x'),
     ..INTERNATIONAL
 };
@@ -300,6 +341,7 @@ pub static BRAZILIAN: Rules = Rules {
 pub static RUSSIAN: Rules = Rules {
     variant: Variant::Russian,
     board: BoardKind::Eight,
+    pieces_per_side: 12,
     promotion: Promotion::Continue,
     precedence: Precedence::Free,
     draw: DrawRules {
@@ -318,6 +360,7 @@ pub static ENGLISH: Rules = Rules {
     variant: Variant::English,
     board: BoardKind::Eight,
     first_to_move: Color::Black,
+    pieces_per_side: 12,
     flying_kings: false,
     men_capture_backward: false,
     men_capture_kings: true,
@@ -362,6 +405,7 @@ pub static TURKISH: Rules = Rules {
     variant: Variant::Turkish,
     board: BoardKind::Turkish,
     first_to_move: Color::White,
+    pieces_per_side: 16,
     flying_kings: true,
     men_capture_backward: false,
     men_capture_kings: true,
@@ -376,7 +420,7 @@ pub static TURKISH: Rules = Rules {
     notation: NotationStyle::Algebraic('x'),
 };
 
-/// House-rule options (rules.md, "Rule options").
+/// House-rule options (docs/rules.md §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct RuleOptions {
     /// `no-mandatory-capture` (8x8 variants): a quiet move may be played instead of a capture.

@@ -1,10 +1,11 @@
-//! One test (or a small group) per rule of `shared/rules.md`, the product's rule book.
+//! One test (or a small group) per rule of `docs/rules.md`, the product's rule book; each section names
+//! the articles it tests.
 //!
 //! Every position is built by hand and every expected answer is derived from the rule book on a drawn
 //! board (the comment of each test shows the reasoning), never copied from the engine's output.
 //!
 //! Square names used in the comments: files a.. from White's left, ranks 1.. from White's side.
-//! PDN numbers (rules.md, "Notation"):
+//! PDN numbers (docs/rules.md §5.1):
 //! - 10x10: row r (0 = rank 10) holds 5r+1..5r+5; even rows on files b d f h j, odd rows on a c e g i.
 //!   1 = b10, 5 = j10, 46 = a1, 50 = i1.
 //! - 8x8 ordinary (english, russian, brazilian, czech): 1..4 = b8 d8 f8 h8, 5..8 = a7 c7 e7 g7, ...,
@@ -149,12 +150,12 @@ fn win(winner: Color, reason: WinReason) -> GameStatus {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Who moves first; the start positions
+// Who moves first; the start positions (docs/rules.md §2.1, §3)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
 fn first_to_move_in_the_start_position() {
-    // rules.md variant table, "first to move": Black in english, White everywhere else.
+    // docs/rules.md §3, column "first": Black in english, White everywhere else.
     for v in Variant::ALL {
         let want = if v == English {
             Color::Black
@@ -222,7 +223,7 @@ fn start_position_moves() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Men: move direction
+// Men: move direction (docs/rules.md §3.5)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -256,7 +257,7 @@ fn turkish_men_move_forward_or_sideways_never_backward_or_diagonally() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Men: capture direction
+// Men: capture direction (docs/rules.md §3, column "men capture")
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -297,7 +298,7 @@ fn turkish_men_capture_forward_or_sideways() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Kings: flying or short
+// Kings: flying or short (docs/rules.md §3.3, §3.4)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -381,7 +382,7 @@ fn short_kings_move_and_capture_one_square() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Capture is mandatory; chains are completed; no-mandatory-capture
+// Capture is mandatory; chains are completed; no-mandatory-capture (docs/rules.md §2.2, §7.1)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -430,7 +431,7 @@ fn no_mandatory_capture_option() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Capture precedence
+// Capture precedence (docs/rules.md §3, column "capture choice"; §3.1)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -526,7 +527,7 @@ fn turkish_maximum_capture() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Promotion
+// Promotion (docs/rules.md §3, column "promotion during a chain"; §7.3)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -609,17 +610,18 @@ fn promotion_ends_the_move_in_english_italian_spanish_czech() {
 
 #[test]
 fn turkish_promotes_at_the_end_and_men_capture_along_the_last_row() {
-    // White d6 x d7 -> d8 (last row), still a man, goes on sideways x e8 -> f8, crowned at the end.
-    let p = check(Turkish, "W:Wd6:Bd7,e8", &["d6xf8"]);
+    // White d6 x d7 -> d8 (last row), still a man, goes on sideways x e8 -> f8, crowned at the end. (The
+    // piece on e8 is a king: a black man can't stand on Black's first rank, docs/rules.md §8.3.)
+    let p = check(Turkish, "W:Wd6:Bd7,Ke8", &["d6xf8"]);
     assert!(mv(&p, "d6xf8").promotes());
     assert_eq!(piece(&after(&p, "d6xf8"), "f8"), king(Color::White));
     // With `promote-mid-capture` it is a flying king on d8 and may land on f8, g8 or h8.
     let rs = with(Turkish, "promote-mid-capture");
-    check(rs, "W:Wd6:Bd7,e8", &["d6xf8", "d6xg8", "d6xh8"]);
+    check(rs, "W:Wd6:Bd7,Ke8", &["d6xf8", "d6xg8", "d6xh8"]);
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Turkish strike vs immediate removal; the Turkish 180-degree rule
+// Turkish strike vs immediate removal; the Turkish 180-degree rule (docs/rules.md §1, §3)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -682,7 +684,7 @@ fn turkish_king_may_not_turn_180_degrees() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// What counts as one move
+// What counts as one move (docs/rules.md §6)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -716,7 +718,7 @@ fn chains_taking_different_pieces_are_different_moves() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Notation
+// Notation (docs/rules.md §5)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -778,7 +780,7 @@ fn parse_move_errors() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// FEN
+// FEN (docs/rules.md §5.3)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -885,7 +887,151 @@ fn fen_errors() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Game: results and draw rules
+// Positions that cannot occur (docs/rules.md §8)
+// ---------------------------------------------------------------------------------------------------
+
+/// The error of `fen`, which must be refused.
+fn refused(v: Variant, fen: &str) -> PositionError {
+    match Position::from_fen(v, fen) {
+        Ok(p) => panic!("{v} {fen}: accepted as {p:?}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn no_side_has_more_pieces_than_it_starts_with() {
+    // §8.1: 30 white men on 10x10 (21..50), the example.
+    assert_eq!(
+        refused(International, "W:W21-50:B1-20"),
+        PositionError::TooManyPieces {
+            color: "white",
+            count: 30,
+            max: 20,
+            variant: International
+        }
+    );
+    // Kings count too: 20 men and one king is 21 pieces.
+    assert!(matches!(
+        refused(International, "W:W31-50,K26:B1-20"),
+        PositionError::TooManyPieces { count: 21, .. }
+    ));
+    // Black, on 8x8: 13 pieces (1..13).
+    assert!(matches!(
+        refused(English, "B:W21-32:B1-13"),
+        PositionError::TooManyPieces {
+            color: "black",
+            count: 13,
+            max: 12,
+            ..
+        }
+    ));
+    for v in [Brazilian, Russian, Italian, Spanish, Czech] {
+        assert!(matches!(
+            refused(v, "W:W20-32:B1-4"),
+            PositionError::TooManyPieces { count: 13, .. }
+        ));
+    }
+    // Turkish: 17 white pieces (rank 2, rank 3, and a king on d5).
+    let fen = "W:Wa2,b2,c2,d2,e2,f2,g2,h2,a3,b3,c3,d3,e3,f3,g3,h3,Kd5:Ba7";
+    assert_eq!(
+        refused(Turkish, fen),
+        PositionError::TooManyPieces {
+            color: "white",
+            count: 17,
+            max: 16,
+            variant: Turkish
+        }
+    );
+    // Exactly the start count is fine, with kings among them.
+    for v in Variant::ALL {
+        let _ = Position::start(v);
+    }
+    let p = pos(International, "W:W31-49,K26:B1-20");
+    assert_eq!(p.material(Color::White), (19, 1));
+    let p = pos(English, "W:WK1,K2,K3,K4,21-28:B9-12");
+    assert_eq!(p.material(Color::White), (8, 4));
+}
+
+#[test]
+fn turkish_men_never_stand_on_their_first_rank() {
+    // §8.3: White's first rank is rank 1, Black's is rank 8; kings may stand there.
+    assert_eq!(
+        refused(Turkish, "W:Wd1:Ba7"),
+        PositionError::ManOnOwnBackRank {
+            color: "white",
+            square: "d1".into(),
+            variant: Turkish
+        }
+    );
+    assert!(matches!(
+        refused(Turkish, "B:Wd2:Bh8"),
+        PositionError::ManOnOwnBackRank { color: "black", .. }
+    ));
+    let p = pos(Turkish, "W:WKd1,d2:BKh8,h7");
+    assert_eq!(p.material(Color::White), (1, 1));
+    // On the diagonal boards men start on their first rank: accepted.
+    let _ = pos(International, "W:W46:B5");
+    let _ = pos(English, "B:W29:B1");
+}
+
+#[test]
+fn impossible_positions_are_refused_with_a_clear_message() {
+    let e = refused(International, "W:W21-50:B1-20");
+    assert_eq!(
+        e.to_string(),
+        "white has 30 pieces, more than the 20 each side starts with in international"
+    );
+    let e = refused(Turkish, "W:Wd1:Ba7");
+    assert_eq!(
+        e.to_string(),
+        "a white man on d1 stands on its own first rank, which a man can never return to in turkish"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Result notation, variant keys (docs/rules.md §5.5, §5.6)
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn result_notation_per_variant() {
+    // §5.5: two points a game in international and brazilian, one point elsewhere.
+    for v in Variant::ALL {
+        let (w, d, b) = if matches!(v, International | Brazilian) {
+            ("2-0", "1-1", "0-2")
+        } else {
+            ("1-0", "1/2-1/2", "0-1")
+        };
+        assert_eq!(v.result_text(Some(Color::White)), w, "{v}");
+        assert_eq!(v.result_text(None), d, "{v}");
+        assert_eq!(v.result_text(Some(Color::Black)), b, "{v}");
+        let won = GameResult::Win {
+            winner: Color::Black,
+            reason: WinReason::Resignation,
+        };
+        assert_eq!(won.result_text(v), b);
+        assert_eq!(GameResult::Draw(DrawReason::Agreement).result_text(v), d);
+    }
+}
+
+#[test]
+fn stored_keys_are_strict() {
+    for v in Variant::ALL {
+        assert_eq!(Variant::from_key(v.key()), Ok(v));
+        assert_eq!(Variant::from_pdn_game_type(v.pdn_game_type()), Some(v));
+        // User input is lenient (case, aliases, PDN numbers); stored keys are not.
+        assert_eq!(v.key().to_uppercase().parse::<Variant>(), Ok(v));
+        assert!(Variant::from_key(&v.key().to_uppercase()).is_err());
+        assert!(Variant::from_key(&format!(" {}", v.key())).is_err());
+        assert!(Variant::from_key(&v.pdn_game_type().to_string()).is_err());
+    }
+    assert!(Variant::from_key("normal").is_err());
+    assert!(Variant::from_key("american").is_err());
+    assert_eq!("normal".parse::<Variant>(), Ok(International));
+    assert_eq!(Variant::from_pdn_game_type(23), None);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Game: results and draw rules (docs/rules.md §2.3, §2.4, §4, §7.2)
 // ---------------------------------------------------------------------------------------------------
 
 /// International kings shuffle: White a1 (46) <-> b2 (41), Black j2 (45) <-> i3 (40); White man a3 (36)
@@ -925,7 +1071,7 @@ fn threefold_repetition() {
 
 #[test]
 fn no_repetition_rule_in_english_italian_czech_spanish() {
-    // rules.md, draw rules: these variants have only the 40-move rule. Repeating the position three
+    // docs/rules.md §4.5: these variants have only the 40-move rule. Repeating the position three
     // (and five) times does not end the game.
     for (v, fen, w, b) in [
         (
@@ -1115,7 +1261,7 @@ fn fmjd_endgame_rule_in_brazilian_not_in_russian() {
         play_cycles(&mut g, &w, &b, 10),
         draw(DrawReason::Endgame { moves: 5 })
     );
-    // Russian has no endgame rule (rules.md, draw rules): still going.
+    // Russian has no endgame rule (docs/rules.md §4.4): still going.
     let mut g = game(Russian, "W:WK29,28:BK7");
     assert_eq!(play_cycles(&mut g, &w, &b, 10), GameStatus::Ongoing);
 }

@@ -236,43 +236,6 @@ pub fn resolve_move_in(
     }
 }
 
-/// PDN result text for a variant: international and brazilian score 2-0 / 1-1 / 0-2, others 1-0 / 1/2-1/2.
-pub fn result_text(result: &GameResult, v: Variant) -> &'static str {
-    let ten = matches!(v, Variant::International | Variant::Brazilian);
-    match (result, ten) {
-        (
-            GameResult::Win {
-                winner: Color::White,
-                ..
-            },
-            true,
-        ) => "2-0",
-        (
-            GameResult::Win {
-                winner: Color::Black,
-                ..
-            },
-            true,
-        ) => "0-2",
-        (GameResult::Draw(_), true) => "1-1",
-        (
-            GameResult::Win {
-                winner: Color::White,
-                ..
-            },
-            false,
-        ) => "1-0",
-        (
-            GameResult::Win {
-                winner: Color::Black,
-                ..
-            },
-            false,
-        ) => "0-1",
-        (GameResult::Draw(_), false) => "1/2-1/2",
-    }
-}
-
 /// Engine game status -> wire status.
 pub fn status_to_wire(status: GameStatus, pos: &Position) -> pb::GameStatus {
     match status {
@@ -310,7 +273,7 @@ pub fn status_to_wire(status: GameStatus, pos: &Position) -> pb::GameStatus {
                 outcome: outcome as i32,
                 reason: reason as i32,
                 description: r.describe(),
-                result: result_text(&r, pos.variant()).into(),
+                result: r.result_text(pos.variant()).into(),
             }
         }
     }

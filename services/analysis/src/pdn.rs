@@ -139,9 +139,10 @@ pub fn parse(text: &str, default_rules: Option<RuleSet>) -> Result<PdnGame, PdnE
     let rules = match game_type {
         Some(gt) => {
             let number = gt.split(',').next().unwrap_or("").trim();
-            Variant::ALL
-                .into_iter()
-                .find(|v| v.pdn_game_type().to_string() == number)
+            number
+                .parse::<u8>()
+                .ok()
+                .and_then(Variant::from_pdn_game_type)
                 .map(RuleSet::from)
                 .ok_or(PdnError::GameType(gt))?
         }

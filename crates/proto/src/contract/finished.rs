@@ -323,10 +323,7 @@ pub fn decode(payload: &[u8]) -> Result<FinishedV1, DecodeError> {
     }
     let wire: Wire =
         serde_json::from_slice(payload).map_err(|e| DecodeError::Malformed(e.to_string()))?;
-    let variant = Variant::ALL
-        .into_iter()
-        .find(|v| v.key() == wire.variant)
-        .ok_or(DecodeError::Variant(wire.variant))?;
+    let variant = Variant::from_key(&wire.variant).map_err(|e| DecodeError::Variant(e.0))?;
     let outcome = Outcome::from_key(&wire.outcome).ok_or(DecodeError::Outcome(wire.outcome))?;
     Ok(FinishedV1 {
         game_id: wire.game_id,

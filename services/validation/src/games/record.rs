@@ -294,7 +294,7 @@ impl GameRecord {
     }
 
     pub fn rules(&self) -> PlayResult<RuleSet> {
-        let variant: Variant = self.variant.parse().map_err(|_| {
+        let variant = Variant::from_key(&self.variant).map_err(|_| {
             PlayError::Invalid(format!("stored game has unknown variant {}", self.variant))
         })?;
         let options =
