@@ -5,7 +5,7 @@ use std::fmt;
 use crate::board::{Bitboard, Board, BoardKind, Diag8, Diag10, Geometry, Ortho, Square};
 use crate::fen::{Fen, FenError, SquareRef};
 use crate::movegen::{self, Gen, ListSink, PathSink};
-use crate::variant::{Color, RuleSet, Variant};
+use crate::variant::{Color, Goal, RuleSet, Variant};
 
 /// Man or king.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -155,6 +155,12 @@ pub enum PositionError {
         max: u32,
         variant: Variant,
     },
+    /// Breakthrough: the side to move has a king, or the other side more than the one it crowned last
+    /// (docs/rules.md §8.5).
+    #[error(
+        "in breakthrough the game ends with the first king: the side to move can have none and the other side one at most (got {side_to_move} and {other_side})"
+    )]
+    KingsAfterBreakthrough { side_to_move: u32, other_side: u32 },
     /// A Turkish man on its own first rank, where it can never be: men never move backward
     /// (docs/rules.md §8.3).
     #[error(
@@ -195,6 +201,10 @@ macro_rules! dispatch {
 }
 
 fn gen_list<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) {
+    if pos.is_over_by_first_king() {
+        list.clear();
+        return;
+    }
     let mut sink = ListSink::new(list, count.unique());
     Gen::<G, _>::new(pos, &mut sink)
         .split_landings(count.split())
@@ -202,10 +212,16 @@ fn gen_list<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) {
 }
 
 fn gen_paths<G: Geometry>(pos: &Position, sink: &mut PathSink) {
+    if pos.is_over_by_first_king() {
+        return;
+    }
     Gen::<G, _>::new(pos, sink).run(pos);
 }
 
 fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) -> u64 {
+    if pos.is_over_by_first_king() {
+        return 0;
+    }
     if movegen::has_capture::<G>(pos) {
         gen_list::<G>(pos, list, count);
         list.len() as u64
@@ -237,10 +253,13 @@ fn perft_rec<G: Geometry>(
 }
 
 fn has_capture_dispatch<G: Geometry>(pos: &Position) -> bool {
-    movegen::has_capture::<G>(pos)
+    !pos.is_over_by_first_king() && movegen::has_capture::<G>(pos)
 }
 
 fn count_quiet_dispatch<G: Geometry>(pos: &Position) -> u64 {
+    if pos.is_over_by_first_king() {
+        return 0;
+    }
     movegen::count_quiet::<G>(pos)
 }
 
@@ -310,6 +329,21 @@ impl Position {
                 }
             }
         }
+        if rules.rules().goal == Goal::FirstKing {
+            // §8.5: the game ends with the first king, so the side to move has none and the side that
+            // just moved at most the one it crowned.
+            let (own, opp) = pos.own_opp();
+            let (own_kings, opp_kings) = (
+                (own & pos.kings).count_ones(),
+                (opp & pos.kings).count_ones(),
+            );
+            if own_kings > 0 || opp_kings > 1 {
+                return Err(PositionError::KingsAfterBreakthrough {
+                    side_to_move: own_kings,
+                    other_side: opp_kings,
+                });
+            }
+        }
         let max = u32::from(rules.rules().pieces_per_side);
         for color in [Color::White, Color::Black] {
             let count = pos.pieces(color).count();
@@ -327,6 +361,14 @@ impl Position {
 
     pub fn rule_set(&self) -> RuleSet {
         self.rules
+    }
+
+    /// Breakthrough: the side that just moved has crowned a king, so the game is over and the side to
+    /// move has no legal move (docs/rules.md §9.3).
+    #[inline(always)]
+    pub fn is_over_by_first_king(&self) -> bool {
+        let (_, opp) = self.own_opp();
+        opp & self.kings != 0 && self.rules.rules().goal == Goal::FirstKing
     }
     pub fn variant(&self) -> Variant {
         self.rules.variant()

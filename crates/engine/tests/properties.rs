@@ -143,6 +143,10 @@ fn placement_fen(
             continue;
         }
         let king = cell.king_roll % 10 >= 10 - kings || on_promo_row;
+        // Breakthrough: a king ends the game (docs/rules.md §8.5): placements have none.
+        if king && rules.rules().goal == draughts_engine::Goal::FirstKing {
+            continue;
+        }
         let name = if algebraic {
             board.algebraic(sq).to_string()
         } else {

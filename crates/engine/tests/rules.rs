@@ -19,7 +19,10 @@ use draughts_engine::{
     Position, PositionError, ResolveError, Role, RuleOptions, RuleSet, Square, Variant, WinReason,
 };
 
-use Variant::{Brazilian, Czech, English, International, Italian, Russian, Spanish, Turkish};
+use Variant::{
+    Antidraughts, Brazilian, Breakthrough, Czech, English, International, Italian, Killer, Pool,
+    Portuguese, Russian, Spanish, Turkish,
+};
 
 // ---------------------------------------------------------------------------------------------------
 // Helpers
@@ -155,9 +158,9 @@ fn win(winner: Color, reason: WinReason) -> GameStatus {
 
 #[test]
 fn first_to_move_in_the_start_position() {
-    // docs/rules.md §3, column "first": Black in english, White everywhere else.
+    // docs/rules.md §3, column "first": Black in english (and pool, §10.1), White everywhere else.
     for v in Variant::ALL {
-        let want = if v == English {
+        let want = if v == English || v == Pool {
             Color::Black
         } else {
             Color::White
@@ -166,7 +169,7 @@ fn first_to_move_in_the_start_position() {
         assert_eq!(p.side_to_move(), want, "{v}");
         // "pieces": 20 each on 10x10, 16 each in turkish, 12 each elsewhere; all men.
         let n = match v {
-            International => 20,
+            International | Antidraughts | Breakthrough | Killer => 20,
             Turkish => 16,
             _ => 12,
         };
@@ -424,9 +427,8 @@ fn no_mandatory_capture_option() {
         })
     ));
     for v in Variant::ALL {
-        if v != International {
-            assert!(RuleSet::with_options(v, opts).is_ok(), "{v}");
-        }
+        let ten = matches!(v, International | Antidraughts | Breakthrough | Killer);
+        assert_eq!(RuleSet::with_options(v, opts).is_ok(), !ten, "{v}");
     }
 }
 
@@ -561,10 +563,14 @@ fn promote_mid_capture_option() {
         assert!(m.promotes());
     }
     assert_eq!(piece(&after(&p, "13x16"), "16"), king(Color::White));
-    // Valid for international, brazilian, turkish; an error for the others.
+    // Valid where a man passes the last row as a man (international and its variants, brazilian,
+    // turkish, pool); an error for the others.
     let opts = RuleOptions::parse("promote-mid-capture").unwrap();
     for v in Variant::ALL {
-        let ok = matches!(v, International | Brazilian | Turkish);
+        let ok = matches!(
+            v,
+            International | Brazilian | Turkish | Antidraughts | Breakthrough | Killer | Pool
+        );
         let r = RuleSet::with_options(v, opts);
         assert_eq!(r.is_ok(), ok, "{v}: {r:?}");
         if !ok {
@@ -996,7 +1002,10 @@ fn impossible_positions_are_refused_with_a_clear_message() {
 fn result_notation_per_variant() {
     // §5.5: two points a game in international and brazilian, one point elsewhere.
     for v in Variant::ALL {
-        let (w, d, b) = if matches!(v, International | Brazilian) {
+        let (w, d, b) = if matches!(
+            v,
+            International | Brazilian | Antidraughts | Breakthrough | Killer
+        ) {
             ("2-0", "1-1", "0-2")
         } else {
             ("1-0", "1/2-1/2", "0-1")
@@ -1017,7 +1026,13 @@ fn result_notation_per_variant() {
 fn stored_keys_are_strict() {
     for v in Variant::ALL {
         assert_eq!(Variant::from_key(v.key()), Ok(v));
-        assert_eq!(Variant::from_pdn_game_type(v.pdn_game_type()), Some(v));
+        // GameType 20 is international; antidraughts, breakthrough and killer share it (§5.6).
+        let by_number = Variant::from_pdn_game_type(v.pdn_game_type());
+        if matches!(v, Antidraughts | Breakthrough | Killer) {
+            assert_eq!(by_number, Some(International));
+        } else {
+            assert_eq!(by_number, Some(v));
+        }
         // User input is lenient (case, aliases, PDN numbers); stored keys are not.
         assert_eq!(v.key().to_uppercase().parse::<Variant>(), Ok(v));
         assert!(Variant::from_key(&v.key().to_uppercase()).is_err());
@@ -1027,7 +1042,7 @@ fn stored_keys_are_strict() {
     assert!(Variant::from_key("normal").is_err());
     assert!(Variant::from_key("american").is_err());
     assert_eq!("normal".parse::<Variant>(), Ok(International));
-    assert_eq!(Variant::from_pdn_game_type(23), None);
+    assert_eq!(Variant::from_pdn_game_type(31), None);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -1344,4 +1359,155 @@ fn nothing_is_played_after_the_end() {
     ));
     assert_eq!(g.status(), GameStatus::Ongoing);
     assert!(g.moves().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Variants of international draughts (docs/rules.md §9) and other 8x8 variants (§10)
+// ---------------------------------------------------------------------------------------------------
+
+fn finished(g: &Game) -> GameResult {
+    match g.status() {
+        GameStatus::Finished(r) => r,
+        GameStatus::Ongoing => panic!("still going: {:?}", g.position()),
+    }
+}
+
+#[test]
+fn antidraughts_the_side_left_without_a_move_wins() {
+    // §9.2. White man e5 (28) must take d6 (22) landing c7 (17); Black, to move, has no pieces: Black wins.
+    let mut g = Game::from_fen(Antidraughts, "W:W28:B22").unwrap();
+    g.play_text("28x17").unwrap();
+    let r = finished(&g);
+    assert_eq!(
+        r,
+        GameResult::Win {
+            winner: Color::Black,
+            reason: WinReason::GaveAwayAllPieces
+        }
+    );
+    assert_eq!(r.result_text(Antidraughts), "0-2");
+    assert_eq!(
+        r.describe(),
+        "black wins: black has no pieces left (antidraughts)"
+    );
+    // The same in international: White wins.
+    let mut g = Game::from_fen(International, "W:W28:B22").unwrap();
+    g.play_text("28x17").unwrap();
+    assert_eq!(finished(&g).winner(), Some(Color::White));
+    // Blocked: White a9 (6) can't move (b10 = 1 is taken, nothing to jump to): White, to move, wins.
+    let g = Game::from_fen(Antidraughts, "W:W6:B1").unwrap();
+    assert_eq!(
+        finished(&g),
+        GameResult::Win {
+            winner: Color::White,
+            reason: WinReason::GaveAwayAllMoves
+        }
+    );
+    let g = Game::from_fen(International, "W:W6:B1").unwrap();
+    assert_eq!(finished(&g).winner(), Some(Color::Black));
+    // Captures are mandatory with the majority rule, as in international: the moves are the same.
+    for fen in ["W:W28,39:B22,17,33", "W:WK46:B37,17,23"] {
+        assert_eq!(
+            texts(&pos(Antidraughts, fen)),
+            texts(&pos(International, fen)),
+            "{fen}"
+        );
+    }
+}
+
+#[test]
+fn breakthrough_the_first_king_wins() {
+    // §9.3. White c9 (7) steps to b10 (1) or d10 (2) and is crowned: White wins at once.
+    let mut g = Game::from_fen(Breakthrough, "W:W7:B45").unwrap();
+    assert_eq!(g.status(), GameStatus::Ongoing);
+    g.play_text("7-1").unwrap();
+    let r = finished(&g);
+    assert_eq!(
+        r,
+        GameResult::Win {
+            winner: Color::White,
+            reason: WinReason::FirstKing
+        }
+    );
+    assert_eq!(r.result_text(Breakthrough), "2-0");
+    // The finished position: Black has no legal move, and perft stops there.
+    let p = *g.position();
+    assert!(p.legal_moves().is_empty());
+    assert!(!p.has_legal_move());
+    assert_eq!(p.perft(1, Count::Unique), 0);
+    assert_eq!(pos(Breakthrough, "W:W7:B45").perft(2, Count::Unique), 0);
+    // In international the game goes on.
+    assert_eq!(pos(International, "W:W7:B45").perft(2, Count::Unique), 2); // j2-i1 after either
+    // §8.5: the side to move can have no king; the other side one at most.
+    assert!(matches!(
+        refused(Breakthrough, "W:WK1:B45"),
+        PositionError::KingsAfterBreakthrough {
+            side_to_move: 1,
+            other_side: 0
+        }
+    ));
+    assert!(matches!(
+        refused(Breakthrough, "B:WK1,K2:B45"),
+        PositionError::KingsAfterBreakthrough { other_side: 2, .. }
+    ));
+    let g = Game::from_fen(Breakthrough, "B:WK1:B45").unwrap();
+    assert_eq!(finished(&g).winner(), Some(Color::White));
+}
+
+#[test]
+fn killer_a_king_that_takes_a_king_last_stops_behind_it() {
+    // §9.4. White king a1 (46) on the long diagonal 46 41 37 32 28 23 19 14 10 5.
+    // A black KING on c3 (37): international lands on any of 32..5, killer only on d4 (32).
+    let all = ["46x32", "46x28", "46x23", "46x19", "46x14", "46x10", "46x5"];
+    check(International, "W:WK46:BK37", &all);
+    check(Killer, "W:WK46:BK37", &["46x32"]);
+    // A black MAN there: no difference.
+    check(Killer, "W:WK46:B37", &all);
+    // A chain: c3 (37), then from e5 (28) up-left over c7 (17) to b8 (11) or a9 (6).
+    // Man last: free landing. King last (c7 a king): only b8, directly behind it.
+    check(Killer, "W:WK46:BK37,17", &["46x11", "46x6"]);
+    check(Killer, "W:WK46:B37,K17", &["46x11"]);
+    check(International, "W:WK46:B37,K17", &["46x11", "46x6"]);
+}
+
+#[test]
+fn pool_black_first_free_choice_men_pass_the_last_row() {
+    // §10.1, english numbering. Black man c3 (22) takes d2 (26) to e1 (31), the last row, and must go
+    // on backward as a MAN over f2 (27) to g3 (24): not crowned. Black's d6 (10) may take e5 (15) to f4
+    // (19) instead: free choice (no majority rule).
+    let p = check(Pool, "B:W26,27,15:B22,10", &["22x24", "10x19"]);
+    assert_eq!(piece(&after(&p, "22x24"), "24"), man(Color::Black));
+    assert!(!mv(&p, "22x24").promotes());
+    // Brazilian (majority rule) keeps only the two-piece capture; Russian crowns on e1 and goes on as a
+    // king to g3 or h4 (20).
+    check(Brazilian, "B:W26,27,15:B22,10", &["c3xg3"]);
+    let p = check(Russian, "B:W26,27,15:B22,10", &["c3:g3", "c3:h4", "d6:f4"]);
+    assert!(mv(&p, "c3:h4").promotes());
+    // Kings fly; men capture backward.
+    // Black king b8 (1) takes White e5 (15) from afar, landing f4 (19), g3 (24) or h2 (28); an english
+    // (short) king has no capture there.
+    check(Pool, "B:W15:BK1", &["1x19", "1x24", "1x28"]);
+    check(English, "B:W15:BK1", &["1-5", "1-6"]);
+}
+
+#[test]
+fn portuguese_plays_the_spanish_rules() {
+    // §10.2: same board, same table; the same move tree.
+    assert_eq!(
+        Position::start(Portuguese).to_fen(),
+        Position::start(Spanish).to_fen()
+    );
+    for d in 1..=6 {
+        assert_eq!(
+            Position::start(Portuguese).perft(d, Count::Unique),
+            Position::start(Spanish).perft(d, Count::Unique)
+        );
+    }
+    for fen in ["W:WK29,22:B18,11,K10", "W:W21,22:B17,18,K10,11"] {
+        assert_eq!(
+            texts(&pos(Portuguese, fen)),
+            texts(&pos(Spanish, fen)),
+            "{fen}"
+        );
+    }
 }

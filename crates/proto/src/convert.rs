@@ -16,7 +16,7 @@ pub fn variant(v: i32) -> Result<Variant, ApiError> {
     Ok(match v {
         pb::Variant::Unspecified => {
             return Err(ApiError::InvalidArgument(
-                "rules.variant is required (international, english, italian, russian, brazilian, spanish, czech or turkish)".into(),
+                "rules.variant is required (international, english, italian, russian, brazilian, spanish, czech, turkish, antidraughts, breakthrough, killer, pool or portuguese)".into(),
             ));
         }
         pb::Variant::International => Variant::International,
@@ -27,6 +27,11 @@ pub fn variant(v: i32) -> Result<Variant, ApiError> {
         pb::Variant::Spanish => Variant::Spanish,
         pb::Variant::Czech => Variant::Czech,
         pb::Variant::Turkish => Variant::Turkish,
+        pb::Variant::Antidraughts => Variant::Antidraughts,
+        pb::Variant::Breakthrough => Variant::Breakthrough,
+        pb::Variant::Killer => Variant::Killer,
+        pb::Variant::Pool => Variant::Pool,
+        pb::Variant::Portuguese => Variant::Portuguese,
     })
 }
 
@@ -41,6 +46,11 @@ pub fn variant_to_wire(v: Variant) -> pb::Variant {
         Variant::Spanish => pb::Variant::Spanish,
         Variant::Czech => pb::Variant::Czech,
         Variant::Turkish => pb::Variant::Turkish,
+        Variant::Antidraughts => pb::Variant::Antidraughts,
+        Variant::Breakthrough => pb::Variant::Breakthrough,
+        Variant::Killer => pb::Variant::Killer,
+        Variant::Pool => pb::Variant::Pool,
+        Variant::Portuguese => pb::Variant::Portuguese,
     }
 }
 
@@ -257,6 +267,9 @@ pub fn status_to_wire(status: GameStatus, pos: &Position) -> pb::GameStatus {
                         WinReason::NoMoves => pb::EndReason::NoMoves,
                         WinReason::Resignation => pb::EndReason::Resignation,
                         WinReason::Time => pb::EndReason::Time,
+                        WinReason::GaveAwayAllPieces => pb::EndReason::GaveAwayAllPieces,
+                        WinReason::GaveAwayAllMoves => pb::EndReason::GaveAwayAllMoves,
+                        WinReason::FirstKing => pb::EndReason::FirstKing,
                     },
                 ),
                 GameResult::Draw(d) => (

@@ -72,6 +72,11 @@ pub fn export(record: &GameRecord) -> GamesResult<String> {
     tag(&mut out, "Black", &record.black.name);
     tag(&mut out, "Result", &result);
     tag(&mut out, "GameType", &variant.pdn_game_type().to_string());
+    // Variants without a GameType number of their own (antidraughts, breakthrough, killer: 20) are
+    // named by the `Variant` tag, as lidraughts does.
+    if Variant::from_pdn_game_type(variant.pdn_game_type()) != Some(variant) {
+        tag(&mut out, "Variant", variant.key());
+    }
     if start != Position::start(rules) {
         tag(&mut out, "SetUp", "1");
         tag(&mut out, "FEN", &record.start_fen);

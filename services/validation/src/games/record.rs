@@ -737,6 +737,9 @@ pub fn result_rec(r: &GameResult) -> ResultRec {
                 WinReason::NoMoves => "no_moves",
                 WinReason::Resignation => "resignation",
                 WinReason::Time => "time",
+                WinReason::GaveAwayAllPieces => "gave_away_all_pieces",
+                WinReason::GaveAwayAllMoves => "gave_away_all_moves",
+                WinReason::FirstKing => "first_king",
             },
         ),
         GameResult::Draw(d) => (
