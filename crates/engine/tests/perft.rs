@@ -180,3 +180,7 @@ fn czech() {
 fn turkish() {
     check(Variant::Turkish);
 }
+#[test]
+fn killer() {
+    check(Variant::Killer);
+}
