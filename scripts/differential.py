@@ -11,8 +11,9 @@ position; the script also applies each move itself and reports any disagreement)
 with kings.
 
 pydraughts conventions handled here (read from its source, version 0.6.7):
-- variant names: international is `standard`; english, italian, russian, brazilian, turkish as ours; it has
-  no spanish and no czech (it also has frisian, frysk!, antidraughts, breakthrough, which we don't play).
+- variant names: international is `standard`; english, italian, russian, brazilian, turkish, antidraughts,
+  breakthrough as ours; it has no spanish, czech, killer, pool or portuguese (it also has frisian and frysk!,
+  which we don't play yet). Breakthrough placements have no kings (a king ends the game).
 - FEN: its parser takes the SECOND field of `W:..:..` as White's pieces and the THIRD as Black's, whatever
   letter they start with, so we always write `W:W...:B...`.
 - square numbers (its "variant" numbering, what `Board(variant, fen)` reads and `legal_moves()` returns):
@@ -59,8 +60,10 @@ VARIANTS = {
     "russian": ("russian", 8, "dark"),
     "brazilian": ("brazilian", 8, "dark"),
     "turkish": ("turkish", 8, "all"),
+    "antidraughts": ("antidraughts", 10, "dark"),
+    "breakthrough": ("breakthrough", 10, "dark"),
 }
-NOT_IN_PYDRAUGHTS = ("spanish", "czech")
+NOT_IN_PYDRAUGHTS = ("spanish", "czech", "killer", "pool", "portuguese")
 
 
 # ---------------------------------------------------------------------------------------------- squares
@@ -104,7 +107,7 @@ def engine_num_map(variant):
 def py_num_map(variant):
     """pydraughts' variant numbering -> square."""
     py_name, size, geometry = VARIANTS[variant]
-    if py_name in ("standard", "english", "italian"):
+    if py_name in ("standard", "english", "italian", "antidraughts", "breakthrough"):
         return pdn_number_map(size, geometry)
     if py_name in ("russian", "brazilian"):  # rank by rank from White's side, a1 = 1
         return {n: (2 * ((n - 1) % 4) + (((n - 1) // 4) % 2), (n - 1) // 4) for n in range(1, 33)}
@@ -187,6 +190,8 @@ def random_placement(variant, rng):
     squares = playable_squares(variant)
     max_side = 12 if size == 10 else (10 if variant == "turkish" else 8)
     king_p = rng.choice([0.15, 0.35, 0.6])
+    if variant == "breakthrough":
+        king_p = 0.0  # a king ends the game (docs/rules.md §8.5)
     nw, nb = rng.randint(1, max_side), rng.randint(1, max_side)
     rng.shuffle(squares)
     pieces = {}

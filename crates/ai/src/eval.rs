@@ -32,6 +32,9 @@ pub struct Weights {
     /// A lone king (no men) holds the draw against at most this many pieces (0: never). International and
     /// brazilian: 3 (FMJD endgame rule, 16 moves); the other flying-king variants: 2; short kings: 0.
     pub lone_king_holds: u32,
+    /// Antidraughts: the goal is to lose every piece (or be blocked), so material counts against its
+    /// owner (docs/rules.md §9.2). The positional terms are then zero in the table.
+    pub give_away: bool,
 }
 
 /// International (10x10, flying kings).
@@ -45,6 +48,7 @@ pub static INTERNATIONAL: Weights = Weights {
     sole_king: 40,
     draw_divisor: 16,
     lone_king_holds: 3,
+    give_away: false,
 };
 
 /// Brazilian: international rules on 8x8.
@@ -86,6 +90,7 @@ pub static ENGLISH: Weights = Weights {
     sole_king: 20,
     draw_divisor: 1,
     lone_king_holds: 0,
+    give_away: false,
 };
 
 /// Italian: short kings that men may not capture.
@@ -105,7 +110,45 @@ pub static TURKISH: Weights = Weights {
     sole_king: 40,
     draw_divisor: 8,
     lone_king_holds: 1,
+    give_away: false,
 };
+
+/// Antidraughts: fewer pieces is better; a king (which is hard to lose) is the worst piece to keep.
+/// Mobility is left to the search (a blocked side has won).
+pub static ANTIDRAUGHTS: Weights = Weights {
+    man: 100,
+    king: 250,
+    advance: [0; 10],
+    centre: 0,
+    back_row: 0,
+    runaway: 0,
+    sole_king: 0,
+    draw_divisor: 1,
+    lone_king_holds: 0,
+    give_away: true,
+};
+
+/// Breakthrough: a race to the first king (a crowning is a won game, found by the search): advancement
+/// and runaway men weigh much more than in international.
+pub static BREAKTHROUGH: Weights = Weights {
+    advance: [0, 2, 4, 7, 11, 16, 24, 35, 50, 0],
+    back_row: 6,
+    runaway: 400,
+    lone_king_holds: 0,
+    ..INTERNATIONAL
+};
+
+/// Killer: two kings beat a lone king (the killer rule), so a lone king holds only against one piece.
+pub static KILLER: Weights = Weights {
+    lone_king_holds: 1,
+    ..INTERNATIONAL
+};
+
+/// Pool: flying kings, men capture backward, free capture choice (as russian, without mid-chain crowning).
+pub static POOL: Weights = Weights { ..RUSSIAN };
+
+/// Portuguese: the spanish rules.
+pub static PORTUGUESE: Weights = Weights { ..SPANISH };
 
 impl Weights {
     /// The weight table of a variant.
@@ -119,6 +162,11 @@ impl Weights {
             Variant::English => &ENGLISH,
             Variant::Italian => &ITALIAN,
             Variant::Turkish => &TURKISH,
+            Variant::Antidraughts => &ANTIDRAUGHTS,
+            Variant::Breakthrough => &BREAKTHROUGH,
+            Variant::Killer => &KILLER,
+            Variant::Pool => &POOL,
+            Variant::Portuguese => &PORTUGUESE,
         }
     }
 }
@@ -251,6 +299,9 @@ impl Evaluator {
         let n_bm = bm.count_ones() as i32;
 
         let mut score = (n_wm - n_bm) * w.man + (wk - bk) * w.king;
+        if w.give_away {
+            score = -score;
+        }
         score += self.men_terms(&self.white, wm, bm, empty);
         score -= self.men_terms(&self.black, bm, wm, empty);
         if wk > 0 && bk == 0 {

@@ -81,17 +81,25 @@ pub fn quote(value: &str) -> String {
     }
 }
 
-/// The Hub name of a variant: `normal` for international, our key otherwise.
+/// The Hub name of a variant: Scan 3.1's names where Scan plays it (`normal` for international, `losing`
+/// for antidraughts, `bt` for breakthrough, `killer`), our key otherwise.
 pub fn variant_name(variant: Variant) -> &'static str {
     match variant {
         Variant::International => "normal",
+        Variant::Antidraughts => "losing",
+        Variant::Breakthrough => "bt",
         v => v.key(),
     }
 }
 
-/// A variant from a Hub name: `normal` or any of our keys.
+/// A variant from a Hub name: Scan's names (`normal`, `losing`, `bt`, `killer`) or any of our keys.
 pub fn parse_variant(name: &str) -> Option<Variant> {
-    name.parse().ok()
+    match name {
+        "normal" => Some(Variant::International),
+        "losing" => Some(Variant::Antidraughts),
+        "bt" => Some(Variant::Breakthrough),
+        key => Variant::from_key(key).ok(),
+    }
 }
 
 /// Why a Hub position or move can't be read.
@@ -235,6 +243,12 @@ mod tests {
     fn normal_is_international() {
         assert_eq!(parse_variant("normal"), Some(Variant::International));
         assert_eq!(variant_name(Variant::International), "normal");
+        assert_eq!(parse_variant("losing"), Some(Variant::Antidraughts));
+        assert_eq!(parse_variant("bt"), Some(Variant::Breakthrough));
+        assert_eq!(parse_variant("killer"), Some(Variant::Killer));
+        for v in Variant::ALL {
+            assert_eq!(parse_variant(variant_name(v)), Some(v));
+        }
         for v in Variant::ALL {
             assert_eq!(parse_variant(v.key()), Some(v));
         }

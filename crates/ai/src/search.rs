@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use draughts_engine::{Count, Game, Move, Position, ProgressReset, RuleSet};
+use draughts_engine::{Count, Game, Goal, Move, Position, ProgressReset, RuleSet};
 
 use crate::eval::Evaluator;
 use crate::tt::{Bound, Tt, signature};
@@ -264,6 +264,8 @@ pub struct Searcher {
     reset_on_man_move: bool,
     repetition: bool,
     mandatory: bool,
+    /// Antidraughts: a side without a legal move has WON (docs/rules.md §9.2).
+    no_move_wins: bool,
     root_excluded: Vec<Move>,
 }
 
@@ -299,6 +301,7 @@ impl Searcher {
             reset_on_man_move: true,
             repetition: true,
             mandatory: true,
+            no_move_wins: false,
             root_excluded: Vec::new(),
         };
         s.set_rules(rules);
@@ -318,6 +321,7 @@ impl Searcher {
             .is_none_or(|np| np.reset == ProgressReset::CaptureOrManMove);
         self.repetition = true;
         self.mandatory = rules.mandatory_capture();
+        self.no_move_wins = rules.rules().goal == Goal::Lose;
     }
 
     /// The flag that cancels this searcher's searches (clone it to another thread).
@@ -375,9 +379,14 @@ impl Searcher {
             stopped: false,
         };
         if root_moves.is_empty() {
+            let (score, raw) = if self.no_move_wins {
+                (Score::WinIn(0), WIN)
+            } else {
+                (Score::LossIn(0), -WIN)
+            };
             result.lines.push(Line {
-                score: Score::LossIn(0),
-                raw: -WIN,
+                score,
+                raw,
                 pv: Vec::new(),
             });
             return result;
@@ -631,7 +640,7 @@ impl Searcher {
         if list.is_empty() {
             self.lists[ply] = list;
             self.scores[ply] = scores;
-            return -WIN + ply as i32;
+            return self.no_move_score(ply);
         }
         self.score_moves(&list, &mut scores, tt_move, ply);
         let quiet_node = !list[0].is_capture();
@@ -745,6 +754,17 @@ impl Searcher {
         }
     }
 
+    /// The score of a side to move without a legal move, `ply` plies from the root: a loss, or in
+    /// antidraughts a win.
+    #[inline]
+    fn no_move_score(&self, ply: usize) -> i32 {
+        if self.no_move_wins {
+            WIN - ply as i32
+        } else {
+            -WIN + ply as i32
+        }
+    }
+
     fn quiesce(&mut self, pos: &Position, mut alpha: i32, beta: i32, ply: usize) -> i32 {
         self.nodes += 1;
         self.check_limits();
@@ -758,9 +778,9 @@ impl Searcher {
             return self.eval.evaluate(pos);
         }
         if !pos.has_capture() {
-            // A side with no capture and no move (every piece blocked) has lost.
+            // A side with no capture and no move (every piece blocked) has lost (in antidraughts: won).
             if pos.count_quiet_moves() == 0 {
-                return -WIN + ply as i32;
+                return self.no_move_score(ply);
             }
             return self.eval.evaluate(pos);
         }

@@ -375,7 +375,7 @@ fn play(a: PlayArgs) -> Result<(), CliError> {
             format!("ongoing, {} to move", game.position().side_to_move().name()),
             None,
         ),
-        GameStatus::Finished(r) => (r.describe(), Some(r.score_text())),
+        GameStatus::Finished(r) => (r.describe(), Some(r.result_text(game.position().variant()))),
     };
     let report = PlayReport {
         fen: game.position().to_fen(),

@@ -56,6 +56,13 @@ impl Bitboard {
     }
 }
 
+impl std::ops::BitAnd for Bitboard {
+    type Output = Bitboard;
+    fn bitand(self, other: Bitboard) -> Bitboard {
+        Bitboard(self.0 & other.0)
+    }
+}
+
 impl Iterator for Bitboard {
     type Item = Square;
     fn next(&mut self) -> Option<Square> {

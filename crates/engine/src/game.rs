@@ -1,7 +1,7 @@
 //! A game: the position, its history, the draw rules in force and the result.
 
 use crate::position::{Move, Position, PositionError};
-use crate::variant::{Color, ProgressReset, RuleSet};
+use crate::variant::{Color, Goal, ProgressReset, RuleSet, Variant};
 use crate::{Fen, ResolveError};
 
 /// Why a game was won.
@@ -14,6 +14,12 @@ pub enum WinReason {
     Resignation,
     /// The loser's clock ran out (set by the referee).
     Time,
+    /// Antidraughts: the WINNER, to move, has no pieces left (docs/rules.md §9.2).
+    GaveAwayAllPieces,
+    /// Antidraughts: the WINNER, to move, has no legal move (docs/rules.md §9.2).
+    GaveAwayAllMoves,
+    /// Breakthrough: the winner crowned the first king (docs/rules.md §9.3).
+    FirstKing,
 }
 
 /// Why a game was drawn.
@@ -40,19 +46,18 @@ pub enum GameResult {
 }
 
 impl GameResult {
-    /// PDN result text from White's side: `2-0`, `0-2`, `1-1` (international style).
-    pub fn score_text(&self) -> &'static str {
+    /// The winner, or `None` for a draw.
+    pub fn winner(&self) -> Option<Color> {
         match self {
-            GameResult::Win {
-                winner: Color::White,
-                ..
-            } => "2-0",
-            GameResult::Win {
-                winner: Color::Black,
-                ..
-            } => "0-2",
-            GameResult::Draw(_) => "1-1",
+            GameResult::Win { winner, .. } => Some(*winner),
+            GameResult::Draw(_) => None,
         }
+    }
+
+    /// The result as the variant writes it (`2-0` in international, `1-0` in english: docs/rules.md §5.5);
+    /// see [`Variant::result_text`].
+    pub fn result_text(&self, variant: Variant) -> &'static str {
+        variant.result_text(self.winner())
     }
 
     /// A short English explanation: `white wins: black has no legal move`.
@@ -65,6 +70,13 @@ impl GameResult {
                     WinReason::NoMoves => format!("{loser} has no legal move"),
                     WinReason::Resignation => format!("{loser} resigned"),
                     WinReason::Time => format!("{loser} ran out of time"),
+                    WinReason::GaveAwayAllPieces => {
+                        format!("{} has no pieces left (antidraughts)", winner.name())
+                    }
+                    WinReason::GaveAwayAllMoves => {
+                        format!("{} has no legal move (antidraughts)", winner.name())
+                    }
+                    WinReason::FirstKing => format!("{} crowned the first king", winner.name()),
                 };
                 format!("{} wins: {why}", winner.name())
             }
@@ -262,17 +274,24 @@ impl Game {
     fn evaluate(&self) -> GameStatus {
         let pos = &self.position;
         let side = pos.side_to_move();
+        let goal = self.rule_set().rules().goal;
+        let win = |winner: Color, reason: WinReason| {
+            GameStatus::Finished(GameResult::Win { winner, reason })
+        };
+        if goal == Goal::FirstKing && !(pos.pieces(side.opposite()) & pos.kings()).is_empty() {
+            return win(side.opposite(), WinReason::FirstKing);
+        }
         if pos.pieces(side).is_empty() {
-            return GameStatus::Finished(GameResult::Win {
-                winner: side.opposite(),
-                reason: WinReason::NoPieces,
-            });
+            return match goal {
+                Goal::Lose => win(side, WinReason::GaveAwayAllPieces),
+                _ => win(side.opposite(), WinReason::NoPieces),
+            };
         }
         if pos.legal_moves().is_empty() {
-            return GameStatus::Finished(GameResult::Win {
-                winner: side.opposite(),
-                reason: WinReason::NoMoves,
-            });
+            return match goal {
+                Goal::Lose => win(side, WinReason::GaveAwayAllMoves),
+                _ => win(side.opposite(), WinReason::NoMoves),
+            };
         }
         let rules = self.rule_set().draw_rules();
         if rules.repetition {

@@ -47,6 +47,8 @@ pub(crate) struct Gen<'s, G: Geometry, S: Sink> {
     /// Count each landing square of a straight continuation as its own path (the `AllPaths` perft
     /// convention of some tables) instead of merging them.
     split_landings: bool,
+    /// The killer rule (docs/rules.md §9.4).
+    killer: bool,
     _g: std::marker::PhantomData<G>,
 }
 
@@ -97,6 +99,7 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
             promotion: rs.promotion(),
             precedence: rules.precedence,
             split_landings: false,
+            killer: rules.killer,
             _g: std::marker::PhantomData,
         }
     }
@@ -419,7 +422,12 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
                     self.sink.unjump();
                 }
             } else {
-                let mut ls = landings;
+                // Killer rule: after taking a king as the last piece, the king stops directly behind it.
+                let mut ls = if self.killer && is_king {
+                    first_land
+                } else {
+                    landings
+                };
                 while ls != 0 {
                     let l = ls & ls.wrapping_neg();
                     ls &= ls - 1;

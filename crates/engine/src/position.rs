@@ -5,7 +5,7 @@ use std::fmt;
 use crate::board::{Bitboard, Board, BoardKind, Diag8, Diag10, Geometry, Ortho, Square};
 use crate::fen::{Fen, FenError, SquareRef};
 use crate::movegen::{self, Gen, ListSink, PathSink};
-use crate::variant::{Color, RuleSet, Variant};
+use crate::variant::{Color, Goal, RuleSet, Variant};
 
 /// Man or king.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -24,7 +24,7 @@ pub struct Piece {
 /// A legal move: origin, destination, captured pieces (as a set) and whether it crowns the piece.
 ///
 /// Two capture chains with the same origin, destination and captured set give the same position and are
-/// the same `Move` (rules.md, "What counts as one move"). The capture order and landing squares are
+/// the same `Move` (docs/rules.md §6.1). The capture order and landing squares are
 /// available through [`Position::move_path`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Move {
@@ -147,6 +147,30 @@ pub enum PositionError {
     Duplicate(String),
     #[error("a {color} man on {square} stands on its own promotion row")]
     ManOnPromotionRow { color: &'static str, square: String },
+    /// More pieces of one colour than the variant starts with (docs/rules.md §8.1).
+    #[error("{color} has {count} pieces, more than the {max} each side starts with in {variant}")]
+    TooManyPieces {
+        color: &'static str,
+        count: u32,
+        max: u32,
+        variant: Variant,
+    },
+    /// Breakthrough: the side to move has a king, or the other side more than the one it crowned last
+    /// (docs/rules.md §8.5).
+    #[error(
+        "in breakthrough the game ends with the first king: the side to move can have none and the other side one at most (got {side_to_move} and {other_side})"
+    )]
+    KingsAfterBreakthrough { side_to_move: u32, other_side: u32 },
+    /// A Turkish man on its own first rank, where it can never be: men never move backward
+    /// (docs/rules.md §8.3).
+    #[error(
+        "a {color} man on {square} stands on its own first rank, which a man can never return to in {variant}"
+    )]
+    ManOnOwnBackRank {
+        color: &'static str,
+        square: String,
+        variant: Variant,
+    },
 }
 
 /// A position: pieces, side to move and the rules in force. Always valid (built through
@@ -177,6 +201,10 @@ macro_rules! dispatch {
 }
 
 fn gen_list<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) {
+    if pos.is_over_by_first_king() {
+        list.clear();
+        return;
+    }
     let mut sink = ListSink::new(list, count.unique());
     Gen::<G, _>::new(pos, &mut sink)
         .split_landings(count.split())
@@ -184,10 +212,16 @@ fn gen_list<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) {
 }
 
 fn gen_paths<G: Geometry>(pos: &Position, sink: &mut PathSink) {
+    if pos.is_over_by_first_king() {
+        return;
+    }
     Gen::<G, _>::new(pos, sink).run(pos);
 }
 
 fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) -> u64 {
+    if pos.is_over_by_first_king() {
+        return 0;
+    }
     if movegen::has_capture::<G>(pos) {
         gen_list::<G>(pos, list, count);
         list.len() as u64
@@ -219,10 +253,13 @@ fn perft_rec<G: Geometry>(
 }
 
 fn has_capture_dispatch<G: Geometry>(pos: &Position) -> bool {
-    movegen::has_capture::<G>(pos)
+    !pos.is_over_by_first_king() && movegen::has_capture::<G>(pos)
 }
 
 fn count_quiet_dispatch<G: Geometry>(pos: &Position) -> u64 {
+    if pos.is_over_by_first_king() {
+        return 0;
+    }
     movegen::count_quiet::<G>(pos)
 }
 
@@ -278,12 +315,60 @@ impl Position {
             if p.king {
                 pos.kings |= m;
             }
+            if !p.king && board.kind == BoardKind::Turkish {
+                let back_rank = match p.color {
+                    Color::White => board.bottom_row,
+                    Color::Black => board.top_row,
+                };
+                if back_rank & m != 0 {
+                    return Err(PositionError::ManOnOwnBackRank {
+                        color: p.color.name(),
+                        square: p.square.to_string(),
+                        variant,
+                    });
+                }
+            }
+        }
+        if rules.rules().goal == Goal::FirstKing {
+            // §8.5: the game ends with the first king, so the side to move has none and the side that
+            // just moved at most the one it crowned.
+            let (own, opp) = pos.own_opp();
+            let (own_kings, opp_kings) = (
+                (own & pos.kings).count_ones(),
+                (opp & pos.kings).count_ones(),
+            );
+            if own_kings > 0 || opp_kings > 1 {
+                return Err(PositionError::KingsAfterBreakthrough {
+                    side_to_move: own_kings,
+                    other_side: opp_kings,
+                });
+            }
+        }
+        let max = u32::from(rules.rules().pieces_per_side);
+        for color in [Color::White, Color::Black] {
+            let count = pos.pieces(color).count();
+            if count > max {
+                return Err(PositionError::TooManyPieces {
+                    color: color.name(),
+                    count,
+                    max,
+                    variant,
+                });
+            }
         }
         Ok(pos)
     }
 
     pub fn rule_set(&self) -> RuleSet {
         self.rules
+    }
+
+    /// Breakthrough: the side that just moved has crowned a king, so the game is over and the side to
+    /// move has no legal move (docs/rules.md §9.3).
+    #[inline(always)]
+    pub fn is_over_by_first_king(&self) -> bool {
+        let (_, opp) = self.own_opp();
+        opp & self.kings != 0 && self.rules.rules().goal == Goal::FirstKing
     }
     pub fn variant(&self) -> Variant {
         self.rules.variant()

@@ -1,8 +1,7 @@
 //! The eight rule sets as data tables, and the house-rule options.
 //!
-//! Each [`Rules`] field cites the rule it encodes; the article numbers refer to `shared/rules.md`, the
-//! product's rule book (variant table, "Draw rules" and "Rule options" sections), which itself follows the
-//! FMJD rules for international and brazilian and the national federations for the others.
+//! Each [`Rules`] field cites the rule it encodes by its article in `docs/rules.md`, the product's rule book
+//! (which cites the federation rules and rule pages it was written from).
 
 use std::fmt;
 use std::str::FromStr;
@@ -59,10 +58,20 @@ pub enum Variant {
     Spanish,
     Czech,
     Turkish,
+    /// International rules, reversed goal (docs/rules.md §9.2).
+    Antidraughts,
+    /// International rules; the first to crown a king wins (docs/rules.md §9.3).
+    Breakthrough,
+    /// International rules with Scan's killer rule (docs/rules.md §9.4).
+    Killer,
+    /// American pool checkers (docs/rules.md §10.1).
+    Pool,
+    /// Portuguese draughts (docs/rules.md §10.2).
+    Portuguese,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 8] = [
+    pub const ALL: [Variant; 13] = [
         Variant::International,
         Variant::English,
         Variant::Italian,
@@ -71,6 +80,11 @@ impl Variant {
         Variant::Spanish,
         Variant::Czech,
         Variant::Turkish,
+        Variant::Antidraughts,
+        Variant::Breakthrough,
+        Variant::Killer,
+        Variant::Pool,
+        Variant::Portuguese,
     ];
 
     /// The stable key (`international`, `english`, ...).
@@ -84,13 +98,25 @@ impl Variant {
             Variant::Spanish => "spanish",
             Variant::Czech => "czech",
             Variant::Turkish => "turkish",
+            Variant::Antidraughts => "antidraughts",
+            Variant::Breakthrough => "breakthrough",
+            Variant::Killer => "killer",
+            Variant::Pool => "pool",
+            Variant::Portuguese => "portuguese",
         }
     }
 
-    /// The PDN `GameType` tag number.
+    /// The PDN `GameType` tag number (docs/rules.md §5.6). Antidraughts, breakthrough and killer have none
+    /// of their own: they are international draughts on its board and numbering (20), told apart by the
+    /// PDN `Variant` tag ([`Variant::key`]).
     pub fn pdn_game_type(self) -> u8 {
         match self {
-            Variant::International => 20,
+            Variant::International
+            | Variant::Antidraughts
+            | Variant::Breakthrough
+            | Variant::Killer => 20,
+            Variant::Pool => 23,
+            Variant::Portuguese => 28,
             Variant::English => 21,
             Variant::Italian => 22,
             Variant::Spanish => 24,
@@ -112,18 +138,70 @@ impl Variant {
             Variant::Spanish => &SPANISH,
             Variant::Czech => &CZECH,
             Variant::Turkish => &TURKISH,
+            Variant::Antidraughts => &ANTIDRAUGHTS,
+            Variant::Breakthrough => &BREAKTHROUGH,
+            Variant::Killer => &KILLER,
+            Variant::Pool => &POOL,
+            Variant::Portuguese => &PORTUGUESE,
         }
     }
 
     /// The FEN of the start position.
     pub fn start_fen(self) -> &'static str {
         match self {
-            Variant::International => "W:W31-50:B1-20",
-            Variant::English => "B:W21-32:B1-12",
+            Variant::International
+            | Variant::Antidraughts
+            | Variant::Breakthrough
+            | Variant::Killer => "W:W31-50:B1-20",
+            Variant::English | Variant::Pool => "B:W21-32:B1-12",
             Variant::Turkish => {
                 "W:Wa2,b2,c2,d2,e2,f2,g2,h2,a3,b3,c3,d3,e3,f3,g3,h3:Ba6,b6,c6,d6,e6,f6,g6,h6,a7,b7,c7,d7,e7,f7,g7,h7"
             }
             _ => "W:W21-32:B1-12",
+        }
+    }
+}
+
+impl Variant {
+    /// The variant with this stable key, exactly as [`Variant::key`] writes it (lower case, no aliases): the
+    /// lookup for stored and wire keys. [`FromStr`] also accepts aliases and PDN numbers, for user input.
+    pub fn from_key(key: &str) -> Result<Variant, UnknownVariant> {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.key() == key)
+            .ok_or_else(|| UnknownVariant(key.to_string()))
+    }
+
+    /// The variant with this PDN `GameType` number (docs/rules.md §5.6).
+    pub fn from_pdn_game_type(number: u8) -> Option<Variant> {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.pdn_game_type() == number)
+    }
+
+    /// Whether a game scores two points (`2-0`, `1-1`) rather than one (`1-0`, `1/2-1/2`)
+    /// (docs/rules.md §5.5): the FMJD-scored games, international, brazilian and the 10x10 variants.
+    pub fn scores_two_points(self) -> bool {
+        matches!(
+            self,
+            Variant::International
+                | Variant::Brazilian
+                | Variant::Antidraughts
+                | Variant::Breakthrough
+                | Variant::Killer
+        )
+    }
+
+    /// The result as PDN and the players write it for this variant (docs/rules.md §5.5), from White's side:
+    /// `winner` is `None` for a draw. The one place that writes result notation.
+    pub fn result_text(self, winner: Option<Color>) -> &'static str {
+        match (self.scores_two_points(), winner) {
+            (true, Some(Color::White)) => "2-0",
+            (true, Some(Color::Black)) => "0-2",
+            (true, None) => "1-1",
+            (false, Some(Color::White)) => "1-0",
+            (false, Some(Color::Black)) => "0-1",
+            (false, None) => "1/2-1/2",
         }
     }
 }
@@ -137,7 +215,7 @@ impl fmt::Display for Variant {
 /// An unknown variant key.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown variant '{0}' (expected one of: international, english, italian, russian, brazilian, spanish, czech, turkish)"
+    "unknown variant '{0}' (expected one of: international, english, italian, russian, brazilian, spanish, czech, turkish, antidraughts, breakthrough, killer, pool, portuguese)"
 )]
 pub struct UnknownVariant(pub String);
 
@@ -154,10 +232,26 @@ impl FromStr for Variant {
             "spanish" | "24" => Variant::Spanish,
             "czech" | "29" => Variant::Czech,
             "turkish" | "30" => Variant::Turkish,
+            "antidraughts" | "losing" | "giveaway" => Variant::Antidraughts,
+            "breakthrough" | "bt" => Variant::Breakthrough,
+            "killer" => Variant::Killer,
+            "pool" | "american-pool" | "23" => Variant::Pool,
+            "portuguese" | "28" => Variant::Portuguese,
             _ => return Err(UnknownVariant(s.to_string())),
         };
         Ok(v)
     }
+}
+
+/// How a game is won (docs/rules.md §2.3, §9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Goal {
+    /// The side with no pieces, or with no legal move on its turn, has lost.
+    Normal,
+    /// Antidraughts: the side with no pieces, or with no legal move on its turn, has WON.
+    Lose,
+    /// Breakthrough: the first side to crown a king wins (and, as always, a side with no move loses).
+    FirstKing,
 }
 
 /// What happens when a man reaches the last row.
@@ -236,25 +330,33 @@ pub enum NotationStyle {
 #[derive(Debug)]
 pub struct Rules {
     pub variant: Variant,
-    /// Board and numbering (rules.md, variant table "board"; Notation).
+    /// Board and numbering (docs/rules.md §3, column "board"; §5.1).
     pub board: BoardKind,
-    /// rules.md, variant table "first to move".
+    /// docs/rules.md §3, column "first".
     pub first_to_move: Color,
-    /// rules.md, variant table "kings": flying (any distance) or short (one square).
+    /// Pieces of each side in the start position (docs/rules.md §3, column "pieces"); no side can ever have
+    /// more (docs/rules.md §8.1).
+    pub pieces_per_side: u8,
+    /// docs/rules.md §3, column "kings": flying (§3.3) or short (§3.4).
     pub flying_kings: bool,
-    /// rules.md, variant table "men capture": forward and backward, or forward (and sideways) only.
+    /// docs/rules.md §3, column "men capture": forward and backward, or forward (and sideways) only.
     pub men_capture_backward: bool,
-    /// rules.md, italian: a man may never capture a king.
+    /// docs/rules.md §3, italian: a man may never capture a king.
     pub men_capture_kings: bool,
-    /// rules.md, variant table "promotion during a chain".
+    /// docs/rules.md §3, column "promotion during a chain".
     pub promotion: Promotion,
-    /// rules.md, variant table "captured pieces".
+    /// docs/rules.md §3, column "captured pieces" (§1, Turkish strike).
     pub removal: Removal,
-    /// rules.md, variant table "capture choice" and the Italian precedence list.
+    /// docs/rules.md §3, column "capture choice", and §3.1 (the Italian precedence list).
     pub precedence: Precedence,
-    /// rules.md, "Draw rules (defaults)".
+    /// docs/rules.md §4 (draw rules).
     pub draw: DrawRules,
-    /// rules.md, "Notation".
+    /// docs/rules.md §2.3 and §9: how the game is won.
+    pub goal: Goal,
+    /// docs/rules.md §9.4, the killer rule: a king whose last captured piece is a king lands on the square
+    /// directly behind it.
+    pub killer: bool,
+    /// docs/rules.md §5.
     pub notation: NotationStyle,
 }
 
@@ -276,6 +378,7 @@ pub static INTERNATIONAL: Rules = Rules {
     variant: Variant::International,
     board: BoardKind::Ten,
     first_to_move: Color::White,
+    pieces_per_side: 20,
     flying_kings: true,
     men_capture_backward: true,
     men_capture_kings: true,
@@ -287,12 +390,15 @@ pub static INTERNATIONAL: Rules = Rules {
         no_progress: KINGS_ONLY_25,
         endgame: true,
     },
+    goal: Goal::Normal,
+    killer: false,
     notation: NotationStyle::Numeric,
 };
 
 pub static BRAZILIAN: Rules = Rules {
     variant: Variant::Brazilian,
     board: BoardKind::Eight,
+    pieces_per_side: 12,
     notation: NotationStyle::Algebraic('x'),
     ..INTERNATIONAL
 };
@@ -300,6 +406,7 @@ pub static BRAZILIAN: Rules = Rules {
 pub static RUSSIAN: Rules = Rules {
     variant: Variant::Russian,
     board: BoardKind::Eight,
+    pieces_per_side: 12,
     promotion: Promotion::Continue,
     precedence: Precedence::Free,
     draw: DrawRules {
@@ -318,6 +425,7 @@ pub static ENGLISH: Rules = Rules {
     variant: Variant::English,
     board: BoardKind::Eight,
     first_to_move: Color::Black,
+    pieces_per_side: 12,
     flying_kings: false,
     men_capture_backward: false,
     men_capture_kings: true,
@@ -327,6 +435,8 @@ pub static ENGLISH: Rules = Rules {
     removal: Removal::Strike,
     precedence: Precedence::Free,
     draw: FORTY_RULES,
+    goal: Goal::Normal,
+    killer: false,
     notation: NotationStyle::Numeric,
 };
 
@@ -362,6 +472,7 @@ pub static TURKISH: Rules = Rules {
     variant: Variant::Turkish,
     board: BoardKind::Turkish,
     first_to_move: Color::White,
+    pieces_per_side: 16,
     flying_kings: true,
     men_capture_backward: false,
     men_capture_kings: true,
@@ -373,10 +484,67 @@ pub static TURKISH: Rules = Rules {
         no_progress: None,
         endgame: false,
     },
+    goal: Goal::Normal,
+    killer: false,
     notation: NotationStyle::Algebraic('x'),
 };
 
-/// House-rule options (rules.md, "Rule options").
+pub static ANTIDRAUGHTS: Rules = Rules {
+    variant: Variant::Antidraughts,
+    draw: DrawRules {
+        repetition: true,
+        no_progress: KINGS_ONLY_25,
+        endgame: false,
+    },
+    goal: Goal::Lose,
+    ..INTERNATIONAL
+};
+
+pub static BREAKTHROUGH: Rules = Rules {
+    variant: Variant::Breakthrough,
+    // Without kings no position repeats and no king-only moves are played: no draw rule applies.
+    draw: DrawRules {
+        repetition: true,
+        no_progress: None,
+        endgame: false,
+    },
+    goal: Goal::FirstKing,
+    ..INTERNATIONAL
+};
+
+pub static KILLER: Rules = Rules {
+    variant: Variant::Killer,
+    // The killer rule exists to win two or three kings against one: the FMJD endgame rule is off.
+    draw: DrawRules {
+        repetition: true,
+        no_progress: KINGS_ONLY_25,
+        endgame: false,
+    },
+    killer: true,
+    ..INTERNATIONAL
+};
+
+pub static POOL: Rules = Rules {
+    variant: Variant::Pool,
+    board: BoardKind::Eight,
+    pieces_per_side: 12,
+    first_to_move: Color::Black,
+    precedence: Precedence::Free,
+    draw: DrawRules {
+        repetition: true,
+        no_progress: None,
+        endgame: false,
+    },
+    notation: NotationStyle::Numeric,
+    ..INTERNATIONAL
+};
+
+pub static PORTUGUESE: Rules = Rules {
+    variant: Variant::Portuguese,
+    ..SPANISH
+};
+
+/// House-rule options (docs/rules.md §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct RuleOptions {
     /// `no-mandatory-capture` (8x8 variants): a quiet move may be played instead of a capture.
@@ -445,7 +613,7 @@ impl RuleOptions {
 
     /// Checks that every option makes sense for the variant.
     pub fn validate(&self, variant: Variant) -> Result<(), OptionError> {
-        if self.no_mandatory_capture && variant == Variant::International {
+        if self.no_mandatory_capture && variant.rules().board == BoardKind::Ten {
             return Err(OptionError::NotApplicable {
                 option: "no-mandatory-capture",
                 variant,

@@ -3,6 +3,8 @@
 //! By default only lines whose counts stay under `DRAUGHTS_PERFT_MAX_NODES` (default 20 million) run, so
 //! the suite takes seconds (`DRAUGHTS_PERFT_MIN_NODES` skips the lines below a count). Fields: `unique`, `all` (every capture order) and `paths` (every capture
 //! order and every landing square of a straight-on king continuation, see `Count::AllPaths`); set `DRAUGHTS_PERFT_DEEP=1` to run every published depth (minutes to hours).
+//! A position marked `refused` is published but cannot occur in a game (docs/rules.md §8): its lines check
+//! that the engine refuses it.
 
 use std::time::Instant;
 
@@ -16,6 +18,9 @@ struct Line {
     all: Option<u64>,
     paths: Option<u64>,
     source: String,
+    /// The position is one the engine refuses (it cannot occur: docs/rules.md §8); the line checks the
+    /// refusal instead of the count.
+    refused: bool,
 }
 
 fn read(variant: Variant) -> Vec<Line> {
@@ -27,6 +32,7 @@ fn read(variant: Variant) -> Vec<Line> {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut lines = Vec::new();
     let (mut name, mut fen) = (String::new(), String::new());
+    let mut refused = false;
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
@@ -34,8 +40,12 @@ fn read(variant: Variant) -> Vec<Line> {
         }
         let (key, rest) = line.split_once(' ').unwrap_or((line, ""));
         match key {
-            "name" => name = rest.trim().to_string(),
+            "name" => {
+                name = rest.trim().to_string();
+                refused = false;
+            }
             "fen" => fen = rest.trim().to_string(),
+            "refused" => refused = true,
             "perft" => {
                 let mut parts = rest.split_whitespace();
                 let depth = parts.next().and_then(|d| d.parse().ok());
@@ -47,6 +57,7 @@ fn read(variant: Variant) -> Vec<Line> {
                     all: None,
                     paths: None,
                     source: String::new(),
+                    refused,
                 };
                 for p in parts {
                     let (k, v) = p
@@ -93,6 +104,15 @@ fn check(variant: Variant) {
     let mut ran = 0;
     let mut skipped = 0;
     for l in read(variant) {
+        if l.refused {
+            let e = Position::from_fen(variant, &l.fen).expect_err(&format!(
+                "{variant} {}: marked refused but accepted",
+                l.name
+            ));
+            eprintln!("{variant} {}: refused as it should be: {e}", l.name);
+            ran += 1;
+            continue;
+        }
         let pos = Position::from_fen(variant, &l.fen)
             .unwrap_or_else(|e| panic!("{variant} {}: {e}", l.name));
         for (count, expected) in [
@@ -159,4 +179,8 @@ fn czech() {
 #[test]
 fn turkish() {
     check(Variant::Turkish);
+}
+#[test]
+fn killer() {
+    check(Variant::Killer);
 }

@@ -125,8 +125,28 @@ fn placement_fen(
             Color::White => board.top_row,
             Color::Black => board.bottom_row,
         };
-        let on_promo_row = promo_row & (1u64 << sq.bit()) != 0;
+        // A man can't stand on its own promotion row, nor (Turkish) on its own first rank, and no
+        // side has more pieces than it starts with (docs/rules.md §8): those become kings or are left out.
+        let back_row = match color {
+            Color::White => board.bottom_row,
+            Color::Black => board.top_row,
+        };
+        let turkish = board.kind == draughts_engine::BoardKind::Turkish;
+        let on_promo_row =
+            promo_row & (1u64 << sq.bit()) != 0 || (turkish && back_row & (1u64 << sq.bit()) != 0);
+        let max = usize::from(rules.rules().pieces_per_side);
+        let n_own = match color {
+            Color::White => white.len(),
+            Color::Black => black.len(),
+        };
+        if n_own >= max {
+            continue;
+        }
         let king = cell.king_roll % 10 >= 10 - kings || on_promo_row;
+        // Breakthrough: a king ends the game (docs/rules.md §8.5): placements have none.
+        if king && rules.rules().goal == draughts_engine::Goal::FirstKing {
+            continue;
+        }
         let name = if algebraic {
             board.algebraic(sq).to_string()
         } else {

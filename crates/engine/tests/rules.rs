@@ -1,10 +1,11 @@
-//! One test (or a small group) per rule of `shared/rules.md`, the product's rule book.
+//! One test (or a small group) per rule of `docs/rules.md`, the product's rule book; each section names
+//! the articles it tests.
 //!
 //! Every position is built by hand and every expected answer is derived from the rule book on a drawn
 //! board (the comment of each test shows the reasoning), never copied from the engine's output.
 //!
 //! Square names used in the comments: files a.. from White's left, ranks 1.. from White's side.
-//! PDN numbers (rules.md, "Notation"):
+//! PDN numbers (docs/rules.md §5.1):
 //! - 10x10: row r (0 = rank 10) holds 5r+1..5r+5; even rows on files b d f h j, odd rows on a c e g i.
 //!   1 = b10, 5 = j10, 46 = a1, 50 = i1.
 //! - 8x8 ordinary (english, russian, brazilian, czech): 1..4 = b8 d8 f8 h8, 5..8 = a7 c7 e7 g7, ...,
@@ -18,7 +19,10 @@ use draughts_engine::{
     Position, PositionError, ResolveError, Role, RuleOptions, RuleSet, Square, Variant, WinReason,
 };
 
-use Variant::{Brazilian, Czech, English, International, Italian, Russian, Spanish, Turkish};
+use Variant::{
+    Antidraughts, Brazilian, Breakthrough, Czech, English, International, Italian, Killer, Pool,
+    Portuguese, Russian, Spanish, Turkish,
+};
 
 // ---------------------------------------------------------------------------------------------------
 // Helpers
@@ -149,14 +153,14 @@ fn win(winner: Color, reason: WinReason) -> GameStatus {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Who moves first; the start positions
+// Who moves first; the start positions (docs/rules.md §2.1, §3)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
 fn first_to_move_in_the_start_position() {
-    // rules.md variant table, "first to move": Black in english, White everywhere else.
+    // docs/rules.md §3, column "first": Black in english (and pool, §10.1), White everywhere else.
     for v in Variant::ALL {
-        let want = if v == English {
+        let want = if v == English || v == Pool {
             Color::Black
         } else {
             Color::White
@@ -165,7 +169,7 @@ fn first_to_move_in_the_start_position() {
         assert_eq!(p.side_to_move(), want, "{v}");
         // "pieces": 20 each on 10x10, 16 each in turkish, 12 each elsewhere; all men.
         let n = match v {
-            International => 20,
+            International | Antidraughts | Breakthrough | Killer => 20,
             Turkish => 16,
             _ => 12,
         };
@@ -222,7 +226,7 @@ fn start_position_moves() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Men: move direction
+// Men: move direction (docs/rules.md §3.5)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -256,7 +260,7 @@ fn turkish_men_move_forward_or_sideways_never_backward_or_diagonally() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Men: capture direction
+// Men: capture direction (docs/rules.md §3, column "men capture")
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -297,7 +301,7 @@ fn turkish_men_capture_forward_or_sideways() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Kings: flying or short
+// Kings: flying or short (docs/rules.md §3.3, §3.4)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -381,7 +385,7 @@ fn short_kings_move_and_capture_one_square() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Capture is mandatory; chains are completed; no-mandatory-capture
+// Capture is mandatory; chains are completed; no-mandatory-capture (docs/rules.md §2.2, §7.1)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -423,14 +427,13 @@ fn no_mandatory_capture_option() {
         })
     ));
     for v in Variant::ALL {
-        if v != International {
-            assert!(RuleSet::with_options(v, opts).is_ok(), "{v}");
-        }
+        let ten = matches!(v, International | Antidraughts | Breakthrough | Killer);
+        assert_eq!(RuleSet::with_options(v, opts).is_ok(), !ten, "{v}");
     }
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Capture precedence
+// Capture precedence (docs/rules.md §3, column "capture choice"; §3.1)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -526,7 +529,7 @@ fn turkish_maximum_capture() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Promotion
+// Promotion (docs/rules.md §3, column "promotion during a chain"; §7.3)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -560,10 +563,14 @@ fn promote_mid_capture_option() {
         assert!(m.promotes());
     }
     assert_eq!(piece(&after(&p, "13x16"), "16"), king(Color::White));
-    // Valid for international, brazilian, turkish; an error for the others.
+    // Valid where a man passes the last row as a man (international and its variants, brazilian,
+    // turkish, pool); an error for the others.
     let opts = RuleOptions::parse("promote-mid-capture").unwrap();
     for v in Variant::ALL {
-        let ok = matches!(v, International | Brazilian | Turkish);
+        let ok = matches!(
+            v,
+            International | Brazilian | Turkish | Antidraughts | Breakthrough | Killer | Pool
+        );
         let r = RuleSet::with_options(v, opts);
         assert_eq!(r.is_ok(), ok, "{v}: {r:?}");
         if !ok {
@@ -609,17 +616,18 @@ fn promotion_ends_the_move_in_english_italian_spanish_czech() {
 
 #[test]
 fn turkish_promotes_at_the_end_and_men_capture_along_the_last_row() {
-    // White d6 x d7 -> d8 (last row), still a man, goes on sideways x e8 -> f8, crowned at the end.
-    let p = check(Turkish, "W:Wd6:Bd7,e8", &["d6xf8"]);
+    // White d6 x d7 -> d8 (last row), still a man, goes on sideways x e8 -> f8, crowned at the end. (The
+    // piece on e8 is a king: a black man can't stand on Black's first rank, docs/rules.md §8.3.)
+    let p = check(Turkish, "W:Wd6:Bd7,Ke8", &["d6xf8"]);
     assert!(mv(&p, "d6xf8").promotes());
     assert_eq!(piece(&after(&p, "d6xf8"), "f8"), king(Color::White));
     // With `promote-mid-capture` it is a flying king on d8 and may land on f8, g8 or h8.
     let rs = with(Turkish, "promote-mid-capture");
-    check(rs, "W:Wd6:Bd7,e8", &["d6xf8", "d6xg8", "d6xh8"]);
+    check(rs, "W:Wd6:Bd7,Ke8", &["d6xf8", "d6xg8", "d6xh8"]);
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Turkish strike vs immediate removal; the Turkish 180-degree rule
+// Turkish strike vs immediate removal; the Turkish 180-degree rule (docs/rules.md §1, §3)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -682,7 +690,7 @@ fn turkish_king_may_not_turn_180_degrees() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// What counts as one move
+// What counts as one move (docs/rules.md §6)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -716,7 +724,7 @@ fn chains_taking_different_pieces_are_different_moves() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Notation
+// Notation (docs/rules.md §5)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -778,7 +786,7 @@ fn parse_move_errors() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// FEN
+// FEN (docs/rules.md §5.3)
 // ---------------------------------------------------------------------------------------------------
 
 #[test]
@@ -885,7 +893,160 @@ fn fen_errors() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Game: results and draw rules
+// Positions that cannot occur (docs/rules.md §8)
+// ---------------------------------------------------------------------------------------------------
+
+/// The error of `fen`, which must be refused.
+fn refused(v: Variant, fen: &str) -> PositionError {
+    match Position::from_fen(v, fen) {
+        Ok(p) => panic!("{v} {fen}: accepted as {p:?}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn no_side_has_more_pieces_than_it_starts_with() {
+    // §8.1: 30 white men on 10x10 (21..50), the example.
+    assert_eq!(
+        refused(International, "W:W21-50:B1-20"),
+        PositionError::TooManyPieces {
+            color: "white",
+            count: 30,
+            max: 20,
+            variant: International
+        }
+    );
+    // Kings count too: 20 men and one king is 21 pieces.
+    assert!(matches!(
+        refused(International, "W:W31-50,K26:B1-20"),
+        PositionError::TooManyPieces { count: 21, .. }
+    ));
+    // Black, on 8x8: 13 pieces (1..13).
+    assert!(matches!(
+        refused(English, "B:W21-32:B1-13"),
+        PositionError::TooManyPieces {
+            color: "black",
+            count: 13,
+            max: 12,
+            ..
+        }
+    ));
+    for v in [Brazilian, Russian, Italian, Spanish, Czech] {
+        assert!(matches!(
+            refused(v, "W:W20-32:B1-4"),
+            PositionError::TooManyPieces { count: 13, .. }
+        ));
+    }
+    // Turkish: 17 white pieces (rank 2, rank 3, and a king on d5).
+    let fen = "W:Wa2,b2,c2,d2,e2,f2,g2,h2,a3,b3,c3,d3,e3,f3,g3,h3,Kd5:Ba7";
+    assert_eq!(
+        refused(Turkish, fen),
+        PositionError::TooManyPieces {
+            color: "white",
+            count: 17,
+            max: 16,
+            variant: Turkish
+        }
+    );
+    // Exactly the start count is fine, with kings among them.
+    for v in Variant::ALL {
+        let _ = Position::start(v);
+    }
+    let p = pos(International, "W:W31-49,K26:B1-20");
+    assert_eq!(p.material(Color::White), (19, 1));
+    let p = pos(English, "W:WK1,K2,K3,K4,21-28:B9-12");
+    assert_eq!(p.material(Color::White), (8, 4));
+}
+
+#[test]
+fn turkish_men_never_stand_on_their_first_rank() {
+    // §8.3: White's first rank is rank 1, Black's is rank 8; kings may stand there.
+    assert_eq!(
+        refused(Turkish, "W:Wd1:Ba7"),
+        PositionError::ManOnOwnBackRank {
+            color: "white",
+            square: "d1".into(),
+            variant: Turkish
+        }
+    );
+    assert!(matches!(
+        refused(Turkish, "B:Wd2:Bh8"),
+        PositionError::ManOnOwnBackRank { color: "black", .. }
+    ));
+    let p = pos(Turkish, "W:WKd1,d2:BKh8,h7");
+    assert_eq!(p.material(Color::White), (1, 1));
+    // On the diagonal boards men start on their first rank: accepted.
+    let _ = pos(International, "W:W46:B5");
+    let _ = pos(English, "B:W29:B1");
+}
+
+#[test]
+fn impossible_positions_are_refused_with_a_clear_message() {
+    let e = refused(International, "W:W21-50:B1-20");
+    assert_eq!(
+        e.to_string(),
+        "white has 30 pieces, more than the 20 each side starts with in international"
+    );
+    let e = refused(Turkish, "W:Wd1:Ba7");
+    assert_eq!(
+        e.to_string(),
+        "a white man on d1 stands on its own first rank, which a man can never return to in turkish"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Result notation, variant keys (docs/rules.md §5.5, §5.6)
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn result_notation_per_variant() {
+    // §5.5: two points a game in international and brazilian, one point elsewhere.
+    for v in Variant::ALL {
+        let (w, d, b) = if matches!(
+            v,
+            International | Brazilian | Antidraughts | Breakthrough | Killer
+        ) {
+            ("2-0", "1-1", "0-2")
+        } else {
+            ("1-0", "1/2-1/2", "0-1")
+        };
+        assert_eq!(v.result_text(Some(Color::White)), w, "{v}");
+        assert_eq!(v.result_text(None), d, "{v}");
+        assert_eq!(v.result_text(Some(Color::Black)), b, "{v}");
+        let won = GameResult::Win {
+            winner: Color::Black,
+            reason: WinReason::Resignation,
+        };
+        assert_eq!(won.result_text(v), b);
+        assert_eq!(GameResult::Draw(DrawReason::Agreement).result_text(v), d);
+    }
+}
+
+#[test]
+fn stored_keys_are_strict() {
+    for v in Variant::ALL {
+        assert_eq!(Variant::from_key(v.key()), Ok(v));
+        // GameType 20 is international; antidraughts, breakthrough and killer share it (§5.6).
+        let by_number = Variant::from_pdn_game_type(v.pdn_game_type());
+        if matches!(v, Antidraughts | Breakthrough | Killer) {
+            assert_eq!(by_number, Some(International));
+        } else {
+            assert_eq!(by_number, Some(v));
+        }
+        // User input is lenient (case, aliases, PDN numbers); stored keys are not.
+        assert_eq!(v.key().to_uppercase().parse::<Variant>(), Ok(v));
+        assert!(Variant::from_key(&v.key().to_uppercase()).is_err());
+        assert!(Variant::from_key(&format!(" {}", v.key())).is_err());
+        assert!(Variant::from_key(&v.pdn_game_type().to_string()).is_err());
+    }
+    assert!(Variant::from_key("normal").is_err());
+    assert!(Variant::from_key("american").is_err());
+    assert_eq!("normal".parse::<Variant>(), Ok(International));
+    assert_eq!(Variant::from_pdn_game_type(31), None);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Game: results and draw rules (docs/rules.md §2.3, §2.4, §4, §7.2)
 // ---------------------------------------------------------------------------------------------------
 
 /// International kings shuffle: White a1 (46) <-> b2 (41), Black j2 (45) <-> i3 (40); White man a3 (36)
@@ -925,7 +1086,7 @@ fn threefold_repetition() {
 
 #[test]
 fn no_repetition_rule_in_english_italian_czech_spanish() {
-    // rules.md, draw rules: these variants have only the 40-move rule. Repeating the position three
+    // docs/rules.md §4.5: these variants have only the 40-move rule. Repeating the position three
     // (and five) times does not end the game.
     for (v, fen, w, b) in [
         (
@@ -1115,7 +1276,7 @@ fn fmjd_endgame_rule_in_brazilian_not_in_russian() {
         play_cycles(&mut g, &w, &b, 10),
         draw(DrawReason::Endgame { moves: 5 })
     );
-    // Russian has no endgame rule (rules.md, draw rules): still going.
+    // Russian has no endgame rule (docs/rules.md §4.4): still going.
     let mut g = game(Russian, "W:WK29,28:BK7");
     assert_eq!(play_cycles(&mut g, &w, &b, 10), GameStatus::Ongoing);
 }
@@ -1198,4 +1359,155 @@ fn nothing_is_played_after_the_end() {
     ));
     assert_eq!(g.status(), GameStatus::Ongoing);
     assert!(g.moves().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Variants of international draughts (docs/rules.md §9) and other 8x8 variants (§10)
+// ---------------------------------------------------------------------------------------------------
+
+fn finished(g: &Game) -> GameResult {
+    match g.status() {
+        GameStatus::Finished(r) => r,
+        GameStatus::Ongoing => panic!("still going: {:?}", g.position()),
+    }
+}
+
+#[test]
+fn antidraughts_the_side_left_without_a_move_wins() {
+    // §9.2. White man e5 (28) must take d6 (22) landing c7 (17); Black, to move, has no pieces: Black wins.
+    let mut g = Game::from_fen(Antidraughts, "W:W28:B22").unwrap();
+    g.play_text("28x17").unwrap();
+    let r = finished(&g);
+    assert_eq!(
+        r,
+        GameResult::Win {
+            winner: Color::Black,
+            reason: WinReason::GaveAwayAllPieces
+        }
+    );
+    assert_eq!(r.result_text(Antidraughts), "0-2");
+    assert_eq!(
+        r.describe(),
+        "black wins: black has no pieces left (antidraughts)"
+    );
+    // The same in international: White wins.
+    let mut g = Game::from_fen(International, "W:W28:B22").unwrap();
+    g.play_text("28x17").unwrap();
+    assert_eq!(finished(&g).winner(), Some(Color::White));
+    // Blocked: White a9 (6) can't move (b10 = 1 is taken, nothing to jump to): White, to move, wins.
+    let g = Game::from_fen(Antidraughts, "W:W6:B1").unwrap();
+    assert_eq!(
+        finished(&g),
+        GameResult::Win {
+            winner: Color::White,
+            reason: WinReason::GaveAwayAllMoves
+        }
+    );
+    let g = Game::from_fen(International, "W:W6:B1").unwrap();
+    assert_eq!(finished(&g).winner(), Some(Color::Black));
+    // Captures are mandatory with the majority rule, as in international: the moves are the same.
+    for fen in ["W:W28,39:B22,17,33", "W:WK46:B37,17,23"] {
+        assert_eq!(
+            texts(&pos(Antidraughts, fen)),
+            texts(&pos(International, fen)),
+            "{fen}"
+        );
+    }
+}
+
+#[test]
+fn breakthrough_the_first_king_wins() {
+    // §9.3. White c9 (7) steps to b10 (1) or d10 (2) and is crowned: White wins at once.
+    let mut g = Game::from_fen(Breakthrough, "W:W7:B45").unwrap();
+    assert_eq!(g.status(), GameStatus::Ongoing);
+    g.play_text("7-1").unwrap();
+    let r = finished(&g);
+    assert_eq!(
+        r,
+        GameResult::Win {
+            winner: Color::White,
+            reason: WinReason::FirstKing
+        }
+    );
+    assert_eq!(r.result_text(Breakthrough), "2-0");
+    // The finished position: Black has no legal move, and perft stops there.
+    let p = *g.position();
+    assert!(p.legal_moves().is_empty());
+    assert!(!p.has_legal_move());
+    assert_eq!(p.perft(1, Count::Unique), 0);
+    assert_eq!(pos(Breakthrough, "W:W7:B45").perft(2, Count::Unique), 0);
+    // In international the game goes on.
+    assert_eq!(pos(International, "W:W7:B45").perft(2, Count::Unique), 2); // j2-i1 after either
+    // §8.5: the side to move can have no king; the other side one at most.
+    assert!(matches!(
+        refused(Breakthrough, "W:WK1:B45"),
+        PositionError::KingsAfterBreakthrough {
+            side_to_move: 1,
+            other_side: 0
+        }
+    ));
+    assert!(matches!(
+        refused(Breakthrough, "B:WK1,K2:B45"),
+        PositionError::KingsAfterBreakthrough { other_side: 2, .. }
+    ));
+    let g = Game::from_fen(Breakthrough, "B:WK1:B45").unwrap();
+    assert_eq!(finished(&g).winner(), Some(Color::White));
+}
+
+#[test]
+fn killer_a_king_that_takes_a_king_last_stops_behind_it() {
+    // §9.4. White king a1 (46) on the long diagonal 46 41 37 32 28 23 19 14 10 5.
+    // A black KING on c3 (37): international lands on any of 32..5, killer only on d4 (32).
+    let all = ["46x32", "46x28", "46x23", "46x19", "46x14", "46x10", "46x5"];
+    check(International, "W:WK46:BK37", &all);
+    check(Killer, "W:WK46:BK37", &["46x32"]);
+    // A black MAN there: no difference.
+    check(Killer, "W:WK46:B37", &all);
+    // A chain: c3 (37), then from e5 (28) up-left over c7 (17) to b8 (11) or a9 (6).
+    // Man last: free landing. King last (c7 a king): only b8, directly behind it.
+    check(Killer, "W:WK46:BK37,17", &["46x11", "46x6"]);
+    check(Killer, "W:WK46:B37,K17", &["46x11"]);
+    check(International, "W:WK46:B37,K17", &["46x11", "46x6"]);
+}
+
+#[test]
+fn pool_black_first_free_choice_men_pass_the_last_row() {
+    // §10.1, english numbering. Black man c3 (22) takes d2 (26) to e1 (31), the last row, and must go
+    // on backward as a MAN over f2 (27) to g3 (24): not crowned. Black's d6 (10) may take e5 (15) to f4
+    // (19) instead: free choice (no majority rule).
+    let p = check(Pool, "B:W26,27,15:B22,10", &["22x24", "10x19"]);
+    assert_eq!(piece(&after(&p, "22x24"), "24"), man(Color::Black));
+    assert!(!mv(&p, "22x24").promotes());
+    // Brazilian (majority rule) keeps only the two-piece capture; Russian crowns on e1 and goes on as a
+    // king to g3 or h4 (20).
+    check(Brazilian, "B:W26,27,15:B22,10", &["c3xg3"]);
+    let p = check(Russian, "B:W26,27,15:B22,10", &["c3:g3", "c3:h4", "d6:f4"]);
+    assert!(mv(&p, "c3:h4").promotes());
+    // Kings fly; men capture backward.
+    // Black king b8 (1) takes White e5 (15) from afar, landing f4 (19), g3 (24) or h2 (28); an english
+    // (short) king has no capture there.
+    check(Pool, "B:W15:BK1", &["1x19", "1x24", "1x28"]);
+    check(English, "B:W15:BK1", &["1-5", "1-6"]);
+}
+
+#[test]
+fn portuguese_plays_the_spanish_rules() {
+    // §10.2: same board, same table; the same move tree.
+    assert_eq!(
+        Position::start(Portuguese).to_fen(),
+        Position::start(Spanish).to_fen()
+    );
+    for d in 1..=6 {
+        assert_eq!(
+            Position::start(Portuguese).perft(d, Count::Unique),
+            Position::start(Spanish).perft(d, Count::Unique)
+        );
+    }
+    for fen in ["W:WK29,22:B18,11,K10", "W:W21,22:B17,18,K10,11"] {
+        assert_eq!(
+            texts(&pos(Portuguese, fen)),
+            texts(&pos(Spanish, fen)),
+            "{fen}"
+        );
+    }
 }

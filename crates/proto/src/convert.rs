@@ -16,7 +16,7 @@ pub fn variant(v: i32) -> Result<Variant, ApiError> {
     Ok(match v {
         pb::Variant::Unspecified => {
             return Err(ApiError::InvalidArgument(
-                "rules.variant is required (international, english, italian, russian, brazilian, spanish, czech or turkish)".into(),
+                "rules.variant is required (international, english, italian, russian, brazilian, spanish, czech, turkish, antidraughts, breakthrough, killer, pool or portuguese)".into(),
             ));
         }
         pb::Variant::International => Variant::International,
@@ -27,6 +27,11 @@ pub fn variant(v: i32) -> Result<Variant, ApiError> {
         pb::Variant::Spanish => Variant::Spanish,
         pb::Variant::Czech => Variant::Czech,
         pb::Variant::Turkish => Variant::Turkish,
+        pb::Variant::Antidraughts => Variant::Antidraughts,
+        pb::Variant::Breakthrough => Variant::Breakthrough,
+        pb::Variant::Killer => Variant::Killer,
+        pb::Variant::Pool => Variant::Pool,
+        pb::Variant::Portuguese => Variant::Portuguese,
     })
 }
 
@@ -41,6 +46,11 @@ pub fn variant_to_wire(v: Variant) -> pb::Variant {
         Variant::Spanish => pb::Variant::Spanish,
         Variant::Czech => pb::Variant::Czech,
         Variant::Turkish => pb::Variant::Turkish,
+        Variant::Antidraughts => pb::Variant::Antidraughts,
+        Variant::Breakthrough => pb::Variant::Breakthrough,
+        Variant::Killer => pb::Variant::Killer,
+        Variant::Pool => pb::Variant::Pool,
+        Variant::Portuguese => pb::Variant::Portuguese,
     }
 }
 
@@ -236,43 +246,6 @@ pub fn resolve_move_in(
     }
 }
 
-/// PDN result text for a variant: international and brazilian score 2-0 / 1-1 / 0-2, others 1-0 / 1/2-1/2.
-pub fn result_text(result: &GameResult, v: Variant) -> &'static str {
-    let ten = matches!(v, Variant::International | Variant::Brazilian);
-    match (result, ten) {
-        (
-            GameResult::Win {
-                winner: Color::White,
-                ..
-            },
-            true,
-        ) => "2-0",
-        (
-            GameResult::Win {
-                winner: Color::Black,
-                ..
-            },
-            true,
-        ) => "0-2",
-        (GameResult::Draw(_), true) => "1-1",
-        (
-            GameResult::Win {
-                winner: Color::White,
-                ..
-            },
-            false,
-        ) => "1-0",
-        (
-            GameResult::Win {
-                winner: Color::Black,
-                ..
-            },
-            false,
-        ) => "0-1",
-        (GameResult::Draw(_), false) => "1/2-1/2",
-    }
-}
-
 /// Engine game status -> wire status.
 pub fn status_to_wire(status: GameStatus, pos: &Position) -> pb::GameStatus {
     match status {
@@ -294,6 +267,9 @@ pub fn status_to_wire(status: GameStatus, pos: &Position) -> pb::GameStatus {
                         WinReason::NoMoves => pb::EndReason::NoMoves,
                         WinReason::Resignation => pb::EndReason::Resignation,
                         WinReason::Time => pb::EndReason::Time,
+                        WinReason::GaveAwayAllPieces => pb::EndReason::GaveAwayAllPieces,
+                        WinReason::GaveAwayAllMoves => pb::EndReason::GaveAwayAllMoves,
+                        WinReason::FirstKing => pb::EndReason::FirstKing,
                     },
                 ),
                 GameResult::Draw(d) => (
@@ -310,7 +286,7 @@ pub fn status_to_wire(status: GameStatus, pos: &Position) -> pb::GameStatus {
                 outcome: outcome as i32,
                 reason: reason as i32,
                 description: r.describe(),
-                result: result_text(&r, pos.variant()).into(),
+                result: r.result_text(pos.variant()).into(),
             }
         }
     }

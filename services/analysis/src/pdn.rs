@@ -57,6 +57,7 @@ fn is_result(token: &str) -> bool {
 /// Parses one game. `default_rules` applies when there is no GameType tag (else international).
 pub fn parse(text: &str, default_rules: Option<RuleSet>) -> Result<PdnGame, PdnError> {
     let mut game_type = None;
+    let mut variant_tag: Option<String> = None;
     let mut fen = None;
     let mut tokens: Vec<String> = Vec::new();
     let mut chars = text.chars().peekable();
@@ -96,6 +97,7 @@ pub fn parse(text: &str, default_rules: Option<RuleSet>) -> Result<PdnGame, PdnE
                 let value = value.trim().trim_matches('"').to_owned();
                 match name {
                     "GameType" => game_type = Some(value),
+                    "Variant" => variant_tag = Some(value),
                     "FEN" => fen = Some(value),
                     _ => {}
                 }
@@ -136,16 +138,26 @@ pub fn parse(text: &str, default_rules: Option<RuleSet>) -> Result<PdnGame, PdnE
     if depth != 0 {
         return Err(PdnError::Syntax("unbalanced '('".into()));
     }
+    // A `Variant` tag names a variant that shares its GameType number with another (antidraughts,
+    // breakthrough and killer are GameType 20); it must agree with the GameType when both are given.
+    let named = variant_tag.and_then(|v| v.parse::<Variant>().ok());
     let rules = match game_type {
         Some(gt) => {
             let number = gt.split(',').next().unwrap_or("").trim();
-            Variant::ALL
-                .into_iter()
-                .find(|v| v.pdn_game_type().to_string() == number)
-                .map(RuleSet::from)
-                .ok_or(PdnError::GameType(gt))?
+            let by_number = number
+                .parse::<u8>()
+                .ok()
+                .and_then(Variant::from_pdn_game_type)
+                .ok_or_else(|| PdnError::GameType(gt.clone()))?;
+            match named {
+                Some(v) if v.pdn_game_type() == by_number.pdn_game_type() => RuleSet::from(v),
+                _ => RuleSet::from(by_number),
+            }
         }
-        None => default_rules.unwrap_or_else(|| RuleSet::from(Variant::International)),
+        None => match named {
+            Some(v) => RuleSet::from(v),
+            None => default_rules.unwrap_or_else(|| RuleSet::from(Variant::International)),
+        },
     };
     let start = match fen.as_deref() {
         Some(f) if !f.trim().is_empty() => {
@@ -193,6 +205,17 @@ pub fn parse(text: &str, default_rules: Option<RuleSet>) -> Result<PdnGame, PdnE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_variant_tag_names_a_variant_that_shares_its_game_type() {
+        let game = parse("[GameType \"20\"][Variant \"antidraughts\"] 32-28 *", None).unwrap();
+        assert_eq!(game.rules.variant(), Variant::Antidraughts);
+        let game = parse("[Variant \"killer\"] 32-28 *", None).unwrap();
+        assert_eq!(game.rules.variant(), Variant::Killer);
+        // A Variant tag that disagrees with the GameType number is ignored.
+        let game = parse("[GameType \"21\"][Variant \"killer\"] 11-15 *", None).unwrap();
+        assert_eq!(game.rules.variant(), Variant::English);
+    }
 
     #[test]
     fn reads_tags_numbers_comments_and_variations() {

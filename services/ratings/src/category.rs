@@ -116,10 +116,7 @@ impl FromStr for Category {
             Some((variant, speed)) => (variant, Some(speed)),
             None => (text, None),
         };
-        let variant = Variant::ALL
-            .into_iter()
-            .find(|v| v.key() == variant_key)
-            .ok_or_else(bad)?;
+        let variant = Variant::from_key(variant_key).map_err(|_| bad())?;
         let speed = match speed_key {
             None => None,
             Some(key) => Some(

@@ -220,10 +220,7 @@ impl RatingsConfig {
         text.split(',')
             .map(|key| {
                 let key = key.trim();
-                Variant::ALL
-                    .into_iter()
-                    .find(|v| v.key() == key)
-                    .ok_or_else(|| {
+                Variant::from_key(key).map_err(|_| {
                         ConfigError(format!(
                             "speed-class-variants: unknown variant '{key}' (expected keys such as international, english)"
                         ))

@@ -227,10 +227,8 @@ fn game_of_row(row: &draughts_store::sqlx::any::AnyRow) -> Result<FinishedGame, 
         return FinishedGame::from_event(event.as_bytes()).map_err(|e| e.to_string());
     }
     let variant_key = text(3)?;
-    let variant = draughts_engine::Variant::ALL
-        .into_iter()
-        .find(|v| v.key() == variant_key)
-        .ok_or_else(|| format!("unknown variant {variant_key:?}"))?;
+    let variant = draughts_engine::Variant::from_key(&variant_key)
+        .map_err(|_| format!("unknown variant {variant_key:?}"))?;
     let outcome_key = text(6)?;
     let outcome = Outcome::from_key(&outcome_key)
         .ok_or_else(|| format!("unknown outcome {outcome_key:?}"))?;

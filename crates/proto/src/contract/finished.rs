@@ -133,6 +133,12 @@ pub enum EndReason {
     Agreement,
     /// The game was aborted.
     Aborted,
+    /// Antidraughts: the winner, to move, has no pieces left.
+    GaveAwayAllPieces,
+    /// Antidraughts: the winner, to move, has no legal move.
+    GaveAwayAllMoves,
+    /// Breakthrough: the winner crowned the first king.
+    FirstKing,
     /// A reason written by a newer writer that this reader does not know (decode only; written as
     /// `other`).
     #[serde(other)]
@@ -141,7 +147,7 @@ pub enum EndReason {
 
 impl EndReason {
     /// Every known reason.
-    pub const ALL: [EndReason; 10] = [
+    pub const ALL: [EndReason; 13] = [
         EndReason::NoPieces,
         EndReason::NoMoves,
         EndReason::Resignation,
@@ -151,6 +157,9 @@ impl EndReason {
         EndReason::EndgameRule,
         EndReason::Agreement,
         EndReason::Aborted,
+        EndReason::GaveAwayAllPieces,
+        EndReason::GaveAwayAllMoves,
+        EndReason::FirstKing,
         EndReason::Other,
     ];
 
@@ -166,6 +175,9 @@ impl EndReason {
             EndReason::EndgameRule => "endgame_rule",
             EndReason::Agreement => "agreement",
             EndReason::Aborted => "aborted",
+            EndReason::GaveAwayAllPieces => "gave_away_all_pieces",
+            EndReason::GaveAwayAllMoves => "gave_away_all_moves",
+            EndReason::FirstKing => "first_king",
             EndReason::Other => "other",
         }
     }
@@ -323,10 +335,7 @@ pub fn decode(payload: &[u8]) -> Result<FinishedV1, DecodeError> {
     }
     let wire: Wire =
         serde_json::from_slice(payload).map_err(|e| DecodeError::Malformed(e.to_string()))?;
-    let variant = Variant::ALL
-        .into_iter()
-        .find(|v| v.key() == wire.variant)
-        .ok_or(DecodeError::Variant(wire.variant))?;
+    let variant = Variant::from_key(&wire.variant).map_err(|e| DecodeError::Variant(e.0))?;
     let outcome = Outcome::from_key(&wire.outcome).ok_or(DecodeError::Outcome(wire.outcome))?;
     Ok(FinishedV1 {
         game_id: wire.game_id,

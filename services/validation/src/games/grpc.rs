@@ -134,6 +134,9 @@ fn status_wire(record: &GameRecord, pos: &Position) -> pb::GameStatus {
         "endgame_rule" => pb::EndReason::EndgameRule,
         "agreement" => pb::EndReason::Agreement,
         "aborted" => pb::EndReason::Aborted,
+        "gave_away_all_pieces" => pb::EndReason::GaveAwayAllPieces,
+        "gave_away_all_moves" => pb::EndReason::GaveAwayAllMoves,
+        "first_king" => pb::EndReason::FirstKing,
         _ => pb::EndReason::Unspecified,
     };
     pb::GameStatus {

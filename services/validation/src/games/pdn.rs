@@ -1,28 +1,27 @@
 //! PDN export of a game: the standard seven tags plus GameType, FEN (when not the start position),
 //! TimeControl and the termination reason, then the moves numbered from the first mover.
 
-use draughts_engine::{Position, Variant};
+use draughts_engine::{Color, Position, Variant};
 
 use super::record::{GameRecord, TimeControlRec};
 use super::service::{GamesError, GamesResult};
 
-/// The result text of a record: `2-0`/`0-2`/`1-1` for international and brazilian, `1-0`/`0-1`/`1/2-1/2`
-/// for the others, `*` while ongoing or aborted.
+/// The result text of a record as the engine writes it for the variant (`2-0` or `1-0`, ...:
+/// `Variant::result_text`), `*` while ongoing, aborted, or for a record it cannot read.
 pub fn result_text(record: &GameRecord) -> String {
-    let ten = matches!(record.variant.as_str(), "international" | "brazilian");
     let Some(r) = &record.result else {
         return "*".into();
     };
-    match (r.outcome.as_str(), ten) {
-        ("white", true) => "2-0",
-        ("black", true) => "0-2",
-        ("draw", true) => "1-1",
-        ("white", false) => "1-0",
-        ("black", false) => "0-1",
-        ("draw", false) => "1/2-1/2",
-        _ => "*",
-    }
-    .into()
+    let Ok(variant) = Variant::from_key(&record.variant) else {
+        return "*".into();
+    };
+    let winner = match r.outcome.as_str() {
+        "white" => Some(Color::White),
+        "black" => Some(Color::Black),
+        "draw" => None,
+        _ => return "*".into(),
+    };
+    variant.result_text(winner).into()
 }
 
 /// A tag value as PDN may carry it: control characters (a newline would start a forged tag) become
@@ -73,6 +72,11 @@ pub fn export(record: &GameRecord) -> GamesResult<String> {
     tag(&mut out, "Black", &record.black.name);
     tag(&mut out, "Result", &result);
     tag(&mut out, "GameType", &variant.pdn_game_type().to_string());
+    // Variants without a GameType number of their own (antidraughts, breakthrough, killer: 20) are
+    // named by the `Variant` tag, as lidraughts does.
+    if Variant::from_pdn_game_type(variant.pdn_game_type()) != Some(variant) {
+        tag(&mut out, "Variant", variant.key());
+    }
     if start != Position::start(rules) {
         tag(&mut out, "SetUp", "1");
         tag(&mut out, "FEN", &record.start_fen);

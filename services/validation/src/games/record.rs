@@ -294,7 +294,7 @@ impl GameRecord {
     }
 
     pub fn rules(&self) -> PlayResult<RuleSet> {
-        let variant: Variant = self.variant.parse().map_err(|_| {
+        let variant = Variant::from_key(&self.variant).map_err(|_| {
             PlayError::Invalid(format!("stored game has unknown variant {}", self.variant))
         })?;
         let options =
@@ -737,6 +737,9 @@ pub fn result_rec(r: &GameResult) -> ResultRec {
                 WinReason::NoMoves => "no_moves",
                 WinReason::Resignation => "resignation",
                 WinReason::Time => "time",
+                WinReason::GaveAwayAllPieces => "gave_away_all_pieces",
+                WinReason::GaveAwayAllMoves => "gave_away_all_moves",
+                WinReason::FirstKing => "first_king",
             },
         ),
         GameResult::Draw(d) => (

@@ -270,10 +270,8 @@ fn finished_event(
         .ok_or_else(|| unknown("outcome", &result.outcome))?;
     Ok(finished::FinishedV1 {
         game_id: record.id.clone(),
-        variant: draughts_engine::Variant::ALL
-            .into_iter()
-            .find(|v| v.key() == record.variant)
-            .ok_or_else(|| unknown("variant", &record.variant))?,
+        variant: draughts_engine::Variant::from_key(&record.variant)
+            .map_err(|_| unknown("variant", &record.variant))?,
         options: record.options.clone(),
         rated: record.counts_for_rating(),
         white: player(&record.white),
