@@ -211,6 +211,32 @@ describe("web client", () => {
     await page.context().close();
   });
 
+  test("a capture named by its landing squares when two captures end on one square", async () => {
+    const page = await newPage(browser);
+    // English, White to move: the man on c1 (30) captures to c5 (14) over b2 and b4 by a3, or over d2
+    // and d4 by e3: the destination alone is ambiguous.
+    await page.goto(`${server.url}/#/?variant=english&fen=${encodeURIComponent("W:W30:B17,18,25,26")}`);
+    await page.waitForSelector(".preview[data-variant=english] g[data-piece]");
+    assert.equal(await page.locator(".preview g[data-piece]").count(), 5);
+    await page.click("[data-testid=hotseat]");
+    await gameId(page);
+    assert.ok(await waitForTurn(page));
+    await page.click('g[data-sq="c1"]');
+    assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll("g.landing")].map((g) => g.dataset.sq).sort()), ["a3", "e3"]);
+    await page.click('g[data-sq="c5"]');
+    let s = await statusOf(page);
+    assert.equal(s.ply, 0, "nothing sent for an ambiguous destination");
+    assert.equal(s.refused, 1);
+    assert.match(await page.textContent("[data-testid=toast]"), /several captures end on 14/);
+    await page.click('g[data-sq="a3"]');
+    await page.click('g[data-sq="c5"]');
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=status]").dataset.ply) === 1);
+    const left = await page.evaluate(() => [...document.querySelectorAll("g[data-piece]")].map((g) => `${g.dataset.sq}:${g.dataset.piece}`).sort());
+    assert.deepEqual(left, ["c5:white-man", "d2:black-man", "d4:black-man"]);
+    assert.equal(await page.textContent("[data-testid=moves] button.mv"), "30x21x14");
+    await page.context().close();
+  });
+
   test("challenge by link, a spectator tab following the game, rematch offered and accepted", async () => {
     const ann = await newPage(browser);
     await choose(ann, { variant: "english", color: "black" });

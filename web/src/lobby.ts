@@ -56,6 +56,9 @@ export function lobbyPage(root: HTMLElement): () => void {
   const nmc = h("input", { type: "checkbox", "data-testid": "opt-no-mandatory-capture", checked: prefs.noMandatoryCapture });
   const pmc = h("input", { type: "checkbox", "data-testid": "opt-promote-mid-capture", checked: prefs.promoteMidCapture });
   const limit = h("input", { type: "number", min: 0, max: 1000, value: String(prefs.moveLimit), "data-testid": "opt-move-limit", class: "small" });
+  // A start position other than the variant's (FEN as PDN writes it; Turkish with algebraic squares).
+  const fenInput = h("input", { placeholder: "start position FEN (optional)", value: q.get("fen") ?? "", "data-testid": "fen", class: "fen" });
+  const fen = () => fenInput.value.trim();
   const timeSel = select("time", TIME_CONTROLS.map((t) => [t.key, t.label]), prefs.time);
   const colorSel = select("color", [["white", "White"], ["black", "Black"], ["random", "Random"]], prefs.color);
   const levelSel = select("level", [1, 2, 3, 4, 5, 6, 7, 8].map((l) => [String(l), `Level ${l}`]), String(prefs.level));
@@ -94,10 +97,10 @@ export function lobbyPage(root: HTMLElement): () => void {
     const rs = current();
     try {
       // The server checks the options (one that does not apply to the variant is refused).
-      const plain = !rs.options?.noMandatoryCapture && !rs.options?.promoteMidCapture && !rs.options?.moveLimit;
+      const plain = !rs.options?.noMandatoryCapture && !rs.options?.promoteMidCapture && !rs.options?.moveLimit && !fen();
       const { geometry, start: plainStart } = await geometryOf(rs.variant);
       // With house rules, one more call: the server accepts or refuses them for this variant.
-      const start = plain ? plainStart : await retrying(() => rulesApi.listMoves({ rules: rs }));
+      const start = plain ? plainStart : await retrying(() => rulesApi.listMoves({ rules: rs, fen: fen() }));
       if (seq !== previewSeq || closed) return;
       rulesError.textContent = "";
       startButtons.forEach((b) => (b.disabled = false));
@@ -141,14 +144,14 @@ export function lobbyPage(root: HTMLElement): () => void {
     const ai = create(PlayerSchema, { id: `ai:${levelSel.value}` });
     const self = create(PlayerSchema, { id: "" });
     const white = myColor() === Color.WHITE;
-    const g = await retrying(() => games.createGame({ rules: current(), timeControl: timeControl(), white: white ? self : ai, black: white ? ai : self }, bearer(me)));
+    const g = await retrying(() => games.createGame( { rules: current(), fen: fen(), timeControl: timeControl(), white: white ? self : ai, black: white ? ai : self }, bearer(me)));
     location.hash = `#/game/${g.gameId}`;
   });
 
   const challenge = start("Create a challenge link", "challenge-link", async () => {
     const me = await ensureIdentity();
     const c = colorSel.value === "random" ? Color.UNSPECIFIED : myColor();
-    const inv = await retrying(() => games.createInvitation({ rules: current(), timeControl: timeControl(), color: c }, bearer(me)));
+    const inv = await retrying(() => games.createInvitation( { rules: current(), fen: fen(), timeControl: timeControl(), color: c }, bearer(me)));
     location.hash = `#/invite/${inv.invitationId}`;
   });
 
@@ -157,7 +160,7 @@ export function lobbyPage(root: HTMLElement): () => void {
     // once with its own token (the ordinary consent flow; both tokens stay in this browser).
     const me = await ensureIdentity();
     const second = await newGuest("Player 2");
-    const inv = await retrying(() => games.createInvitation({ rules: current(), timeControl: timeControl(), inviteeId: second.id, color: Color.WHITE }, bearer(me)));
+    const inv = await retrying(() => games.createInvitation( { rules: current(), fen: fen(), timeControl: timeControl(), inviteeId: second.id, color: Color.WHITE }, bearer(me)));
     const g = await retrying(() => games.acceptInvitation({ invitationId: inv.invitationId }, bearer(second)));
     setHotseatIdentity(g.gameId, second);
     location.hash = `#/game/${g.gameId}`;
@@ -238,7 +241,7 @@ export function lobbyPage(root: HTMLElement): () => void {
     }
   }
 
-  for (const e of [variantSel, nmc, pmc, limit]) e.addEventListener("change", () => void updatePreview());
+  for (const e of [variantSel, nmc, pmc, limit, fenInput]) e.addEventListener("change", () => void updatePreview());
   for (const e of [timeSel, colorSel, levelSel]) e.addEventListener("change", savePrefs);
 
   root.replaceChildren(
@@ -257,6 +260,7 @@ export function lobbyPage(root: HTMLElement): () => void {
           h("label", {}, nmc, " no mandatory capture (8×8)"),
           h("label", {}, pmc, " promote mid-capture"),
           h("label", {}, "move limit ", limit, " (0 = the variant's rule)"),
+          h("label", {}, fenInput),
         ),
         rulesError,
         h("label", {}, "Time ", timeSel),
