@@ -148,11 +148,20 @@ export const ONGOING = 1;
 
 /** Waits until this page may move (a movable piece) or the game is over; true when it may move. */
 export async function waitForTurn(page, timeout = 20_000) {
-  await page.waitForFunction(
-    () => document.querySelector("circle.piece.movable") || Number(document.querySelector("[data-testid=status]")?.dataset.outcome ?? 1) > 1,
-    null,
-    { timeout },
-  );
+  try {
+    await page.waitForFunction(
+      () => document.querySelector("circle.piece.movable") || Number(document.querySelector("[data-testid=status]")?.dataset.outcome ?? 1) > 1,
+      null,
+      { timeout },
+    );
+  } catch (e) {
+    // Say what the page showed, and keep a picture of it.
+    const s = await statusOf(page).catch(() => null);
+    const conn = await page.textContent("[data-testid=connection]").catch(() => null);
+    const file = join(outDir("failures"), `turn-${Date.now()}.png`);
+    await page.screenshot({ path: file }).catch(() => {});
+    throw new Error(`no turn after ${timeout} ms at ${page.url()}: status ${JSON.stringify(s)}, connection "${conn}", screenshot ${file}`, { cause: e });
+  }
   return (await statusOf(page)).outcome === ONGOING;
 }
 

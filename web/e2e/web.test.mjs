@@ -257,8 +257,12 @@ describe("web client", () => {
         await playRandomMove(p);
       }
     }
-    const ply = (await statusOf(ann)).ply;
-    await spectator.waitForFunction((n) => Number(document.querySelector("[data-testid=status]").dataset.ply) === n, ply);
+    const ply = (await statusOf(bob)).ply;
+    assert.equal(ply, 6);
+    await ann.waitForFunction((n) => Number(document.querySelector("[data-testid=status]").dataset.ply) === n, ply);
+    await spectator.waitForFunction((n) => Number(document.querySelector("[data-testid=status]").dataset.ply) === n, ply).catch(async (e) => {
+      throw new Error(`spectator at ${JSON.stringify(await statusOf(spectator))}, players at ${ply}; ${await spectator.evaluate(() => JSON.stringify(window.__draughtsCalls ?? []))}`, { cause: e });
+    });
     const pieces = (p) => p.evaluate(() => [...document.querySelectorAll("g[data-piece]")].map((g) => `${g.dataset.sq}:${g.dataset.piece}`).sort().join(" "));
     assert.equal(await pieces(spectator), await pieces(ann), "the spectator sees the players' position");
     assert.equal(await spectator.locator("circle.piece.movable").count(), 0, "a spectator cannot move");

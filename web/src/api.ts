@@ -1,6 +1,6 @@
 // The API clients (generated from proto/ by protoc-gen-es; gRPC-Web transport of connect-web), the
 // browser's identities (guest tokens, an optional identity-provider player token) and one retry rule.
-import { Code, ConnectError, createClient, type CallOptions, type Client } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type CallOptions, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { Auth } from "./gen/draughts/v1/auth_pb.js";
 import { Games } from "./gen/draughts/v1/games_pb.js";
@@ -9,7 +9,23 @@ import { Analysis } from "./gen/draughts/v1/analysis_pb.js";
 import type { Player } from "./gen/draughts/v1/common_pb.js";
 
 // Same origin as the page: draughtsd serves both, so no CORS is involved.
-const transport = createGrpcWebTransport({ baseUrl: location.origin });
+// The last calls and whether they were answered (for a look from the browser's console or a test).
+const calls: { method: string; at: number; ms?: number; error?: string }[] = [];
+(window as unknown as { __draughtsCalls: typeof calls }).__draughtsCalls = calls;
+const recordCalls: Interceptor = (next) => async (req) => {
+  const c: (typeof calls)[number] = { method: req.method.name, at: Math.round(performance.now()) };
+  calls.push(c);
+  if (calls.length > 40) calls.shift();
+  try {
+    return await next(req);
+  } catch (e) {
+    c.error = ConnectError.from(e).rawMessage;
+    throw e;
+  } finally {
+    c.ms = Math.round(performance.now()) - c.at;
+  }
+};
+const transport = createGrpcWebTransport({ baseUrl: location.origin, interceptors: [recordCalls] });
 
 export const auth: Client<typeof Auth> = createClient(Auth, transport);
 export const games: Client<typeof Games> = createClient(Games, transport);

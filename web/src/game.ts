@@ -374,6 +374,7 @@ export function gamePage(root: HTMLElement, gameId: string): () => void {
 
   async function watch() {
     let backoff = 500;
+    let notFound = 0;
     while (!closed) {
       try {
         const stream = games.watchGame({ gameId }, { ...bearer(me), signal: abort.signal });
@@ -402,7 +403,9 @@ export function gamePage(root: HTMLElement, gameId: string): () => void {
       } catch (e) {
         if (closed) return;
         const err = ConnectError.from(e);
-        if (err.code === Code.NotFound || err.code === Code.InvalidArgument) {
+        // An invitation is reported accepted a moment before its game exists: a just-accepted game
+        // may be NOT_FOUND for that moment, so look a few times before giving up.
+        if (err.code === Code.InvalidArgument || (err.code === Code.NotFound && (view || ++notFound > 6))) {
           status.textContent = `No such game: ${gameId}`;
           return;
         }
