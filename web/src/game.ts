@@ -407,7 +407,14 @@ export function gamePage(root: HTMLElement, gameId: string): () => void {
         // may be NOT_FOUND for that moment, so look a few times before giving up.
         if (err.code === Code.InvalidArgument || (err.code === Code.NotFound && (view || ++notFound > 6))) {
           status.textContent = `No such game: ${gameId}`;
+          conn.textContent = "";
           return;
+        }
+        if (err.code === Code.NotFound) {
+          status.textContent = "Looking for the game…";
+          await sleep(backoff);
+          backoff = Math.min(backoff * 2, 4000);
+          continue;
         }
       }
       // The stream ended or broke (e.g. the server restarted): show it and come back.
