@@ -38,3 +38,18 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests (cargo test --workspace)"
 cargo test --workspace --locked
+
+step "web client (npm ci, build, end-to-end in headless Chromium)"
+web_missing=()
+command -v npm >/dev/null 2>&1 || web_missing+=(nodejs npm)
+[ -x /usr/bin/chromium ] || web_missing+=(chromium)
+if [ ${#web_missing[@]} -gt 0 ]; then
+  echo "installing: ${web_missing[*]}"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${web_missing[@]}"
+fi
+cargo build -p draughtsd --locked
+(cd web && npm ci --no-audit --no-fund && npm run build && \
+  DRAUGHTSD_BIN="${CARGO_TARGET_DIR:-$PWD/../target}/debug/draughtsd" npm run test:e2e)

@@ -15,6 +15,7 @@ pub mod listen;
 pub mod propagation;
 pub mod serve;
 pub mod telemetry;
+pub mod web;
 
 pub use config::{BackendConfig, ConfigError, ConnectionLimits, ServerConfig, TelemetryConfig};
 pub use serve::{ServeError, Services, serve, shutdown_signal};

@@ -33,12 +33,15 @@ pub enum ServeError {
 pub struct Services {
     routes: RoutesBuilder,
     names: Vec<&'static str>,
+    /// Static files served on the same port for `GET`/`HEAD` (the web client), if any.
+    files: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Services {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Services")
             .field("names", &self.names)
+            .field("files", &self.files)
             .finish()
     }
 }
@@ -62,6 +65,13 @@ impl Services {
     {
         self.names.push(S::NAME);
         self.routes.add_service(svc);
+        self
+    }
+
+    /// Also serves the files under `dir` on the same port: `GET`/`HEAD` requests get them (see
+    /// [`crate::web`]), gRPC and gRPC-Web calls are unaffected.
+    pub fn serve_files(&mut self, dir: impl Into<std::path::PathBuf>) -> &mut Self {
+        self.files = Some(dir.into());
         self
     }
 
@@ -186,6 +196,7 @@ pub async fn serve(
         .max_concurrent_streams(limits.max_streams_per_connection)
         .layer(crate::edge::ConnLayer)
         .layer(cors)
+        .layer(crate::web::StaticFilesLayer::new(services.files.as_deref()))
         .layer(tonic_web::GrpcWebLayer::new())
         .layer(RpcLayer)
         .add_routes(services.routes.routes())

@@ -50,7 +50,17 @@ pub struct Config {
     /// Redis). Without Redis nothing else sees the queue, so this is refused with `memory://`.
     #[arg(long, env = "DRAUGHTS_ANALYSIS_EXTERNAL_WORKERS")]
     pub analysis_external_workers: bool,
+    /// Folder of the web client's built files, served on the gRPC port (open `http://<listen>/`).
+    /// Unset: the repository's `web/dist` when it has been built (`npm run build` in `web/`).
+    #[arg(long, env = "DRAUGHTS_WEB_DIR", conflicts_with = "no_web")]
+    pub web_dir: Option<std::path::PathBuf>,
+    /// Serve no web client.
+    #[arg(long, env = "DRAUGHTS_NO_WEB")]
+    pub no_web: bool,
 }
+
+/// Where the repository's web client is built (`web/dist`), as seen from this crate's sources.
+pub const REPOSITORY_WEB_DIST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../web/dist");
 
 impl Config {
     /// Port 0 on loopback, the given backends, test secrets, short consumer waits, one analysis slot.
@@ -77,6 +87,25 @@ impl Config {
                 analysis_shutdown_grace_ms: 1_000,
             },
             analysis_external_workers: false,
+            web_dir: None,
+            no_web: true,
+        }
+    }
+
+    /// The folder of web client files to serve, if any: `--web-dir`, else the repository's built
+    /// `web/dist` (when its `index.html` exists); none with `--no-web`.
+    pub fn web_files(&self) -> Option<std::path::PathBuf> {
+        if self.no_web {
+            return None;
+        }
+        match &self.web_dir {
+            Some(dir) => Some(dir.clone()),
+            None => {
+                let dist = std::path::Path::new(REPOSITORY_WEB_DIST);
+                dist.join("index.html")
+                    .is_file()
+                    .then(|| dist.to_path_buf())
+            }
         }
     }
 
@@ -87,6 +116,15 @@ impl Config {
         self.auth.validate()?;
         self.ratings.validate()?;
         self.games.validate()?;
+        if let Some(dir) = &self.web_dir
+            && !self.no_web
+            && !dir.join("index.html").is_file()
+        {
+            return Err(ConfigError(format!(
+                "web-dir (DRAUGHTS_WEB_DIR) {}: no index.html there (build the client with `npm run build` in web/)",
+                dir.display()
+            )));
+        }
         Ok(())
     }
 }
@@ -227,9 +265,14 @@ pub async fn run(
     }
     let backends = connect(&config).await?;
     let platform = Platform::new(&config, &backends).await?;
-    let services = platform.services(&config);
+    let mut services = platform.services(&config);
+    let web = config.web_files();
+    if let Some(dir) = &web {
+        services.serve_files(dir);
+    }
     tracing::info!(
         services = ?services.names(),
+        web = ?web,
         live = %config.backends.redis_url,
         database = ?backends.db.backend(),
         "draughtsd starting"

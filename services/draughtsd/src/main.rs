@@ -22,7 +22,15 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     let listener = draughts_runtime::listen::bind("gRPC listener", config.server.listen).await?;
-    tracing::info!(addr = %listener.local_addr()?, "draughtsd listening (gRPC and gRPC-Web)");
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "draughtsd listening (gRPC and gRPC-Web)");
+    match config.web_files() {
+        Some(dir) => tracing::info!(dir = %dir.display(), "web client: open http://{addr}/"),
+        None if !config.no_web => tracing::info!(
+            "no web client built (run `npm ci && npm run build` in web/ to serve it here)"
+        ),
+        None => {}
+    }
     draughtsd::run(config, listener, draughts_runtime::shutdown_signal()).await?;
     Ok(())
 }
