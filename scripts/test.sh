@@ -50,6 +50,25 @@ if [ ${#web_missing[@]} -gt 0 ]; then
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${web_missing[@]}"
 fi
-cargo build -p draughtsd --locked
+cargo build --workspace --bins --locked
 (cd web && npm ci --no-audit --no-fund && npm run build && \
   DRAUGHTSD_BIN="${CARGO_TARGET_DIR:-$PWD/../target}/debug/draughtsd" npm run test:e2e)
+
+step "container images (podman build; each binary run inside its image root)"
+if ! command -v podman >/dev/null 2>&1; then
+  echo "installing: podman"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends podman ||
+    echo "podman could not be installed"
+fi
+if ! command -v podman >/dev/null 2>&1; then
+  echo "SKIPPED: podman is missing, container images not checked"
+elif [ "$(id -u)" != 0 ]; then
+  echo "SKIPPED: checking images needs root (podman image mount + chroot)"
+else
+  deploy/images/build.sh --profile debug --tag test
+fi
+
+step "deployment manifests (render every overlay, validate offline, lint the security settings)"
+deploy/check.sh
