@@ -438,8 +438,8 @@ async fn a_computer_move_is_answered(channel: tonic::transport::Channel) {
 }
 
 /// Complete games against the computer through Games, on the embedded backends: the person plays the
-/// first legal move each turn; the computer (`ai:1`, `ai:8`) answers through the analysis queue and
-/// the in-process workers until the rules end the game.
+/// first legal move each turn; the computer (`ai:1` to `ai:8`, in five variants) answers through the
+/// analysis queue and the in-process workers until the rules end the game.
 #[tokio::test]
 async fn complete_games_against_the_computer() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -471,7 +471,13 @@ async fn complete_games_against_the_computer() {
         .into_inner();
     let my_id = me.player.unwrap().id;
     let mut games = pb::games_client::GamesClient::new(channel.clone());
-    for (variant, level) in [(pb::Variant::English, 1), (pb::Variant::International, 8)] {
+    for (variant, level) in [
+        (pb::Variant::English, 1),
+        (pb::Variant::Russian, 3),
+        (pb::Variant::Turkish, 2),
+        (pb::Variant::Antidraughts, 2),
+        (pb::Variant::International, 8),
+    ] {
         let computer = format!("ai:{level}");
         let game = games
             .create_game(authed(
