@@ -327,6 +327,20 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
         })
     }
 
+    /// The `waiting` count of [`backlog`](LiveStore::backlog) alone: one round trip where the
+    /// backend knows the group's lag (Redis 7), for a work queue's capacity check on every submit.
+    /// Fails with NotFound if the group does not exist.
+    async fn waiting(&self, stream: &str, group: &str) -> Result<u64, StoreError> {
+        let groups = self.groups(stream).await?;
+        match groups.into_iter().find(|g| g.name == group) {
+            Some(GroupInfo { lag: Some(lag), .. }) => Ok(lag),
+            Some(_) => Ok(self.backlog(stream, group).await?.waiting),
+            None => Err(StoreError::not_found(format!(
+                "consumer group {group:?} of stream {stream:?}"
+            ))),
+        }
+    }
+
     /// Up to `max` entries with an id greater than `after` (`None`: from the start), in
     /// order. Does not wait. For history and catch-up.
     async fn range(

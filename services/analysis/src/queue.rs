@@ -344,7 +344,7 @@ impl Queue {
         // entry is appended below.
         let key = contract::job_key(&record.job_id);
         let (backlog, written) = tokio::join!(
-            self.live.backlog(record.class.stream(), contract::GROUP),
+            self.live.waiting(record.class.stream(), contract::GROUP),
             self.live
                 .put(&key, encode(&record).into(), None, Some(self.ttl()))
         );
