@@ -350,7 +350,7 @@ impl Queue {
         );
         let full = backlog
             .as_ref()
-            .is_ok_and(|b| b.waiting >= self.config.max_queued);
+            .is_ok_and(|waiting| *waiting >= self.config.max_queued);
         if full || backlog.is_err() || written.is_err() {
             if written.is_ok() {
                 let _ = self.live.delete(&key).await;
