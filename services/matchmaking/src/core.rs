@@ -40,8 +40,6 @@ use crate::ports::{AgreedGame, GamesPort, RatingsPort};
 
 /// How long a ticket record is kept after its last change.
 const TICKET_TTL: Duration = Duration::from_secs(3600);
-/// How long a claimed pairing waits before another replica may finish it.
-const COMMIT_RETRY: Duration = Duration::from_secs(10);
 /// Most members one wave reads from a pool.
 pub const MAX_POOL_READ: usize = 200_000;
 /// Most pairs one wave commits at once.
@@ -61,6 +59,8 @@ pub struct Settings {
     pub lease_ttl: Duration,
     pub rules: pairing::Rules,
     pub max_pools_per_seek: usize,
+    /// How long a claimed pairing waits before another replica may finish it (10 s in service).
+    pub commit_retry: Duration,
 }
 
 /// A signed-in caller, as the auth layer established them.
@@ -468,8 +468,15 @@ impl Matchmaker {
                 .map_err(|e| MatchmakingError::Corrupt(format!("pairing task: {e}")))?
         };
         use futures_util::StreamExt;
-        let results: Vec<bool> = futures_util::stream::iter(pairs.iter())
-            .map(|&(a, b)| self.pair_tickets(pool, token, &members[a], &members[b]))
+        let jobs: Vec<(Member, Member)> = pairs
+            .iter()
+            .map(|&(a, b)| (members[a].clone(), members[b].clone()))
+            .collect();
+        let results: Vec<bool> = futures_util::stream::iter(jobs)
+            .map(|(a, b)| {
+                let (this, pool) = (self.clone(), pool.clone());
+                async move { this.pair_tickets(&pool, token, &a, &b).await }
+            })
             .buffer_unordered(COMMIT_PARALLELISM)
             .map(|r| match r {
                 Ok(paired) => paired,
@@ -513,7 +520,7 @@ impl Matchmaker {
         let schedule = Effect::Schedule {
             set: mm::COMMITS.into(),
             member: commit_text.clone(),
-            at_unix_ms: now_unix_ms() + ms(COMMIT_RETRY),
+            at_unix_ms: now_unix_ms() + ms(self.settings.commit_retry),
         };
         if !self
             .claim(&commit, &commit.white, &commit.black, &[schedule])
@@ -750,7 +757,7 @@ impl Matchmaker {
     pub async fn recover(&self) -> MatchmakingResult<usize> {
         let due = self
             .live
-            .claim_due(mm::COMMITS, now_unix_ms(), 16, COMMIT_RETRY)
+            .claim_due(mm::COMMITS, now_unix_ms(), 16, self.settings.commit_retry)
             .await?;
         let mut finished = 0;
         for text in due {

@@ -9,6 +9,7 @@
 //! | `mm-wave:{pool}` | versioned key, TTL | [`WaveLease`] | who runs the pool's waves; its version is the fencing token |
 //! | `mm-commits` | schedule | member [`Commit`] (JSON text), time = when another replica may finish it | pairings claimed but not finished: finished by any replica after a crash |
 //! | `mm-ticket-events:{id}` | pub/sub | `{"v":1}` | a wake-up: the ticket changed, re-read it |
+//! | `mm-pokes` | pub/sub | `{"v":1,"pool":"<pool id>"}` ([`encode_poke`]) | a seek joined the pool: its wave runner may run a wave at once |
 //! | `mm-stats:{pool}` | versioned key | [`PoolStats`] | the pool's typical wait |
 //! | `mm-online` | schedule | member = player id, time = last seen + 60 s | players online |
 //! | `mm-lobby` | schedule | member = lobby seek id, time = its expiry | the lobby's open seeks |
@@ -63,6 +64,24 @@ pub fn lobby_of(player: &str) -> String {
 pub fn lobby_seek_key(id: &str) -> String {
     format!("mm-lobby-seek:{id}")
 }
+pub const POKES: &str = "mm-pokes";
+
+#[derive(Serialize, Deserialize)]
+struct Poke {
+    pool: String,
+}
+
+pub fn encode_poke(pool: &str) -> Vec<u8> {
+    encode(&Poke {
+        pool: pool.to_owned(),
+    })
+}
+
+/// The pool of a poke (`None`: not a version-1 poke; pokes are wake-ups and may be dropped).
+pub fn decode_poke(payload: &[u8]) -> Option<String> {
+    decode::<Poke>(payload).ok().map(|p| p.pool)
+}
+
 /// The wake-up published on [`ticket_channel`].
 pub const SIGNAL: &[u8] = br#"{"v":1}"#;
 /// Games' schedule of running clocks (one member per ongoing game: `services/validation`'s
