@@ -81,8 +81,15 @@ enum ClientCommand {
     /// Games.CreateInvitation: invite a player (by id) to a game with you (--token); prints the
     /// invitation id, which becomes the game's id when they accept.
     Create(crate::games_cli::CreateArgs),
-    /// Games.AcceptInvitation: accept an invitation to you (--token); prints the game's id.
+    /// Accept a challenge, rematch, lobby seek or invitation to you (--token): Matchmaking.Accept
+    /// (Games.AcceptInvitation on a server without Matchmaking); prints the game's id.
     Accept { invitation_id: String },
+    /// Matchmaking.Seek: wait in one or more quick-pairing pools until paired; prints the game's id.
+    Seek(crate::matchmaking_cli::SeekArgs),
+    /// Matchmaking.Challenge: challenge a player by id (or open a link); prints the invitation id.
+    Challenge(crate::matchmaking_cli::ChallengeArgs),
+    /// The lobby: its numbers and open seeks; `--pools` lists the pools, `--offer` lists a custom game.
+    Lobby(crate::matchmaking_cli::LobbyArgs),
     /// Play a game from the terminal: your moves from stdin, the opponent's as they come. At the end
     /// of input you leave the game: it goes on and your clock runs (run `play` again to come back).
     Play { game_id: String },
@@ -384,8 +391,13 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
         }
         ClientCommand::Create(a) => crate::games_cli::create(&channel, &caller, a).await?,
         ClientCommand::Accept { invitation_id } => {
-            crate::games_cli::accept(&channel, &caller, &invitation_id).await?
+            crate::matchmaking_cli::accept(&channel, &caller, &invitation_id).await?
         }
+        ClientCommand::Seek(a) => crate::matchmaking_cli::seek(&channel, &caller, a).await?,
+        ClientCommand::Challenge(a) => {
+            crate::matchmaking_cli::challenge(&channel, &caller, a).await?
+        }
+        ClientCommand::Lobby(a) => crate::matchmaking_cli::lobby(&channel, &caller, a).await?,
         ClientCommand::Play { game_id } => {
             crate::games_cli::play(&channel, &caller, &game_id).await?
         }

@@ -4,6 +4,7 @@ mod ai_cmds;
 mod analysis_cli;
 mod client;
 mod games_cli;
+mod matchmaking_cli;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

@@ -194,3 +194,88 @@ fn err_id(stderr: &str) -> String {
         .unwrap_or_default()
         .to_owned()
 }
+
+/// `seek` by two guests at once pairs them into one game; `lobby --pools` lists the pools; a lobby
+/// offer is listed by `lobby` and started by the other's `accept`; `challenge` + `accept`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seek_lobby_challenge_and_accept() {
+    let server = platform(10).await;
+    let mut tokens = Vec::new();
+    let mut ids = Vec::new();
+    for name in ["Ann", "Bob", "Cy", "Di"] {
+        let (ok, token, err) = client(&server, &["guest", "--name", name]).await;
+        assert!(ok, "{err}");
+        tokens.push(token.trim().to_owned());
+        ids.push(err_id(&err));
+    }
+    let (ok, pools, err) = client(&server, &["--token", &tokens[0], "lobby", "--pools"]).await;
+    assert!(ok, "{err}");
+    assert!(pools.lines().any(|l| l == "english-3+2-casual"), "{pools}");
+    let seek = |token: String| {
+        let server_addr = server.addr().to_string();
+        tokio::task::spawn_blocking(move || {
+            let out = Command::new(env!("CARGO_BIN_EXE_draughts"))
+                .env_remove("DRAUGHTS_TOKEN")
+                .args(["client", "--server", &server_addr])
+                .args(["--token", &token, "seek", "english-3+2-casual"])
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        })
+    };
+    let (a, b) = (seek(tokens[0].clone()), seek(tokens[1].clone()));
+    let ((ok_a, game_a, err_a), (ok_b, game_b, err_b)) = (a.await.unwrap(), b.await.unwrap());
+    assert!(ok_a && ok_b, "{err_a}\n{err_b}");
+    assert_eq!(game_a, game_b);
+    assert!(err_a.contains("paired in english-3+2-casual"), "{err_a}");
+    // A lobby offer, listed, accepted by another player.
+    let (ok, offer, err) = client(
+        &server,
+        &[
+            "--token", &tokens[2], "lobby", "--offer", "-v", "russian", "--white",
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    let offer = offer.trim().to_owned();
+    let (ok, listing, err) = client(&server, &["--token", &tokens[3], "lobby"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        listing.contains(&offer) && listing.contains("RUSSIAN"),
+        "{listing}"
+    );
+    assert!(listing.contains("games in progress"), "{listing}");
+    let (ok, game, err) = client(&server, &["--token", &tokens[3], "accept", &offer]).await;
+    assert!(ok, "{err}");
+    assert_eq!(game.trim(), offer);
+    // A challenge by id, accepted.
+    let (ok, challenge, err) = client(
+        &server,
+        &[
+            "--token",
+            &tokens[0],
+            "challenge",
+            "-v",
+            "english",
+            "--opponent",
+            &ids[2],
+            "--days",
+            "3",
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    let (ok, game, err) = client(
+        &server,
+        &["--token", &tokens[2], "accept", challenge.trim()],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert_eq!(game.trim(), challenge.trim());
+    server.stop().await;
+}

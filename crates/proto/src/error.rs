@@ -44,6 +44,24 @@ pub fn status_code(kind: ErrorKind) -> tonic::Code {
     }
 }
 
+/// The table read backwards: the kind of an error another service of the platform answered with (a
+/// status received from Games, forwarded to this service's caller with its message).
+pub fn kind_of_code(code: tonic::Code) -> ErrorKind {
+    match code {
+        tonic::Code::InvalidArgument | tonic::Code::OutOfRange => ErrorKind::InvalidArgument,
+        tonic::Code::FailedPrecondition => ErrorKind::FailedPrecondition,
+        tonic::Code::NotFound => ErrorKind::NotFound,
+        tonic::Code::AlreadyExists => ErrorKind::AlreadyExists,
+        tonic::Code::Aborted => ErrorKind::Conflict,
+        tonic::Code::Unauthenticated => ErrorKind::Unauthenticated,
+        tonic::Code::PermissionDenied => ErrorKind::PermissionDenied,
+        tonic::Code::ResourceExhausted => ErrorKind::ResourceExhausted,
+        tonic::Code::Unavailable | tonic::Code::Cancelled => ErrorKind::Unavailable,
+        tonic::Code::DeadlineExceeded => ErrorKind::DeadlineExceeded,
+        _ => ErrorKind::Internal,
+    }
+}
+
 /// THE mapping from a store failure to an error kind, used by every service for its store errors
 /// (feature `store`):
 /// - `Unavailable` (Redis or the database unreachable, a timeout): UNAVAILABLE, retry later;
@@ -135,6 +153,25 @@ mod tests {
         ];
         let codes: std::collections::HashSet<_> = kinds.iter().map(|k| status_code(*k)).collect();
         assert_eq!(codes.len(), kinds.len());
+    }
+
+    #[test]
+    fn received_codes_read_back_to_their_kind() {
+        for kind in [
+            ErrorKind::InvalidArgument,
+            ErrorKind::FailedPrecondition,
+            ErrorKind::NotFound,
+            ErrorKind::AlreadyExists,
+            ErrorKind::Conflict,
+            ErrorKind::Unauthenticated,
+            ErrorKind::PermissionDenied,
+            ErrorKind::ResourceExhausted,
+            ErrorKind::Unavailable,
+            ErrorKind::DeadlineExceeded,
+            ErrorKind::Internal,
+        ] {
+            assert_eq!(kind_of_code(status_code(kind)), kind);
+        }
     }
 
     #[cfg(feature = "store")]

@@ -25,4 +25,4 @@ pub mod pb {
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/draughts_descriptor.bin"));
 
-pub use error::{ApiError, ErrorKind, ServiceError, status_code};
+pub use error::{ApiError, ErrorKind, ServiceError, kind_of_code, status_code};

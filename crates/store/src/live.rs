@@ -447,6 +447,10 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
     /// How many members schedule `set` holds (due or not).
     async fn schedule_len(&self, set: &str) -> Result<u64, StoreError>;
 
+    /// Up to `max` members of schedule `set` with their times, earliest first (ties by member), without
+    /// removing them: how a small index (a matchmaking pool's seekers) is read in one round trip.
+    async fn scheduled(&self, set: &str, max: usize) -> Result<Vec<(String, u64)>, StoreError>;
+
     // ---- rate limiting ----
 
     /// Counts one hit on `key` and returns the number of hits in the current fixed window

@@ -657,6 +657,22 @@ impl LiveStore for MemoryStore {
         }))
     }
 
+    async fn scheduled(&self, set: &str, max: usize) -> Result<Vec<(String, u64)>, StoreError> {
+        let max = positive_max(max)?;
+        Ok(self
+            .lock()
+            .schedules
+            .get(set)
+            .map_or_else(Vec::new, |schedule| {
+                schedule
+                    .by_time
+                    .iter()
+                    .take(max)
+                    .map(|(at, member)| (member.clone(), *at))
+                    .collect()
+            }))
+    }
+
     async fn hit(&self, key: &str, window: Duration) -> Result<u64, StoreError> {
         positive_ms("rate window", window)?;
         let now = Instant::now();

@@ -749,6 +749,25 @@ impl LiveStore for RedisStore {
             .await
     }
 
+    async fn scheduled(&self, set: &str, max: usize) -> Result<Vec<(String, u64)>, StoreError> {
+        let max = positive_max(max)?;
+        let mut cmd = redis::cmd("ZRANGE");
+        cmd.arg(self.keys.schedule(set))
+            .arg(0)
+            .arg(max.saturating_sub(1))
+            .arg("WITHSCORES");
+        let members: Vec<(String, f64)> = self.query(&cmd).await?;
+        Ok(members
+            .into_iter()
+            .map(|(member, score)| {
+                // Scores are the integers given to `schedule` (exact below 2^53).
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let at = score.max(0.0) as u64;
+                (member, at)
+            })
+            .collect())
+    }
+
     async fn hit(&self, key: &str, window: Duration) -> Result<u64, StoreError> {
         let window_ms = positive_ms("rate window", window)?;
         Ok(self

@@ -46,6 +46,8 @@ pub struct Config {
     pub analysis: draughts_analysis::AnalysisConfig,
     #[command(flatten)]
     pub analysis_workers: draughts_analysis::WorkerArgs,
+    #[command(flatten)]
+    pub matchmaking: draughts_matchmaking::MatchmakingConfig,
     /// Run no analysis workers in this process (workers run as `draughts-analysis-worker` on the same
     /// Redis). Without Redis nothing else sees the queue, so this is refused with `memory://`.
     #[arg(long, env = "DRAUGHTS_ANALYSIS_EXTERNAL_WORKERS")]
@@ -87,6 +89,10 @@ impl Config {
                 analysis_shutdown_grace_ms: 1_000,
             },
             analysis_external_workers: false,
+            matchmaking: draughts_matchmaking::MatchmakingConfig {
+                matchmaking_wave_ms: 200,
+                ..draughts_matchmaking::MatchmakingConfig::defaults()
+            },
             web_dir: None,
             no_web: true,
         }
@@ -116,6 +122,7 @@ impl Config {
         self.auth.validate()?;
         self.ratings.validate()?;
         self.games.validate()?;
+        self.matchmaking.validate()?;
         if let Some(dir) = &self.web_dir
             && !self.no_web
             && !dir.join("index.html").is_file()
@@ -152,6 +159,8 @@ pub enum StartError {
     Ratings(#[from] draughts_ratings::StartError),
     #[error(transparent)]
     Analysis(#[from] draughts_analysis::StartError),
+    #[error(transparent)]
+    Matchmaking(#[from] draughts_matchmaking::StartError),
 }
 
 /// The connected backends, shared by every service of the process.
@@ -181,6 +190,7 @@ pub struct Platform {
     pub validation: draughts_validation::Validation,
     pub ratings: draughts_ratings::Ratings,
     pub analysis: draughts_analysis::Analysis,
+    pub matchmaking: draughts_matchmaking::Matchmaking,
     /// In-process analysis workers (`None`: external workers serve the queue).
     pub analysis_workers: Option<draughts_analysis::WorkerConfig>,
 }
@@ -207,10 +217,33 @@ impl Platform {
         let validation = validation.with_computer(Arc::new(computer::QueuedComputer {
             analysis: analysis.core.clone(),
         }));
+        // `run` points matchmaking at this process's port; a platform built without `run` (tests)
+        // gets the configured listen address and the admin key (or a random one).
+        let mut mm_config = config.matchmaking.clone();
+        let own = format!("http://{}", config.server.listen);
+        mm_config
+            .matchmaking_games_url
+            .get_or_insert_with(|| own.clone());
+        mm_config.matchmaking_ratings_url.get_or_insert(own);
+        if mm_config.matchmaking_api_key.is_none() {
+            mm_config.matchmaking_api_key = Some(
+                config
+                    .auth
+                    .admin_api_key
+                    .clone()
+                    .unwrap_or_else(|| format!("dk_{}", random_secret())),
+            );
+        }
+        let matchmaking = draughts_matchmaking::Matchmaking::new(
+            backends.live.clone(),
+            validation.auth.identities().clone(),
+            &mm_config,
+        )?;
         Ok(Platform {
             validation,
             ratings,
             analysis,
+            matchmaking,
             analysis_workers: (!config.analysis_external_workers)
                 .then(|| config.analysis_workers.worker()),
         })
@@ -223,6 +256,8 @@ impl Platform {
         self.ratings
             .register(&mut services, &config.server, &self.validation.auth);
         self.analysis
+            .register(&mut services, &config.server, &self.validation.auth);
+        self.matchmaking
             .register(&mut services, &config.server, &self.validation.auth);
         services
     }
@@ -237,6 +272,7 @@ impl Platform {
         let timers = self.validation.run_timers(stopped(stop_rx.clone()));
         let consumer = self.ratings.run_consumer(stopped(stop_rx.clone()));
         let bulk = self.analysis.clone().run_bulk(stopped(stop_rx.clone()));
+        let waves = self.matchmaking.run_waves(stopped(stop_rx.clone()));
         let workers = async {
             if let Some(workers) = self.analysis_workers {
                 self.analysis.run_workers(workers, stopped(stop_rx)).await;
@@ -246,7 +282,7 @@ impl Platform {
             shutdown.await;
             let _ = stop_tx.send(true);
         };
-        tokio::join!(timers, consumer, bulk, workers, signal);
+        tokio::join!(timers, consumer, bulk, waves, workers, signal);
     }
 }
 
@@ -262,6 +298,23 @@ pub async fn run(
         // Game ids are read through Games.GetGame on this very port.
         let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
         config.analysis.analysis_games_url = Some(format!("http://127.0.0.1:{port}"));
+    }
+    // Matchmaking reaches Games and Ratings on this very port, with the admin key as its service
+    // credential (a random one, known only to this process, when none is configured).
+    let own = format!(
+        "http://127.0.0.1:{}",
+        listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    );
+    let m = &mut config.matchmaking;
+    m.matchmaking_games_url.get_or_insert_with(|| own.clone());
+    m.matchmaking_ratings_url.get_or_insert_with(|| own.clone());
+    if m.matchmaking_api_key.is_none() {
+        let key = config
+            .auth
+            .admin_api_key
+            .get_or_insert_with(|| format!("dk_{}", random_secret()))
+            .clone();
+        config.matchmaking.matchmaking_api_key = Some(key);
     }
     let backends = connect(&config).await?;
     let platform = Platform::new(&config, &backends).await?;

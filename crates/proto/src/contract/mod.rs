@@ -9,6 +9,7 @@
 //! | `player-events:{player_id}` | pub/sub | [`player::Signal`] | games (invitations, games started/finished) | games (`WatchPlayerEvents`) |
 //! | `players.linked` | stream | [`linked::LinkedV1`] | auth (`LinkGuest`) | games (`games-links`), ratings (`ratings-links`) |
 //!
+//! | `mm-ticket:{id}`, `mm-pool:{pool}`, `mm-wave:{pool}`, `mm-commits`, lobby and stats | keys, schedules, pub/sub | [`matchmaking`] (its own table) | matchmaking | matchmaking replicas |
 //! | `analysis.jobs.computer`, `.interactive`, `.bulk` | streams (group `analysis-workers`), job records, events, cache | [`analysis`] (its own table) | analysis (API, workers) | analysis workers and API |
 //!
 //! # Versioning rules
@@ -24,4 +25,5 @@
 pub mod analysis;
 pub mod finished;
 pub mod linked;
+pub mod matchmaking;
 pub mod player;

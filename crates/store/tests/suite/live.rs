@@ -55,6 +55,7 @@ macro_rules! live_store_suite {
                 trim_consumed_keeps_what_a_group_needs,
                 groups_report_pending_and_lag,
                 schedule_len_counts_members,
+                scheduled_lists_members_in_time_order,
                 take_due_is_exactly_once_under_concurrency,
                 schedule_cancel_and_next_due,
                 put_with_applies_effects_only_when_it_wins,
@@ -1105,6 +1106,27 @@ pub mod checks {
         assert_eq!(store.schedule_len("flags").await.unwrap(), 2);
         store.cancel("flags", "a").await.unwrap();
         assert_eq!(store.schedule_len("flags").await.unwrap(), 1);
+    }
+
+    pub async fn scheduled_lists_members_in_time_order(store: Store) {
+        assert_eq!(store.scheduled("pool", 10).await.unwrap(), vec![]);
+        store.schedule("pool", "c", 30).await.unwrap();
+        store.schedule("pool", "a", 10).await.unwrap();
+        store.schedule("pool", "b", 20).await.unwrap();
+        store.schedule("pool", "a", 40).await.unwrap();
+        let listed = store.scheduled("pool", 10).await.unwrap();
+        let expected = [("b", 20), ("c", 30), ("a", 40)];
+        assert_eq!(
+            listed,
+            expected.map(|(m, at)| (m.to_owned(), at)).to_vec(),
+            "listing neither removes nor reorders"
+        );
+        assert_eq!(store.scheduled("pool", 2).await.unwrap().len(), 2);
+        assert_eq!(store.schedule_len("pool").await.unwrap(), 3);
+        assert!(
+            store.scheduled("pool", 0).await.is_err(),
+            "max 0 is refused"
+        );
     }
 
     pub async fn take_due_is_exactly_once_under_concurrency(store: Store) {

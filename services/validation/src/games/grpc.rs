@@ -630,16 +630,37 @@ impl GamesService {
                 ));
             }
         }
-        self.core
-            .create(NewGame {
-                rules,
-                time,
-                white,
-                black,
-                rated: req.rated,
-                start,
-            })
-            .await
+        let new = NewGame {
+            rules,
+            time,
+            white,
+            black,
+            rated: req.rated,
+            start,
+        };
+        if req.game_id.is_empty() {
+            return self.core.create(new).await;
+        }
+        // A pairing service's own id: a retry after a lost answer finds the game it created.
+        if !me.scopes.has(Scope::Admin) {
+            return Err(GamesError::Invalid(
+                "game_id may only be chosen with the admin scope".into(),
+            ));
+        }
+        let id = draughts_proto::ids::GameId::parse(&req.game_id)
+            .map_err(|e| GamesError::Invalid(e.to_string()))?;
+        let (white_id, black_id) = (new.white.id.clone(), new.black.id.clone());
+        match self.core.create_with_id(new, id.to_string()).await {
+            Err(GamesError::Conflict) => {
+                let (existing, _) = self.core.load(id.as_ref()).await?;
+                if existing.white.id == white_id && existing.black.id == black_id {
+                    Ok(existing)
+                } else {
+                    Err(GamesError::Conflict)
+                }
+            }
+            other => other,
+        }
     }
 
     async fn invite(

@@ -1,0 +1,348 @@
+//! Matchmaking's live state (`services/matchmaking`): every name and versioned payload it keeps in the
+//! live store. Written and read only by matchmaking replicas; several replicas share them on Redis.
+//!
+//! | name | kind | payload | what |
+//! |---|---|---|---|
+//! | `mm-ticket:{id}` | versioned key, TTL | [`Ticket`] | one quick-pairing seek (a Seek call, in one or more pools) and how it ended |
+//! | `mm-player:{player}` | versioned key, TTL | the ticket id (UTF-8) | the player's one seek, so a reconnect (to any replica) joins it |
+//! | `mm-pool:{pool}` | schedule | member [`Member`] (JSON text), time = when the seek lapses unless a stream renews it | a pool's waiting seeks, read in one round trip by the wave |
+//! | `mm-wave:{pool}` | versioned key, TTL | [`WaveLease`] | who runs the pool's waves; its version is the fencing token |
+//! | `mm-commits` | schedule | member [`Commit`] (JSON text), time = when another replica may finish it | pairings claimed but not finished: finished by any replica after a crash |
+//! | `mm-ticket-events:{id}` | pub/sub | `{"v":1}` | a wake-up: the ticket changed, re-read it |
+//! | `mm-pokes` | pub/sub | `{"v":1,"pool":"<pool id>"}` ([`encode_poke`]) | a seek joined the pool: its wave runner may run a wave at once |
+//! | `mm-stats:{pool}` | versioned key | [`PoolStats`] | the pool's typical wait |
+//! | `mm-online` | schedule | member = player id, time = last seen + 60 s | players online |
+//! | `mm-lobby` | schedule | member = lobby seek id, time = its expiry | the lobby's open seeks |
+//! | `mm-lobby-of:{player}` | schedule | member = lobby seek id, time = its expiry | one player's lobby seeks (the per-player bound) |
+//! | `mm-lobby-seek:{id}` | versioned key, TTL = expiry | [`LobbySeek`] | a listed custom game (an open invitation of Games) |
+//!
+//! Every payload is JSON with `"v":1`; readers ignore unknown fields and refuse other versions
+//! ([`DecodeError::Version`]). Schedule members are payloads too: a member is written once (when the seek
+//! starts) and its exact text is kept in the ticket, so that it can be renewed and removed.
+//!
+//! ```
+//! use draughts_proto::contract::matchmaking::{self as mm, Member};
+//!
+//! let m = Member { ticket: "t1".into(), player: "guest:ab".into(), rating: 1500, provisional: true,
+//!     guest: true, aborter: false, range: None, since_ms: 7 };
+//! let text = mm::encode_member(&m);
+//! assert_eq!(mm::decode_member(&text).unwrap(), m);
+//! assert!(mm::decode_member(r#"{"v":2}"#).is_err());
+//! assert_eq!(mm::pool_set("english-3+2-rated"), "mm-pool:english-3+2-rated");
+//! ```
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// The schema version written.
+pub const VERSION: u32 = 1;
+
+pub fn ticket_key(id: &str) -> String {
+    format!("mm-ticket:{id}")
+}
+pub fn player_key(player: &str) -> String {
+    format!("mm-player:{player}")
+}
+pub fn pool_set(pool: &str) -> String {
+    format!("mm-pool:{pool}")
+}
+pub fn wave_key(pool: &str) -> String {
+    format!("mm-wave:{pool}")
+}
+pub const COMMITS: &str = "mm-commits";
+pub fn ticket_channel(id: &str) -> String {
+    format!("mm-ticket-events:{id}")
+}
+pub fn stats_key(pool: &str) -> String {
+    format!("mm-stats:{pool}")
+}
+pub const ONLINE: &str = "mm-online";
+pub const LOBBY: &str = "mm-lobby";
+pub fn lobby_of(player: &str) -> String {
+    format!("mm-lobby-of:{player}")
+}
+pub fn lobby_seek_key(id: &str) -> String {
+    format!("mm-lobby-seek:{id}")
+}
+pub const POKES: &str = "mm-pokes";
+
+#[derive(Serialize, Deserialize)]
+struct Poke {
+    pool: String,
+}
+
+pub fn encode_poke(pool: &str) -> Vec<u8> {
+    encode(&Poke {
+        pool: pool.to_owned(),
+    })
+}
+
+/// The pool of a poke (`None`: not a version-1 poke; pokes are wake-ups and may be dropped).
+pub fn decode_poke(payload: &[u8]) -> Option<String> {
+    decode::<Poke>(payload).ok().map(|p| p.pool)
+}
+
+/// The wake-up published on [`ticket_channel`].
+pub const SIGNAL: &[u8] = br#"{"v":1}"#;
+/// Games' schedule of running clocks (one member per ongoing game: `services/validation`'s
+/// `game-deadlines`), read for the lobby's "games in progress".
+pub const GAMES_IN_PROGRESS_SET: &str = "game-deadlines";
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not a matchmaking record: {0}")]
+    Malformed(String),
+    #[error("matchmaking schema version {0} is not supported (this reader knows 1)")]
+    Version(u32),
+}
+
+#[derive(Deserialize)]
+struct VersionOnly {
+    v: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Versioned<T> {
+    v: u32,
+    #[serde(flatten)]
+    body: T,
+}
+
+fn encode<T: Serialize>(body: &T) -> Vec<u8> {
+    serde_json::to_vec(&Versioned { v: VERSION, body }).unwrap_or_default()
+}
+
+fn decode<T: DeserializeOwned>(payload: &[u8]) -> Result<T, DecodeError> {
+    let version: VersionOnly =
+        serde_json::from_slice(payload).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    if version.v != VERSION {
+        return Err(DecodeError::Version(version.v));
+    }
+    let wire: Versioned<T> =
+        serde_json::from_slice(payload).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    Ok(wire.body)
+}
+
+/// A pool's waiting seek as its schedule member: what the wave needs, with no other read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    /// The ticket id.
+    #[serde(rename = "t")]
+    pub ticket: String,
+    #[serde(rename = "p")]
+    pub player: String,
+    /// Rating points in the pool's category.
+    #[serde(rename = "r")]
+    pub rating: i32,
+    #[serde(rename = "pr", default)]
+    pub provisional: bool,
+    #[serde(rename = "g", default)]
+    pub guest: bool,
+    #[serde(rename = "ab", default)]
+    pub aborter: bool,
+    /// The opponent rating range the seeker accepts (inclusive).
+    #[serde(rename = "rg", default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<(i32, i32)>,
+    /// When the seek started, Unix ms (missed waves are counted from it).
+    #[serde(rename = "at")]
+    pub since_ms: u64,
+}
+
+pub fn encode_member(member: &Member) -> String {
+    String::from_utf8(encode(member)).unwrap_or_default()
+}
+
+pub fn decode_member(text: &str) -> Result<Member, DecodeError> {
+    decode(text.as_bytes())
+}
+
+/// A player as matchmaking shows them (from Auth's identities).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Who {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub guest: bool,
+}
+
+/// One pool seat of a ticket.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seat {
+    pub pool: String,
+    /// The exact member text in `mm-pool:{pool}`.
+    pub member: String,
+    pub rating: i32,
+}
+
+/// Where a ticket stands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum TicketState {
+    Waiting,
+    /// Claimed by a wave (fencing `token` of `pool`'s lease) for a game with `partner`; finished by the
+    /// wave or, after a crash, by whoever takes the [`Commit`] from `mm-commits`.
+    Matching {
+        pool: String,
+        partner: String,
+        game_id: String,
+        token: u64,
+        at_ms: u64,
+    },
+    Paired {
+        pool: String,
+        game_id: String,
+        /// `white` or `black`.
+        color: String,
+        opponent: Who,
+        at_ms: u64,
+    },
+    /// `cancelled`, `in_game`, `expired`, `unknown_player`.
+    Ended {
+        reason: String,
+        at_ms: u64,
+    },
+}
+
+/// A quick-pairing seek.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ticket {
+    pub id: String,
+    pub player: Who,
+    pub seats: Vec<Seat>,
+    #[serde(default)]
+    pub range: Option<(i32, i32)>,
+    #[serde(default)]
+    pub aborter: bool,
+    pub created_ms: u64,
+    /// The highest fencing token of each pool's lease that has written this ticket: a write under a
+    /// lower token (a wave runner that lost its lease) is refused.
+    #[serde(default)]
+    pub fences: Vec<(String, u64)>,
+    #[serde(flatten)]
+    pub state: TicketState,
+}
+
+pub fn encode_ticket(ticket: &Ticket) -> Vec<u8> {
+    encode(ticket)
+}
+pub fn decode_ticket(payload: &[u8]) -> Result<Ticket, DecodeError> {
+    decode(payload)
+}
+
+/// The holder of a pool's waves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaveLease {
+    pub owner: String,
+    /// The lease lapses then, Unix ms (the key also expires).
+    pub until_ms: u64,
+}
+
+pub fn encode_lease(lease: &WaveLease) -> Vec<u8> {
+    encode(lease)
+}
+pub fn decode_lease(payload: &[u8]) -> Result<WaveLease, DecodeError> {
+    decode(payload)
+}
+
+/// A claimed pairing (member of `mm-commits`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Commit {
+    pub pool: String,
+    /// The two tickets: `white`'s first.
+    pub white: String,
+    pub black: String,
+    pub game_id: String,
+    pub token: u64,
+}
+
+pub fn encode_commit(commit: &Commit) -> String {
+    String::from_utf8(encode(commit)).unwrap_or_default()
+}
+pub fn decode_commit(text: &str) -> Result<Commit, DecodeError> {
+    decode(text.as_bytes())
+}
+
+/// A pool's numbers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolStats {
+    /// Exponentially weighted average wait of the pairings, ms (newest weighs 1/8).
+    pub typical_wait_ms: u64,
+    pub pairings: u64,
+}
+
+pub fn encode_stats(stats: &PoolStats) -> Vec<u8> {
+    encode(stats)
+}
+pub fn decode_stats(payload: &[u8]) -> Result<PoolStats, DecodeError> {
+    decode(payload)
+}
+
+/// A custom game listed in the lobby.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LobbySeek {
+    /// Also the open invitation's id in Games.
+    pub id: String,
+    pub seeker: Who,
+    /// Variant key and house-rule options text (`draughts_engine` syntax).
+    pub variant: String,
+    #[serde(default)]
+    pub options: String,
+    /// Fischer base and increment, ms; or correspondence days per move (then `base_ms` = 0).
+    #[serde(default)]
+    pub base_ms: u64,
+    #[serde(default)]
+    pub increment_ms: u64,
+    #[serde(default)]
+    pub days_per_move: u32,
+    /// `white`, `black` or empty (random).
+    #[serde(default)]
+    pub color: String,
+    pub rated: bool,
+    #[serde(default)]
+    pub range: Option<(i32, i32)>,
+    pub rating: i32,
+    pub created_ms: u64,
+    pub expires_ms: u64,
+}
+
+pub fn encode_lobby_seek(seek: &LobbySeek) -> Vec<u8> {
+    encode(seek)
+}
+pub fn decode_lobby_seek(payload: &[u8]) -> Result<LobbySeek, DecodeError> {
+    decode(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documented_examples_decode() {
+        let ticket = br#"{"v":1,"id":"t1","player":{"id":"guest:a","name":"Ann","guest":true},
+            "seats":[{"pool":"english-3+2-casual","member":"{}","rating":1500}],"created_ms":5,
+            "state":"paired","pool":"english-3+2-casual","game_id":"m1","color":"white",
+            "opponent":{"id":"guest:b","name":"Bob"},"at_ms":9,"future_field":1}"#;
+        let t = decode_ticket(ticket).unwrap();
+        assert!(matches!(t.state, TicketState::Paired { ref color, .. } if color == "white"));
+        assert_eq!(decode_ticket(&encode_ticket(&t)).unwrap(), t);
+        let waiting = br#"{"v":1,"id":"t2","player":{"id":"player:x","name":"X"},"seats":[],"created_ms":1,"state":"waiting"}"#;
+        assert_eq!(decode_ticket(waiting).unwrap().state, TicketState::Waiting);
+        assert_eq!(
+            decode_ticket(br#"{"v":2,"id":"t"}"#),
+            Err(DecodeError::Version(2))
+        );
+        let commit = Commit {
+            pool: "p".into(),
+            white: "a".into(),
+            black: "b".into(),
+            game_id: "m1".into(),
+            token: 4,
+        };
+        assert_eq!(decode_commit(&encode_commit(&commit)).unwrap(), commit);
+        let lease = WaveLease {
+            owner: "r1".into(),
+            until_ms: 3,
+        };
+        assert_eq!(decode_lease(&encode_lease(&lease)).unwrap(), lease);
+    }
+}

@@ -1,0 +1,77 @@
+//! The service's one error enum; its kinds go through the one status table in `draughts_proto`.
+
+use draughts_proto::{ErrorKind, ServiceError};
+use draughts_store::StoreError;
+
+/// Why a matchmaking operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MatchmakingError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Precondition(String),
+    #[error("{0}")]
+    Exhausted(String),
+    /// A write lost a compare-and-set race (retried inside; seen by a caller only after retries).
+    #[error("the state changed at the same moment; try again")]
+    Conflict,
+    #[error("state backend: {0}")]
+    Store(StoreError),
+    #[error("stored matchmaking state: {0}")]
+    Corrupt(String),
+    /// An answer of another service (Games, Ratings), with its kind and client-facing message.
+    #[error("{message}")]
+    Upstream { kind: ErrorKind, message: String },
+    #[error("{0} is unreachable")]
+    Unreachable(&'static str),
+}
+
+pub type MatchmakingResult<T> = Result<T, MatchmakingError>;
+
+impl From<StoreError> for MatchmakingError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict { .. } => MatchmakingError::Conflict,
+            e => MatchmakingError::Store(e),
+        }
+    }
+}
+
+impl From<draughts_proto::contract::matchmaking::DecodeError> for MatchmakingError {
+    fn from(e: draughts_proto::contract::matchmaking::DecodeError) -> Self {
+        MatchmakingError::Corrupt(e.to_string())
+    }
+}
+
+impl From<draughts_proto::ApiError> for MatchmakingError {
+    fn from(e: draughts_proto::ApiError) -> Self {
+        MatchmakingError::Invalid(e.to_string())
+    }
+}
+
+impl ServiceError for MatchmakingError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            MatchmakingError::Invalid(_) => ErrorKind::InvalidArgument,
+            MatchmakingError::NotFound(_) => ErrorKind::NotFound,
+            MatchmakingError::Precondition(_) => ErrorKind::FailedPrecondition,
+            MatchmakingError::Exhausted(_) => ErrorKind::ResourceExhausted,
+            MatchmakingError::Conflict => ErrorKind::Conflict,
+            MatchmakingError::Store(e) => e.code().into(),
+            MatchmakingError::Corrupt(_) => ErrorKind::Internal,
+            MatchmakingError::Upstream { kind, .. } => *kind,
+            MatchmakingError::Unreachable(_) => ErrorKind::Unavailable,
+        }
+    }
+}
+
+impl From<MatchmakingError> for tonic::Status {
+    fn from(e: MatchmakingError) -> tonic::Status {
+        if e.kind() == ErrorKind::Internal {
+            tracing::error!(error = %e, "matchmaking internal error");
+        }
+        e.to_status()
+    }
+}

@@ -1,0 +1,387 @@
+//! What matchmaking asks of the rest of the platform, as traits (so the domain has no transport in it),
+//! and their implementations over the public gRPC API: `Games` (agreed games with a service credential
+//! of the `admin` scope; invitations on behalf of the caller, whose `authorization` is passed on) and
+//! `Ratings` (anyone may read a rating). No other service's crate is used.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use draughts_proto::{kind_of_code, pb};
+use tonic::transport::{Channel, Endpoint};
+
+use crate::error::{MatchmakingError, MatchmakingResult};
+use crate::pools::{Pool, TimeSpec};
+
+/// A game both players agreed to by seeking in the same pool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgreedGame {
+    /// Chosen by matchmaking (derived from the two seeks), so that a retried creation is idempotent.
+    pub game_id: String,
+    pub pool: Pool,
+    pub white: String,
+    pub black: String,
+}
+
+/// What matchmaking needs to know of a player before pairing them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlayerState {
+    /// The player's ongoing games that are not correspondence (their ids).
+    pub live_games: Vec<String>,
+    /// How many of the player's last 5 finished games were aborted.
+    pub recent_aborts: u32,
+}
+
+/// The Games service.
+#[async_trait]
+pub trait GamesPort: Send + Sync + fmt::Debug {
+    /// Creates and starts `game` (idempotent under its id).
+    async fn create_game(&self, game: &AgreedGame) -> MatchmakingResult<()>;
+    async fn player_state(&self, player: &str) -> MatchmakingResult<PlayerState>;
+    /// Invitation calls made for the caller (`authorization`: their metadata value, passed on).
+    async fn invite(
+        &self,
+        authorization: &str,
+        request: pb::CreateInvitationRequest,
+    ) -> MatchmakingResult<pb::Invitation>;
+    async fn rematch(
+        &self,
+        authorization: &str,
+        game_id: &str,
+    ) -> MatchmakingResult<pb::Invitation>;
+    async fn accept(&self, authorization: &str, id: &str) -> MatchmakingResult<pb::GameView>;
+    async fn decline(
+        &self,
+        authorization: &str,
+        id: &str,
+        reason: i32,
+    ) -> MatchmakingResult<pb::Invitation>;
+    async fn cancel(&self, authorization: &str, id: &str) -> MatchmakingResult<pb::Invitation>;
+}
+
+/// A rating as pairing uses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PairingRating {
+    /// Rating points, rounded.
+    pub rating: i32,
+    pub provisional: bool,
+}
+
+/// The Ratings service.
+#[async_trait]
+pub trait RatingsPort: Send + Sync + fmt::Debug {
+    /// The player's rating in `pool`'s category; a player with no rating there gets the start rating,
+    /// provisional.
+    async fn rating(&self, player: &str, pool: &Pool) -> MatchmakingResult<PairingRating>;
+}
+
+/// The start rating of a player who has none (Glicko-2's 1500, as Ratings starts everyone).
+pub const START_RATING: PairingRating = PairingRating {
+    rating: 1500,
+    provisional: true,
+};
+
+/// Games' and Ratings' public API over gRPC.
+#[derive(Clone)]
+pub struct GrpcPlatform {
+    games: Channel,
+    ratings: Channel,
+    /// `Bearer <key>`: the service credential (an API key with the `admin` scope) for CreateGame.
+    service_authorization: String,
+    /// Variants that Ratings rates per speed class (its `--per-speed-variants`; international by default).
+    per_speed: Vec<draughts_engine::Variant>,
+}
+
+impl fmt::Debug for GrpcPlatform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrpcPlatform").finish_non_exhaustive()
+    }
+}
+
+impl GrpcPlatform {
+    /// Lazily connected clients of `games_url` and `ratings_url` (`http://host:port`).
+    pub fn new(
+        games_url: &str,
+        ratings_url: &str,
+        api_key: &str,
+        per_speed: Vec<draughts_engine::Variant>,
+    ) -> Result<GrpcPlatform, String> {
+        let channel = |url: &str| {
+            Endpoint::from_shared(url.to_owned())
+                .map(|e| e.connect_lazy())
+                .map_err(|e| format!("{url:?}: {e}"))
+        };
+        Ok(GrpcPlatform {
+            games: channel(games_url)?,
+            ratings: channel(ratings_url)?,
+            service_authorization: format!("Bearer {api_key}"),
+            per_speed,
+        })
+    }
+
+    fn games(&self) -> pb::games_client::GamesClient<Channel> {
+        pb::games_client::GamesClient::new(self.games.clone())
+    }
+}
+
+fn request<T>(message: T, authorization: Option<&str>) -> MatchmakingResult<tonic::Request<T>> {
+    let mut request = tonic::Request::new(message);
+    if let Some(value) = authorization {
+        let value = value
+            .parse()
+            .map_err(|_| MatchmakingError::Invalid("malformed authorization metadata".into()))?;
+        request.metadata_mut().insert("authorization", value);
+    }
+    draughts_runtime::propagation::inject_into_request(request)
+        .map_err(|status| upstream("Games", status))
+}
+
+/// A status answered by another service, as this service's error (its kind read back through the one
+/// table, its message kept: those messages are written for clients).
+fn upstream(service: &'static str, status: tonic::Status) -> MatchmakingError {
+    let kind = kind_of_code(status.code());
+    match kind {
+        draughts_proto::ErrorKind::Unavailable | draughts_proto::ErrorKind::Internal => {
+            tracing::warn!(service, code = ?status.code(), message = status.message(), "upstream call failed");
+            MatchmakingError::Unreachable(service)
+        }
+        _ => MatchmakingError::Upstream {
+            kind,
+            message: status.message().to_owned(),
+        },
+    }
+}
+
+/// The wire form of a pool's time control.
+pub fn time_control_wire(time: &TimeSpec) -> pb::TimeControl {
+    use pb::time_control::Kind;
+    pb::TimeControl {
+        kind: Some(match *time {
+            TimeSpec::Fischer {
+                base_ms,
+                increment_ms,
+            } => Kind::Fischer(pb::Fischer {
+                base_ms,
+                increment_ms,
+            }),
+            TimeSpec::Correspondence { days_per_move } => {
+                Kind::Correspondence(pb::Correspondence { days_per_move })
+            }
+        }),
+    }
+}
+
+/// Ratings' speed class of a time control (its rule: estimated duration base + 40 x increment).
+pub fn speed_class(time: &TimeSpec) -> pb::SpeedClass {
+    match *time {
+        TimeSpec::Correspondence { .. } => pb::SpeedClass::Correspondence,
+        TimeSpec::Fischer {
+            base_ms,
+            increment_ms,
+        } => {
+            let estimate = base_ms + 40 * increment_ms;
+            if estimate < 180_000 {
+                pb::SpeedClass::Bullet
+            } else if estimate < 480_000 {
+                pb::SpeedClass::Blitz
+            } else if estimate < 1_500_000 {
+                pb::SpeedClass::Rapid
+            } else {
+                pb::SpeedClass::Classical
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl GamesPort for GrpcPlatform {
+    async fn create_game(&self, game: &AgreedGame) -> MatchmakingResult<()> {
+        let player = |id: &str| {
+            Some(pb::Player {
+                id: id.to_owned(),
+                ..Default::default()
+            })
+        };
+        let message = pb::CreateGameRequest {
+            rules: Some(pb::RuleSet {
+                variant: draughts_proto::convert::variant_to_wire(game.pool.variant) as i32,
+                options: None,
+            }),
+            time_control: Some(time_control_wire(&game.pool.time)),
+            white: player(&game.white),
+            black: player(&game.black),
+            rated: game.pool.rated,
+            fen: String::new(),
+            game_id: game.game_id.clone(),
+        };
+        self.games()
+            .create_game(request(message, Some(&self.service_authorization))?)
+            .await
+            .map_err(|s| upstream("Games", s))?;
+        Ok(())
+    }
+
+    async fn player_state(&self, player: &str) -> MatchmakingResult<PlayerState> {
+        let message = pb::ListGamesRequest {
+            player_id: player.to_owned(),
+            limit: 5,
+            page_token: String::new(),
+        };
+        let list = self
+            .games()
+            .list_games(request(message, Some(&self.service_authorization))?)
+            .await
+            .map_err(|s| upstream("Games", s))?
+            .into_inner();
+        let live_games = list
+            .ongoing
+            .iter()
+            .filter(|g| {
+                !matches!(
+                    g.time_control.as_ref().and_then(|t| t.kind.as_ref()),
+                    Some(pb::time_control::Kind::Correspondence(_))
+                )
+            })
+            .map(|g| g.game_id.clone())
+            .collect();
+        let recent_aborts = list
+            .recent
+            .iter()
+            .filter(|g| {
+                g.status
+                    .as_ref()
+                    .is_some_and(|s| s.outcome == pb::Outcome::Aborted as i32)
+            })
+            .count();
+        Ok(PlayerState {
+            live_games,
+            recent_aborts: u32::try_from(recent_aborts).unwrap_or(u32::MAX),
+        })
+    }
+
+    async fn invite(
+        &self,
+        authorization: &str,
+        message: pb::CreateInvitationRequest,
+    ) -> MatchmakingResult<pb::Invitation> {
+        Ok(self
+            .games()
+            .create_invitation(request(message, Some(authorization))?)
+            .await
+            .map_err(|s| upstream("Games", s))?
+            .into_inner())
+    }
+
+    async fn rematch(
+        &self,
+        authorization: &str,
+        game_id: &str,
+    ) -> MatchmakingResult<pb::Invitation> {
+        let message = pb::GameActionRequest {
+            game_id: game_id.to_owned(),
+        };
+        Ok(self
+            .games()
+            .offer_rematch(request(message, Some(authorization))?)
+            .await
+            .map_err(|s| upstream("Games", s))?
+            .into_inner())
+    }
+
+    async fn accept(&self, authorization: &str, id: &str) -> MatchmakingResult<pb::GameView> {
+        let message = pb::InvitationRequest {
+            invitation_id: id.to_owned(),
+        };
+        Ok(self
+            .games()
+            .accept_invitation(request(message, Some(authorization))?)
+            .await
+            .map_err(|s| upstream("Games", s))?
+            .into_inner())
+    }
+
+    async fn decline(
+        &self,
+        authorization: &str,
+        id: &str,
+        reason: i32,
+    ) -> MatchmakingResult<pb::Invitation> {
+        let message = pb::DeclineInvitationRequest {
+            invitation_id: id.to_owned(),
+            reason,
+        };
+        Ok(self
+            .games()
+            .decline_invitation(request(message, Some(authorization))?)
+            .await
+            .map_err(|s| upstream("Games", s))?
+            .into_inner())
+    }
+
+    async fn cancel(&self, authorization: &str, id: &str) -> MatchmakingResult<pb::Invitation> {
+        let message = pb::InvitationRequest {
+            invitation_id: id.to_owned(),
+        };
+        Ok(self
+            .games()
+            .cancel_invitation(request(message, Some(authorization))?)
+            .await
+            .map_err(|s| upstream("Games", s))?
+            .into_inner())
+    }
+}
+
+#[async_trait]
+impl RatingsPort for GrpcPlatform {
+    async fn rating(&self, player: &str, pool: &Pool) -> MatchmakingResult<PairingRating> {
+        let speed = if self.per_speed.contains(&pool.variant) {
+            speed_class(&pool.time)
+        } else {
+            pb::SpeedClass::Unspecified
+        };
+        let message = pb::GetRatingRequest {
+            player_id: player.to_owned(),
+            category: Some(pb::RatingCategory {
+                variant: draughts_proto::convert::variant_to_wire(pool.variant) as i32,
+                speed: speed as i32,
+            }),
+        };
+        let mut client = pb::ratings_client::RatingsClient::new(self.ratings.clone());
+        match client.get_rating(request(message, None)?).await {
+            Ok(rating) => {
+                let rating = rating.into_inner();
+                #[allow(clippy::cast_possible_truncation)]
+                let points = rating.rating.round().clamp(0.0, 4000.0) as i32;
+                Ok(PairingRating {
+                    rating: points,
+                    provisional: rating.provisional,
+                })
+            }
+            Err(status) if status.code() == tonic::Code::NotFound => Ok(START_RATING),
+            Err(status) => Err(upstream("Ratings", status)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speed_classes_follow_ratings() {
+        let f = |m: u64, s: u64| TimeSpec::Fischer {
+            base_ms: m * 60_000,
+            increment_ms: s * 1000,
+        };
+        assert_eq!(speed_class(&f(1, 0)), pb::SpeedClass::Bullet);
+        assert_eq!(speed_class(&f(2, 1)), pb::SpeedClass::Bullet);
+        assert_eq!(speed_class(&f(3, 2)), pb::SpeedClass::Blitz);
+        assert_eq!(speed_class(&f(5, 3)), pb::SpeedClass::Blitz);
+        assert_eq!(speed_class(&f(10, 0)), pb::SpeedClass::Rapid);
+        assert_eq!(speed_class(&f(15, 10)), pb::SpeedClass::Rapid);
+        assert_eq!(speed_class(&f(30, 0)), pb::SpeedClass::Classical);
+        assert_eq!(
+            speed_class(&TimeSpec::Correspondence { days_per_move: 3 }),
+            pb::SpeedClass::Correspondence
+        );
+    }
+}

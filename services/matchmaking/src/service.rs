@@ -1,0 +1,651 @@
+//! The API's domain (no tonic types): following a seek, the wave loop, lobby seeks, challenges and
+//! rematches through Games' invitations, the lobby's numbers.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use draughts_proto::contract::matchmaking::{self as mm, LobbySeek, Ticket, TicketState, Who};
+use draughts_proto::pb;
+use draughts_store::{Notice, now_unix_ms};
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+
+use crate::core::{Caller, Matchmaker};
+use crate::error::{MatchmakingError, MatchmakingResult};
+use crate::pools::{Pool, TimeSpec};
+
+/// Most lobby seeks of one player.
+pub const MAX_LOBBY_SEEKS_PER_PLAYER: u64 = 3;
+/// Most lobby seeks in all.
+pub const MAX_LOBBY_SEEKS: u64 = 10_000;
+/// How long a player counts as online after their last call.
+pub const ONLINE_FOR: Duration = Duration::from_secs(60);
+/// How often the lobby's numbers are read again.
+pub const LOBBY_REFRESH: Duration = Duration::from_secs(2);
+/// Waves of one pool are at least this far apart, pokes or not.
+const MIN_WAVE_GAP: Duration = Duration::from_millis(100);
+
+/// What a seek's follower sees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SeekUpdate {
+    Waiting {
+        seek_id: String,
+        waited_ms: u64,
+        missed_waves: u32,
+        ratings: Vec<i32>,
+    },
+    Paired {
+        seek_id: String,
+        game_id: String,
+        pool_id: String,
+        white: bool,
+        opponent: Who,
+        waited_ms: u64,
+    },
+    Ended {
+        seek_id: String,
+        reason: String,
+    },
+}
+
+/// The lobby's numbers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LobbyStats {
+    pub at_ms: u64,
+    pub players_online: u64,
+    pub games_in_progress: u64,
+    /// (pool id, seeking, typical wait ms), in pool order.
+    pub pools: Vec<(String, u64, u64)>,
+    pub lobby_seeks: u64,
+}
+
+/// The service's domain. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct MatchmakingCore {
+    pub mm: Matchmaker,
+    /// When each pool's last wave ran on this replica (for pokes).
+    last_wave: Arc<Mutex<HashMap<String, Instant>>>,
+    /// The lobby's numbers, shared by every WatchLobby stream of this replica.
+    lobby: Arc<tokio::sync::watch::Sender<LobbyStats>>,
+}
+
+impl MatchmakingCore {
+    pub fn new(mm: Matchmaker) -> MatchmakingCore {
+        MatchmakingCore {
+            mm,
+            last_wave: Arc::default(),
+            lobby: Arc::new(tokio::sync::watch::channel(LobbyStats::default()).0),
+        }
+    }
+
+    /// Marks `player` online for [`ONLINE_FOR`] (best effort).
+    pub async fn seen(&self, player: &str) {
+        let until = now_unix_ms() + ONLINE_FOR.as_millis() as u64;
+        let _ = self.mm.live.schedule(mm::ONLINE, player, until).await;
+    }
+
+    /// Starts (or joins) the caller's seek and follows it: updates on the receiver until it is paired
+    /// or ended. Dropping the receiver (the client went away) withdraws a seek still waiting.
+    pub async fn seek(
+        &self,
+        caller: &Caller,
+        pool_ids: &[String],
+        range: Option<(i32, i32)>,
+    ) -> MatchmakingResult<mpsc::Receiver<SeekUpdate>> {
+        self.seen(&caller.player).await;
+        let ticket = self.mm.seek(caller, pool_ids, range).await?;
+        for seat in &ticket.seats {
+            let _ = self
+                .mm
+                .live
+                .publish(mm::POKES, Bytes::from(mm::encode_poke(&seat.pool)))
+                .await;
+        }
+        let (tx, rx) = mpsc::channel(8);
+        tokio::spawn(self.clone().follow(ticket, tx));
+        Ok(rx)
+    }
+
+    async fn follow(self, ticket: Ticket, tx: mpsc::Sender<SeekUpdate>) {
+        let id = ticket.id.clone();
+        let mut wakes = match self.mm.live.subscribe(&mm::ticket_channel(&id)).await {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!(error = %e, "no ticket wake-ups: polling");
+                None
+            }
+        };
+        let ratings: Vec<i32> = ticket.seats.iter().map(|s| s.rating).collect();
+        let interval = self.mm.settings.wave_interval;
+        let renew_every = self.mm.settings.seek_ttl / 3;
+        let mut last_renew = Instant::now();
+        let mut last_missed = None;
+        loop {
+            let current = match self.mm.load(&id).await {
+                Ok(Some((t, _))) => Some(t),
+                Ok(None) => None,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading a seek failed");
+                    Some(ticket.clone())
+                }
+            };
+            let now = now_unix_ms();
+            let update = match current.as_ref().map(|t| &t.state) {
+                None => Some(SeekUpdate::Ended {
+                    seek_id: id.clone(),
+                    reason: "expired".into(),
+                }),
+                Some(TicketState::Paired {
+                    pool,
+                    game_id,
+                    color,
+                    opponent,
+                    at_ms,
+                }) => Some(SeekUpdate::Paired {
+                    seek_id: id.clone(),
+                    game_id: game_id.clone(),
+                    pool_id: pool.clone(),
+                    white: color == "white",
+                    opponent: opponent.clone(),
+                    waited_ms: at_ms.saturating_sub(ticket.created_ms),
+                }),
+                Some(TicketState::Ended { reason, .. }) => Some(SeekUpdate::Ended {
+                    seek_id: id.clone(),
+                    reason: reason.clone(),
+                }),
+                Some(TicketState::Waiting | TicketState::Matching { .. }) => {
+                    let missed = u32::try_from(
+                        now.saturating_sub(ticket.created_ms)
+                            / (interval.as_millis() as u64).max(1),
+                    )
+                    .unwrap_or(u32::MAX);
+                    if last_missed != Some(missed) {
+                        last_missed = Some(missed);
+                        if tx
+                            .send(SeekUpdate::Waiting {
+                                seek_id: id.clone(),
+                                waited_ms: now.saturating_sub(ticket.created_ms),
+                                missed_waves: missed,
+                                ratings: ratings.clone(),
+                            })
+                            .await
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                    if last_renew.elapsed() >= renew_every {
+                        last_renew = Instant::now();
+                        if let Some(t) = &current {
+                            let _ = self.mm.renew(t).await;
+                        }
+                        self.seen(&ticket.player.id).await;
+                    }
+                    None
+                }
+            };
+            if let Some(update) = update {
+                let _ = tx.send(update).await;
+                return;
+            }
+            tokio::select! {
+                _ = tx.closed() => break,
+                _ = tokio::time::sleep(interval.min(renew_every)) => {}
+                notice = async {
+                    match wakes.as_mut() {
+                        Some(s) => s.next().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    if matches!(notice, None | Some(Notice::Gap)) && wakes.is_some() {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }
+        // The client went away: the seek leaves its pools at once.
+        if let Err(e) = self.mm.end(&id, "cancelled").await {
+            tracing::warn!(error = %e, seek = %id, "withdrawing a seek failed; it lapses by itself");
+        }
+    }
+
+    /// Runs waves (every `wave_interval`, and at once on a poke for a pool whose lease this replica
+    /// holds), finishes pairings left by dead replicas, and refreshes the lobby's numbers, until
+    /// `shutdown` resolves; then gives the leases up.
+    pub async fn run_waves(self, shutdown: impl std::future::Future<Output = ()>) {
+        let mut pokes = self.mm.live.subscribe(mm::POKES).await.ok();
+        let mut tick = tokio::time::interval(self.mm.settings.wave_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut lobby_tick = tokio::time::interval(LOBBY_REFRESH);
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                _ = tick.tick() => {
+                    for pool in self.mm.pools.iter() {
+                        self.wave_if_waiting(pool).await;
+                    }
+                    if let Err(e) = self.mm.recover().await {
+                        tracing::warn!(error = %e, "finishing pending pairings failed");
+                    }
+                }
+                _ = lobby_tick.tick() => {
+                    if self.lobby.receiver_count() > 0 {
+                        match self.read_lobby_stats().await {
+                            Ok(stats) => { self.lobby.send_if_modified(|old| {
+                                let changed = (old.players_online, old.games_in_progress, &old.pools, old.lobby_seeks)
+                                    != (stats.players_online, stats.games_in_progress, &stats.pools, stats.lobby_seeks);
+                                if changed { *old = stats; }
+                                changed
+                            }); }
+                            Err(e) => tracing::warn!(error = %e, "reading the lobby's numbers failed"),
+                        }
+                    }
+                }
+                notice = async {
+                    match pokes.as_mut() {
+                        Some(s) => s.next().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    if let Some(Notice::Message(payload)) = notice
+                        && let Some(pool_id) = mm::decode_poke(&payload)
+                        && let Ok(pool) = self.mm.pool(&pool_id)
+                    {
+                        let pool = pool.clone();
+                        let recent = self.last_wave.lock().ok()
+                            .and_then(|w| w.get(&pool.id).copied())
+                            .is_some_and(|at| at.elapsed() < MIN_WAVE_GAP);
+                        if !recent {
+                            self.wave_if_waiting(&pool).await;
+                        }
+                    }
+                }
+            }
+        }
+        for pool in self.mm.pools.iter() {
+            let _ = self.mm.release(&pool.id).await;
+        }
+    }
+
+    async fn wave_if_waiting(&self, pool: &Pool) {
+        match self.mm.live.schedule_len(&mm::pool_set(&pool.id)).await {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "reading a pool failed");
+                return;
+            }
+        }
+        if let Ok(mut w) = self.last_wave.lock() {
+            w.insert(pool.id.clone(), Instant::now());
+        }
+        match self.mm.wave(pool).await {
+            Ok(report) if report.paired > 0 => {
+                tracing::info!(pool = %pool.id, waiting = report.waiting, paired = report.paired, "wave")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(pool = %pool.id, error = %e, "wave failed"),
+        }
+    }
+
+    /// The lobby's numbers now (shared by every WatchLobby stream of the replica).
+    pub fn lobby_feed(&self) -> tokio::sync::watch::Receiver<LobbyStats> {
+        self.lobby.subscribe()
+    }
+
+    pub async fn read_lobby_stats(&self) -> MatchmakingResult<LobbyStats> {
+        let live = &self.mm.live;
+        let now = now_unix_ms();
+        live.take_due(mm::ONLINE, now, 10_000).await?;
+        self.prune_lobby().await?;
+        let mut pools = Vec::with_capacity(self.mm.pools.len());
+        for pool in self.mm.pools.iter() {
+            let seeking = live.schedule_len(&mm::pool_set(&pool.id)).await?;
+            let wait = match live.get(&mm::stats_key(&pool.id)).await? {
+                Some((bytes, _)) => mm::decode_stats(&bytes)?.typical_wait_ms,
+                None => 0,
+            };
+            pools.push((pool.id.clone(), seeking, wait));
+        }
+        Ok(LobbyStats {
+            at_ms: now,
+            players_online: live.schedule_len(mm::ONLINE).await?,
+            games_in_progress: live.schedule_len(mm::GAMES_IN_PROGRESS_SET).await?,
+            pools,
+            lobby_seeks: live.schedule_len(mm::LOBBY).await?,
+        })
+    }
+
+    /// Removes lapsed lobby seeks.
+    async fn prune_lobby(&self) -> MatchmakingResult<()> {
+        for id in self
+            .mm
+            .live
+            .take_due(mm::LOBBY, now_unix_ms(), 1000)
+            .await?
+        {
+            self.mm.live.delete(&mm::lobby_seek_key(&id)).await?;
+        }
+        Ok(())
+    }
+
+    async fn lobby_seek(&self, id: &str) -> MatchmakingResult<Option<LobbySeek>> {
+        match self.mm.live.get(&mm::lobby_seek_key(id)).await? {
+            Some((bytes, _)) => Ok(Some(mm::decode_lobby_seek(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn unlist(&self, seek: &LobbySeek) -> MatchmakingResult<()> {
+        self.mm.live.cancel(mm::LOBBY, &seek.id).await?;
+        self.mm
+            .live
+            .cancel(&mm::lobby_of(&seek.seeker.id), &seek.id)
+            .await?;
+        self.mm.live.delete(&mm::lobby_seek_key(&seek.id)).await?;
+        Ok(())
+    }
+
+    /// Offers a custom game in the lobby: an open invitation of Games (made for the caller), listed.
+    pub async fn create_lobby_seek(
+        &self,
+        caller: &Caller,
+        authorization: &str,
+        request: pb::CreateLobbySeekRequest,
+    ) -> MatchmakingResult<LobbySeek> {
+        self.seen(&caller.player).await;
+        let range = range_of(request.rating_range.as_ref())?;
+        let rules = draughts_proto::convert::rule_set(request.rules.as_ref())?;
+        let live = &self.mm.live;
+        let now = now_unix_ms();
+        let mine = mm::lobby_of(&caller.player);
+        live.take_due(&mine, now, 100).await?;
+        if live.schedule_len(&mine).await? >= MAX_LOBBY_SEEKS_PER_PLAYER {
+            return Err(MatchmakingError::Exhausted(format!(
+                "at most {MAX_LOBBY_SEEKS_PER_PLAYER} lobby seeks per player: cancel one first"
+            )));
+        }
+        self.prune_lobby().await?;
+        if live.schedule_len(mm::LOBBY).await? >= MAX_LOBBY_SEEKS {
+            return Err(MatchmakingError::Exhausted(
+                "the lobby is full; try again later".into(),
+            ));
+        }
+        let time = time_of(request.time_control.as_ref())?;
+        let pool = Pool {
+            id: String::new(),
+            variant: rules.variant(),
+            time,
+            rated: request.rated,
+        };
+        let rating = if caller.guest {
+            crate::ports::START_RATING
+        } else {
+            self.mm.ratings.rating(&caller.player, &pool).await?
+        };
+        let invitation = self
+            .mm
+            .games
+            .invite(
+                authorization,
+                pb::CreateInvitationRequest {
+                    rules: request.rules.clone(),
+                    time_control: request.time_control.clone(),
+                    invitee_id: String::new(),
+                    color: request.color,
+                    rated: request.rated,
+                    fen: String::new(),
+                    expires_in_ms: request.expires_in_ms,
+                },
+            )
+            .await?;
+        let (base_ms, increment_ms, days_per_move) = match time {
+            TimeSpec::Fischer {
+                base_ms,
+                increment_ms,
+            } => (base_ms, increment_ms, 0),
+            TimeSpec::Correspondence { days_per_move } => (0, 0, days_per_move),
+        };
+        let seek = LobbySeek {
+            id: invitation.invitation_id.clone(),
+            seeker: caller_who(caller),
+            variant: rules.variant().key().to_owned(),
+            options: rules.options().to_string(),
+            base_ms,
+            increment_ms,
+            days_per_move,
+            color: match pb::Color::try_from(request.color) {
+                Ok(pb::Color::White) => "white".into(),
+                Ok(pb::Color::Black) => "black".into(),
+                _ => String::new(),
+            },
+            rated: request.rated,
+            range,
+            rating: rating.rating,
+            created_ms: now,
+            expires_ms: invitation.expires_at_ms.max(now + 1000),
+        };
+        let ttl = Duration::from_millis(seek.expires_ms.saturating_sub(now).max(1000));
+        live.put(
+            &mm::lobby_seek_key(&seek.id),
+            Bytes::from(mm::encode_lobby_seek(&seek)),
+            None,
+            Some(ttl),
+        )
+        .await?;
+        live.schedule(mm::LOBBY, &seek.id, seek.expires_ms).await?;
+        live.schedule(&mine, &seek.id, seek.expires_ms).await?;
+        Ok(seek)
+    }
+
+    /// The lobby's open seeks, newest first (optionally of one variant).
+    pub async fn list_lobby_seeks(
+        &self,
+        variant: Option<draughts_engine::Variant>,
+        limit: usize,
+    ) -> MatchmakingResult<Vec<LobbySeek>> {
+        self.prune_lobby().await?;
+        let listed = self
+            .mm
+            .live
+            .scheduled(mm::LOBBY, MAX_LOBBY_SEEKS as usize)
+            .await?;
+        let mut out = Vec::new();
+        // Expiry order is close to creation order: read from the latest expiry backwards.
+        for (id, _) in listed.iter().rev() {
+            if out.len() >= limit {
+                break;
+            }
+            if let Some(seek) = self.lobby_seek(id).await?
+                && variant.is_none_or(|v| v.key() == seek.variant)
+            {
+                out.push(seek);
+            }
+        }
+        out.sort_by(|a, b| b.created_ms.cmp(&a.created_ms));
+        Ok(out)
+    }
+
+    /// Accepts a challenge, rematch or lobby seek: Games starts the game; the quick-pairing seeks of
+    /// both players end (they are in a game now).
+    pub async fn accept(
+        &self,
+        caller: &Caller,
+        authorization: &str,
+        id: &str,
+    ) -> MatchmakingResult<pb::GameView> {
+        self.seen(&caller.player).await;
+        let listed = self.lobby_seek(id).await?;
+        if let Some(seek) = &listed {
+            if seek.seeker.id == caller.player {
+                return Err(MatchmakingError::Precondition(
+                    "this is your own lobby seek".into(),
+                ));
+            }
+            if seek.guest_only_mismatch(caller) {
+                return Err(MatchmakingError::Precondition(
+                    "a rated lobby seek is not open to guests".into(),
+                ));
+            }
+            if let Some((lo, hi)) = seek.range {
+                let pool = seek_pool(seek)?;
+                let mine = if caller.guest {
+                    crate::ports::START_RATING
+                } else {
+                    self.mm.ratings.rating(&caller.player, &pool).await?
+                };
+                if !(lo..=hi).contains(&mine.rating) {
+                    return Err(MatchmakingError::Precondition(format!(
+                        "this seek is for ratings {lo} to {hi}; yours is {}",
+                        mine.rating
+                    )));
+                }
+            }
+        }
+        let result = self.mm.games.accept(authorization, id).await;
+        if let Some(seek) = &listed
+            && (result.is_ok()
+                || matches!(&result, Err(MatchmakingError::Upstream { kind, .. }) if *kind == draughts_proto::ErrorKind::FailedPrecondition))
+        {
+            self.unlist(seek).await?;
+        }
+        let game = result?;
+        for player in [&game.white, &game.black].into_iter().flatten() {
+            self.mm.cancel_player(&player.id, "in_game").await?;
+        }
+        Ok(game)
+    }
+
+    pub async fn challenge(
+        &self,
+        caller: &Caller,
+        authorization: &str,
+        request: pb::ChallengeRequest,
+    ) -> MatchmakingResult<pb::Invitation> {
+        self.seen(&caller.player).await;
+        self.mm
+            .games
+            .invite(
+                authorization,
+                pb::CreateInvitationRequest {
+                    rules: request.rules,
+                    time_control: request.time_control,
+                    invitee_id: request.invitee_id,
+                    color: request.color,
+                    rated: request.rated,
+                    fen: request.fen,
+                    expires_in_ms: request.expires_in_ms,
+                },
+            )
+            .await
+    }
+
+    pub async fn rematch(
+        &self,
+        caller: &Caller,
+        authorization: &str,
+        game_id: &str,
+    ) -> MatchmakingResult<pb::Invitation> {
+        self.seen(&caller.player).await;
+        self.mm.games.rematch(authorization, game_id).await
+    }
+
+    pub async fn decline(
+        &self,
+        caller: &Caller,
+        authorization: &str,
+        id: &str,
+        reason: i32,
+    ) -> MatchmakingResult<pb::Invitation> {
+        self.seen(&caller.player).await;
+        self.mm.games.decline(authorization, id, reason).await
+    }
+
+    /// Withdraws the caller's challenge, rematch offer or lobby seek.
+    pub async fn cancel(
+        &self,
+        caller: &Caller,
+        authorization: &str,
+        id: &str,
+    ) -> MatchmakingResult<pb::Invitation> {
+        self.seen(&caller.player).await;
+        let invitation = self.mm.games.cancel(authorization, id).await?;
+        if let Some(seek) = self.lobby_seek(id).await?
+            && seek.seeker.id == caller.player
+        {
+            self.unlist(&seek).await?;
+        }
+        Ok(invitation)
+    }
+}
+
+trait GuestRule {
+    fn guest_only_mismatch(&self, caller: &Caller) -> bool;
+}
+
+impl GuestRule for LobbySeek {
+    /// Guests are paired with guests: a rated seek of a registered player is not for guests.
+    fn guest_only_mismatch(&self, caller: &Caller) -> bool {
+        self.rated && caller.guest != self.seeker.guest
+    }
+}
+
+fn caller_who(caller: &Caller) -> Who {
+    Who {
+        id: caller.player.clone(),
+        name: caller.name.clone(),
+        guest: caller.guest,
+    }
+}
+
+fn seek_pool(seek: &LobbySeek) -> MatchmakingResult<Pool> {
+    let variant: draughts_engine::Variant = seek
+        .variant
+        .parse()
+        .map_err(|_| MatchmakingError::Corrupt("lobby seek variant".into()))?;
+    Ok(Pool {
+        id: String::new(),
+        variant,
+        time: if seek.days_per_move > 0 {
+            TimeSpec::Correspondence {
+                days_per_move: seek.days_per_move,
+            }
+        } else {
+            TimeSpec::Fischer {
+                base_ms: seek.base_ms,
+                increment_ms: seek.increment_ms,
+            }
+        },
+        rated: seek.rated,
+    })
+}
+
+/// A rating range from the wire (unset: none).
+pub fn range_of(range: Option<&pb::RatingRange>) -> MatchmakingResult<Option<(i32, i32)>> {
+    match range {
+        None => Ok(None),
+        Some(r) if 0 <= r.min && r.min <= r.max && r.max <= 4000 => Ok(Some((r.min, r.max))),
+        Some(_) => Err(MatchmakingError::Invalid(
+            "rating_range: 0 <= min <= max <= 4000".into(),
+        )),
+    }
+}
+
+fn time_of(tc: Option<&pb::TimeControl>) -> MatchmakingResult<TimeSpec> {
+    use pb::time_control::Kind;
+    match tc.and_then(|t| t.kind.as_ref()) {
+        Some(Kind::Fischer(f)) => Ok(TimeSpec::Fischer {
+            base_ms: f.base_ms,
+            increment_ms: f.increment_ms,
+        }),
+        Some(Kind::Correspondence(c)) => Ok(TimeSpec::Correspondence {
+            days_per_move: c.days_per_move,
+        }),
+        None => Err(MatchmakingError::Invalid(
+            "time_control is required (fischer or correspondence)".into(),
+        )),
+    }
+}
