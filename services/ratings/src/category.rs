@@ -173,6 +173,13 @@ mod tests {
         for category in [blitz, english, untimed] {
             assert_eq!(category.to_string().parse::<Category>(), Ok(category));
         }
+        // Every variant, the new ones too (antidraughts, breakthrough, killer, pool, portuguese), is its own
+        // category under its stable key.
+        for v in Variant::ALL {
+            let c = Category::of_game(v, None, &per_speed);
+            assert_eq!(c.to_string(), v.key());
+            assert_eq!(c.to_string().parse::<Category>(), Ok(c));
+        }
         assert!("international:hyper".parse::<Category>().is_err());
         assert!("chess".parse::<Category>().is_err());
     }

@@ -66,6 +66,11 @@ async fn list_moves_in_every_variant() {
         (pb::Variant::Spanish, 7),
         (pb::Variant::Czech, 7),
         (pb::Variant::Turkish, 8),
+        (pb::Variant::Antidraughts, 9),
+        (pb::Variant::Breakthrough, 9),
+        (pb::Variant::Killer, 9),
+        (pb::Variant::Pool, 7),
+        (pb::Variant::Portuguese, 7),
     ] {
         let r = c
             .list_moves(pb::ListMovesRequest {

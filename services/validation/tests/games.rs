@@ -235,7 +235,7 @@ async fn complete_games_in_every_variant() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(list.recent.len(), 8);
+    assert_eq!(list.recent.len(), Variant::ALL.len());
     assert!(list.ongoing.is_empty());
     server.stop().await;
 }

@@ -52,6 +52,25 @@ fn fens(variant: Variant) -> &'static [&'static str] {
             "W:Wd4,e7:Bd5,d7,f7,Kb5",
             "B:WKa1,c3,c5,f4:Bb7,c4,e6,Ke2",
         ],
+        Variant::Antidraughts | Variant::Killer => &[
+            "W:W31-50:B1-20",
+            "B:W6,9,10,11,20,21,22,23,30,K31,33,37,41,42,43,44,46:BK17,K24",
+            "W:WK46:B37,K17,23",
+        ],
+        Variant::Breakthrough => &[
+            "W:W31-50:B1-20",
+            "W:W25,27,28,30,32,33,34,35,37,38:B12,13,14,16,18,19,21,23,24,26",
+            "W:W6,7,8,9,10:B41,42,43,44,45",
+        ],
+        Variant::Pool => &[
+            "B:W21-32:B1-12",
+            "B:W26,27,15:B22,10",
+            "B:W15,18,K30:BK1,9",
+        ],
+        Variant::Portuguese => &[
+            "W:W21-32:B1-12",
+            "W:WK32,10:B6,14,K15,23,K27",
+        ],
     }
 }
 
@@ -68,11 +87,8 @@ fuzz_target!(|data: &[u8]| {
     // Bit 7 turns on the optional rules the variant accepts.
     let rules = if selector & 0x80 != 0 {
         let mut opts = RuleOptions {
-            no_mandatory_capture: variant != Variant::International,
-            promote_mid_capture: matches!(
-                variant,
-                Variant::International | Variant::Brazilian | Variant::Turkish
-            ),
+            no_mandatory_capture: variant.rules().board != draughts_engine::BoardKind::Ten,
+            promote_mid_capture: true,
             move_limit: Some(40),
         };
         if RuleSet::with_options(variant, opts).is_err() {
