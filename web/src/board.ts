@@ -206,12 +206,12 @@ export class BoardView {
           grp.append(num);
         }
         if (g.algebraic && y === n - 1) {
-          const t = el("text", { x: 0.94, y: 0.94, class: "coord", "text-anchor": "end" });
+          const t = el("text", { x: 0.94, y: 0.94, class: `coord${playable && !g.all ? " on-dark" : ""}`, "text-anchor": "end" });
           t.textContent = sq[0];
           grp.append(t);
         }
         if (g.algebraic && x === 0) {
-          const t = el("text", { x: 0.05, y: 0.22, class: "coord" });
+          const t = el("text", { x: 0.05, y: 0.22, class: `coord${playable && !g.all ? " on-dark" : ""}` });
           t.textContent = String(r + 1);
           grp.append(t);
         }
