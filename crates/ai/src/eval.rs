@@ -5,7 +5,11 @@
 //! editing data, not code. The board-shape tables (rows, centre, back row, forward neighbours) are built
 //! once per board from the engine's square coordinates.
 
+use std::sync::{Arc, OnceLock};
+
 use draughts_engine::{Board, BoardKind, Color, Position, Variant};
+
+use crate::learned::LearnedWeights;
 
 /// The tunable numbers of the evaluation of one variant.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -194,15 +198,37 @@ struct Side {
 pub struct Evaluator {
     variant: Variant,
     weights: Weights,
+    /// The learned pattern evaluation, when this variant has one (see [`crate::learned`]); the hand-set
+    /// [`Weights`] then serve only for material values and the drawn-ending rule.
+    learned: Option<Arc<LearnedWeights>>,
     white: Side,
     black: Side,
     centre: u64,
 }
 
 impl Evaluator {
-    /// The evaluator of a variant with its default weights.
+    /// The evaluator of a variant: its shipped learned weights if it has them, else the hand-set table.
     pub fn new(variant: Variant) -> Evaluator {
+        let mut e = Evaluator::hand(variant);
+        e.learned = shipped(variant);
+        e
+    }
+
+    /// The hand-set evaluation of a variant (the evaluation before the learned one; kept for comparison).
+    pub fn hand(variant: Variant) -> Evaluator {
         Evaluator::with_weights(variant, Weights::of(variant).clone())
+    }
+
+    /// An evaluator with other learned weights (a trainer's output).
+    pub fn learned(weights: Arc<LearnedWeights>) -> Evaluator {
+        let mut e = Evaluator::hand(weights.layout().variant());
+        e.learned = Some(weights);
+        e
+    }
+
+    /// The learned weights in use, if any.
+    pub fn learned_weights(&self) -> Option<&Arc<LearnedWeights>> {
+        self.learned.as_ref()
     }
 
     /// The evaluator of a variant with other weights (for tuning).
@@ -258,6 +284,7 @@ impl Evaluator {
         Evaluator {
             variant,
             weights,
+            learned: None,
             white,
             black,
             centre,
@@ -298,17 +325,22 @@ impl Evaluator {
         let n_wm = wm.count_ones() as i32;
         let n_bm = bm.count_ones() as i32;
 
-        let mut score = (n_wm - n_bm) * w.man + (wk - bk) * w.king;
-        if w.give_away {
-            score = -score;
-        }
-        score += self.men_terms(&self.white, wm, bm, empty);
-        score -= self.men_terms(&self.black, bm, wm, empty);
-        if wk > 0 && bk == 0 {
-            score += w.sole_king;
-        } else if bk > 0 && wk == 0 {
-            score -= w.sole_king;
-        }
+        let mut score = if let Some(learned) = &self.learned {
+            learned.evaluate_white(white, black, kings, pos.side_to_move() == Color::White)
+        } else {
+            let mut score = (n_wm - n_bm) * w.man + (wk - bk) * w.king;
+            if w.give_away {
+                score = -score;
+            }
+            score += self.men_terms(&self.white, wm, bm, empty);
+            score -= self.men_terms(&self.black, bm, wm, empty);
+            if wk > 0 && bk == 0 {
+                score += w.sole_king;
+            } else if bk > 0 && wk == 0 {
+                score -= w.sole_king;
+            }
+            score
+        };
 
         // Drawn-looking king endings: a lone king against too few pieces.
         if w.lone_king_holds > 0 {
@@ -368,6 +400,27 @@ impl Evaluator {
     }
 }
 
+/// The learned weights the repository ships for a variant (`crates/ai/data/weights/`), decoded once.
+pub fn shipped(variant: Variant) -> Option<Arc<LearnedWeights>> {
+    static CACHE: [OnceLock<Option<Arc<LearnedWeights>>>; 8] = [const { OnceLock::new() }; 8];
+    let i = Variant::ALL.iter().position(|v| *v == variant)?;
+    CACHE[i]
+        .get_or_init(|| {
+            let bytes = shipped_bytes(variant)?;
+            Some(Arc::new(
+                LearnedWeights::from_bytes(variant, bytes).expect("the shipped weights decode"),
+            ))
+        })
+        .clone()
+}
+
+fn shipped_bytes(variant: Variant) -> Option<&'static [u8]> {
+    match variant {
+        Variant::International => Some(include_bytes!("../data/weights/international.drw")),
+        _ => None,
+    }
+}
+
 fn empty_side() -> Side {
     Side {
         rows: [0; 10],
@@ -407,15 +460,16 @@ mod tests {
     #[test]
     fn start_positions_are_balanced() {
         for v in Variant::ALL {
-            let e = Evaluator::new(v);
             let pos = Position::start(v);
-            assert_eq!(e.evaluate(&pos), 0, "{v}");
+            assert_eq!(Evaluator::hand(v).evaluate(&pos), 0, "{v}");
+            // The learned evaluation knows whose move it is, but not much more at the start.
+            assert!(Evaluator::new(v).evaluate(&pos).abs() < 30, "{v}");
         }
     }
 
     #[test]
     fn a_lone_king_against_three_is_drawish_in_international() {
-        let e = Evaluator::new(Variant::International);
+        let e = Evaluator::hand(Variant::International);
         let pos = Position::from_fen(Variant::International, "W:WK10,K20,K30:BK45").unwrap();
         assert!(e.evaluate(&pos) < 100, "{}", e.evaluate(&pos));
         let pos = Position::from_fen(Variant::International, "W:WK10,K20,K30,K40:BK45").unwrap();
@@ -456,6 +510,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// International plays with the shipped learned weights, and they know the basics: a man up is
+    /// better, four kings beat a lone king, and three kings against one stay drawish.
+    #[test]
+    fn the_shipped_international_weights_are_used_and_sensible() {
+        let e = Evaluator::new(Variant::International);
+        assert!(e.learned_weights().is_some());
+        let score =
+            |fen: &str| e.evaluate(&Position::from_fen(Variant::International, fen).unwrap());
+        let level = score("W:W31,32,33,34,35:B16,17,18,19,20");
+        let up = score("W:W31,32,33,34,35,36:B16,17,18,19,20");
+        assert!(up > level + 30, "{up} vs {level}");
+        let four = score("W:WK10,K20,K30,K40:BK45");
+        let three = score("W:WK10,K20,K30:BK45");
+        assert!(four > 100 && three < 50, "{four} {three}");
+        assert!(Evaluator::new(Variant::English).learned_weights().is_none());
     }
 
     #[test]

@@ -16,7 +16,10 @@
 //! ```
 //!
 //! Modules:
-//! - [`eval`]: the static evaluation, with one weight table per variant (data, for tuning);
+//! - [`eval`]: the static evaluation: the learned pattern evaluation where a variant ships weights, else a
+//!   hand-set weight table;
+//! - [`learned`]: the pattern-table evaluation and its weights file;
+//! - [`train`]: self-play data and the logistic (Texel) fit that makes the learned weights;
 //! - [`search`]: iterative deepening PVS with a transposition table, quiescence, draw rules and limits;
 //! - [`level`]: playing levels 1 to 8 and the one-ply greedy player;
 //! - [`hub`]: the Hub protocol's line, position and move formats (the loop lives in the CLI);
@@ -25,10 +28,12 @@
 pub mod bench;
 pub mod eval;
 pub mod hub;
+pub mod learned;
 pub mod level;
 pub mod openings;
 pub mod search;
 pub mod stats;
+pub mod train;
 pub mod tt;
 
 pub use eval::{Evaluator, Weights};

@@ -329,6 +329,13 @@ impl Searcher {
         self.stop.clone()
     }
 
+    /// Searches with another evaluation from now on (for its variant; a root of another variant brings
+    /// back that variant's default). Forgets the transposition table.
+    pub fn set_evaluator(&mut self, eval: Evaluator) {
+        self.eval = eval;
+        self.tt.clear();
+    }
+
     /// The evaluation in use.
     pub fn evaluator(&self) -> &Evaluator {
         &self.eval

@@ -38,6 +38,9 @@ pub(crate) enum AiCommand {
     Match(MatchArgs),
     /// Search speed: nodes per second and time to depth on fixed middlegame positions per variant.
     SearchBench(SearchBenchArgs),
+    /// Train the learned evaluation: self-play data (`train gen`) and the fit (`train fit`).
+    #[command(subcommand)]
+    Train(crate::ai_train::TrainCommand),
 }
 
 #[derive(Args, Debug)]
@@ -88,6 +91,8 @@ pub(crate) struct MatchArgs {
     #[arg(long, short = 'o', default_value = "")]
     options: String,
     /// First engine: a level `1`..`8` (or `level:N`), `greedy`, or a Hub engine command (`hub:CMD` or CMD).
+    /// A level may name its evaluation after a colon: `8:hand` (the hand-set one), `8:default`, or
+    /// `8:FILE` (a weights file from `draughts train fit`).
     #[arg(long)]
     a: String,
     /// Second engine, same forms.
@@ -131,6 +136,10 @@ pub(crate) struct SearchBenchArgs {
     /// Transposition table size in MiB (the levels' default is 16).
     #[arg(long, default_value_t = 16)]
     hash: usize,
+    /// Evaluation: `default` (the shipped weights, else hand-set), `hand`, or a weights file (with one
+    /// variant only).
+    #[arg(long, default_value = "default")]
+    eval: String,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -143,6 +152,7 @@ pub(crate) fn run(cmd: AiCommand) -> Result<(), CliError> {
         AiCommand::Hub => hub_loop(),
         AiCommand::Match(a) => run_match(a),
         AiCommand::SearchBench(a) => search_bench(a),
+        AiCommand::Train(a) => crate::ai_train::run(a),
     }
 }
 
@@ -689,18 +699,24 @@ impl Engine {
         movetime: Option<Duration>,
         seed: u64,
     ) -> Result<Engine, CliError> {
-        let lower = spec.trim().to_ascii_lowercase();
-        let level_text = lower.strip_prefix("level:").unwrap_or(&lower);
-        if let Ok(n) = level_text.parse::<u8>() {
+        let trimmed = spec.trim();
+        let level_text = trimmed.strip_prefix("level:").unwrap_or(trimmed);
+        let (number, eval) = level_text
+            .split_once(':')
+            .unwrap_or((level_text, "default"));
+        if let Ok(n) = number.parse::<u8>() {
             let mut level = level(n)?;
             // Deterministic by default: no time cap unless the match sets one.
             level.time = movetime;
+            let mut searcher = Box::new(Searcher::new(rules));
+            searcher.set_evaluator(crate::ai_train::evaluator(rules.variant(), eval)?);
             return Ok(Engine::Level {
                 level,
-                searcher: Box::new(Searcher::new(rules)),
+                searcher,
                 rng: Rng::new(seed),
             });
         }
+        let lower = trimmed.to_ascii_lowercase();
         if lower == "greedy" {
             return Ok(Engine::Greedy(Rng::new(seed)));
         }
@@ -1098,6 +1114,7 @@ fn search_bench(a: SearchBenchArgs) -> Result<(), CliError> {
                 ..Default::default()
             };
             let mut searcher = Searcher::with_options(v, &options);
+            searcher.set_evaluator(crate::ai_train::evaluator(v, &a.eval)?);
             let cpu_start = thread_cpu_seconds();
             let r = searcher.search(&RootState::new(pos), &Limits::depth(depth), |_| {});
             let cpu = cpu_start.zip(thread_cpu_seconds()).map(|(a, b)| b - a);

@@ -1,6 +1,7 @@
 //! `draughts`: a thin command-line tool over the engine crate, and a client of the platform's API.
 
 mod ai_cmds;
+mod ai_train;
 mod analysis_cli;
 mod client;
 mod games_cli;
@@ -31,7 +32,7 @@ const COMMAND_GROUPS: &str = "Command groups:
   Engine tools:  perft, moves, play, bench
   API client:    client (moves, validate, apply, start, parse, health, guest, create, accept, play, bot,
                  watch, pdn, ...: `draughts client --help`; --server HOST:PORT, --token)
-  AI:            analyse, bestmove, hub, match, search-bench";
+  AI:            analyse, bestmove, hub, match, search-bench, train";
 
 #[derive(Subcommand, Debug)]
 enum Command {

@@ -1,0 +1,951 @@
+//! The learned evaluation: pattern tables over board windows plus a few global features, two game phases.
+//!
+//! Layout (the same code computes the search's score and the trainer's features, so they cannot disagree):
+//! - **Windows.** Every 4x4 block of the board whose corner is on an even file and rank (international:
+//!   16 blocks, 8x8 boards: 9) holds 8 playable squares; Turkish uses 4x2 blocks (files 0, 2, 4; ranks 0,
+//!   2, 4, 6: 12 blocks of 8 squares). Each block has a table of 3^8 = 6561 entries, indexed by the
+//!   contents of its 8 squares (empty, own man, opponent man; kings are left to the global features).
+//! - **Both colours share the tables.** A table is written from its owner's side: White applies table `w` to
+//!   block `w` of the board; Black applies the same table to the block rotated by 180 degrees, with the
+//!   colours swapped. So a position and its colour-mirrored copy get opposite scores, and every table
+//!   learns from both sides' men.
+//! - **Index by lookup.** A block's squares are gathered from the men bitboards in a few shift-and-mask
+//!   chunks (runs of adjacent bits) into an 8-bit number per colour; two 256-entry tables per block turn
+//!   those into the base-3 index of the white view and of the black view.
+//! - **Global features** (White minus Black): men, kings, tempo (rows advanced, summed), balance (how
+//!   evenly the men spread over the left and right wings), runaway men one and two rows from promotion,
+//!   having a king, and the side to move.
+//! - **Phases.** Every weight has a middlegame and an endgame value; the score blends them by the number of
+//!   men left (all men: middlegame; none: endgame).
+//!
+//! Weights are `i16` in quarter centi-men ([`UNIT`]). The file format ([`LearnedWeights::to_bytes`]): the
+//! magic `DRW1`, the variant key's length and bytes, the number of tables and entries per table, the number
+//! of global features, then every weight as two little-endian `i16` (middlegame, endgame), tables first.
+
+use draughts_engine::{Board, BoardKind, Color, Position, Variant};
+
+/// Weight units per centi-man.
+pub const UNIT: i32 = 4;
+/// Squares per window.
+pub const WINDOW: usize = 8;
+/// Entries per table (3^8).
+pub const TABLE: usize = 6561;
+/// Global features.
+pub const N_DENSE: usize = 8;
+/// The names of the global features, in order.
+pub const DENSE_NAMES: [&str; N_DENSE] = [
+    "men",
+    "kings",
+    "tempo",
+    "balance",
+    "runaway-1",
+    "runaway-2",
+    "has-king",
+    "side-to-move",
+];
+
+/// One shift-and-mask step of gathering a window's squares: `((bb >> shift) & mask) << dest`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Chunk {
+    shift: u8,
+    dest: u8,
+    mask: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Window {
+    chunks: Vec<Chunk>,
+    /// Gathered 8-bit value -> base-3 digits (1 per set bit) of the white view, and of the black view.
+    white_digits: Box<[u16; 256]>,
+    black_digits: Box<[u16; 256]>,
+    /// The table White applies here (this window) and the table Black applies here (the rotated one).
+    white_table: u32,
+    black_table: u32,
+}
+
+/// The board geometry of the learned evaluation of one variant.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    variant: Variant,
+    windows: Vec<Window>,
+    /// The fast gathering of the diagonal boards (`None` on the Turkish board: chunks).
+    pairs: Option<RowPairs>,
+    /// Per window, the owner squares whose men's value (material and tempo) is folded into its table:
+    /// `(digit position, rows advanced)`; every square belongs to exactly one window.
+    folded: Vec<Vec<(u8, u8)>>,
+    /// Balance by bitboard byte: the summed file distance from the middle (negative on the left).
+    balance_bytes: Box<[[i8; 256]; 8]>,
+    /// Men of both colours at the start (the phase's full scale).
+    start_men: i32,
+    /// Tempo planes: a white man on a square adds `2^k` for each plane `k` holding it (rows advanced).
+    white_rows: Vec<u64>,
+    black_rows: Vec<u64>,
+    /// Balance planes (distance from the board's middle file, doubled) for the left and right wings.
+    left: Vec<u64>,
+    right: Vec<u64>,
+    white_one_to_go: u64,
+    white_two_to_go: u64,
+    black_one_to_go: u64,
+    black_two_to_go: u64,
+    /// Forward neighbours of every bit, per colour.
+    white_forward: Box<[u64; 64]>,
+    black_forward: Box<[u64; 64]>,
+}
+
+/// Gathering on the diagonal boards. Rows `2k` and `2k + 1` (from the top) fill one contiguous run of
+/// `size` bits starting at bit `k * (size + 1)`; one table lookup turns that run into the 4 bits of each
+/// window column (8 bits apart), and a window's byte is the nibble of its two row pairs side by side.
+#[derive(Clone, Debug)]
+struct RowPairs {
+    n: usize,
+    stride: u32,
+    width_mask: u64,
+    nibbles: Vec<u32>,
+    /// Per window: its top row pair and its column.
+    at: Vec<(u8, u8)>,
+}
+
+impl RowPairs {
+    #[inline(always)]
+    fn quads(&self, bb: u64) -> [u32; 5] {
+        let mut blocks = [0u32; 6];
+        for (k, b) in blocks.iter_mut().enumerate().take(self.n) {
+            *b = self.nibbles[((bb >> (k as u32 * self.stride)) & self.width_mask) as usize];
+        }
+        let mut q = [0u32; 5];
+        for k in 0..self.n.saturating_sub(1) {
+            q[k] = blocks[k] | blocks[k + 1] << 4;
+        }
+        q
+    }
+}
+
+/// The features of one position as the trainer sees them (White's point of view).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Features {
+    /// Table entries used: `table * TABLE + index`, and the sign (+1 White's view, -1 Black's).
+    pub entries: Vec<(u32, i8)>,
+    pub dense: [i32; N_DENSE],
+    /// Middlegame share, 0..=1.
+    pub phase: f32,
+}
+
+impl Layout {
+    pub fn new(variant: Variant) -> Layout {
+        let board = variant.rules().board.board();
+        let size = board.size;
+        let turkish = board.kind == BoardKind::Turkish;
+        let (width, height, step_r) = if turkish { (4, 2, 2) } else { (4, 4, 2) };
+        let mut corners = Vec::new();
+        let mut r = 0;
+        while r + height <= size {
+            let mut f = 0;
+            while f + width <= size {
+                corners.push((f, r));
+                f += 2;
+            }
+            r += step_r;
+        }
+        let squares_of = |f0: u8, r0: u8| -> Vec<u32> {
+            let mut v = Vec::new();
+            for r in r0..r0 + height {
+                for f in f0..f0 + width {
+                    if let Some(sq) = board.square_at(f, r) {
+                        v.push(sq.bit());
+                    }
+                }
+            }
+            v
+        };
+        let rotate = |bit: u32| -> u32 {
+            let (f, r) = board.coords(draughts_square(board, bit));
+            board
+                .square_at(size - 1 - f, size - 1 - r)
+                .expect("the board is symmetric under rotation")
+                .bit()
+        };
+        // Owner-view square order of each table: the squares of block `w` in (rank, file) order.
+        let owner_squares: Vec<Vec<u32>> = corners.iter().map(|&(f, r)| squares_of(f, r)).collect();
+        let mut windows = Vec::new();
+        for (w, &(f0, r0)) in corners.iter().enumerate() {
+            let squares = &owner_squares[w];
+            assert_eq!(squares.len(), WINDOW, "a window holds 8 squares");
+            let mut bits: Vec<u32> = squares.clone();
+            bits.sort_unstable();
+            // Black's table here: the block that the rotation maps onto this one.
+            let rot_corner = (size - width - f0, size - height - r0);
+            let black_table = corners
+                .iter()
+                .position(|&c| c == rot_corner)
+                .expect("the windows are closed under rotation");
+            let black_order = &owner_squares[black_table];
+            let mut white_digits = Box::new([0u16; 256]);
+            let mut black_digits = Box::new([0u16; 256]);
+            for value in 0..256usize {
+                let (mut wd, mut bd) = (0u32, 0u32);
+                for (j, &bit) in bits.iter().enumerate() {
+                    if value >> j & 1 == 0 {
+                        continue;
+                    }
+                    let k = squares.iter().position(|&s| s == bit).expect("own square");
+                    wd += 3u32.pow(k as u32);
+                    // In Black's view this board square is the owner square `rotate(bit)` of block
+                    // `black_table`.
+                    let kb = black_order
+                        .iter()
+                        .position(|&s| s == rotate(bit))
+                        .expect("rotated square");
+                    bd += 3u32.pow(kb as u32);
+                }
+                white_digits[value] = wd as u16;
+                black_digits[value] = bd as u16;
+            }
+            // Runs of adjacent bits become one chunk.
+            let mut chunks: Vec<Chunk> = Vec::new();
+            let mut j = 0;
+            while j < bits.len() {
+                let start = j;
+                while j + 1 < bits.len() && bits[j + 1] == bits[j] + 1 {
+                    j += 1;
+                }
+                let len = j - start + 1;
+                chunks.push(Chunk {
+                    shift: bits[start] as u8,
+                    dest: start as u8,
+                    mask: (1u64 << len) - 1,
+                });
+                j += 1;
+            }
+            windows.push(Window {
+                chunks,
+                white_digits,
+                black_digits,
+                white_table: w as u32,
+                black_table: black_table as u32,
+            });
+        }
+
+        // Fast gathering (diagonal boards): check that it equals the chunks on every window.
+        let pairs = (!turkish).then(|| {
+            let n = usize::from(size / 2);
+            let stride = u32::from(size) + 1;
+            let width_mask = (1u64 << size) - 1;
+            let columns = usize::from((size - width) / 2 + 1);
+            // Bits of row pair 0 (rows 0 and 1 from the top = ranks size-1 and size-2) by column.
+            let mut column_bits: Vec<Vec<u32>> = vec![Vec::new(); columns];
+            for (j, bits) in column_bits.iter_mut().enumerate() {
+                for r in [size - 1, size - 2] {
+                    for f in 2 * j as u8..2 * j as u8 + width {
+                        if let Some(sq) = board.square_at(f, r) {
+                            bits.push(sq.bit());
+                        }
+                    }
+                }
+                bits.sort_unstable();
+            }
+            let nibbles: Vec<u32> = (0..1usize << size)
+                .map(|v| {
+                    let mut out = 0u32;
+                    for (j, bits) in column_bits.iter().enumerate() {
+                        for (m, &b) in bits.iter().enumerate() {
+                            if v >> b & 1 != 0 {
+                                out |= 1 << (8 * j + m);
+                            }
+                        }
+                    }
+                    out
+                })
+                .collect();
+            let at = corners
+                .iter()
+                .map(|&(f0, r0)| (((size - height - r0) / 2), f0 / 2))
+                .collect();
+            RowPairs {
+                n,
+                stride,
+                width_mask,
+                nibbles,
+                at,
+            }
+        });
+        // Folding of material and tempo: each square goes to the first window that holds it.
+        let mut owner_of = [usize::MAX; 64];
+        for (w, squares) in owner_squares.iter().enumerate() {
+            for &b in squares {
+                if owner_of[b as usize] == usize::MAX {
+                    owner_of[b as usize] = w;
+                }
+            }
+        }
+        for sq in board.squares() {
+            assert!(
+                owner_of[sq.bit() as usize] != usize::MAX,
+                "every square is in a window"
+            );
+        }
+        let folded = owner_squares
+            .iter()
+            .enumerate()
+            .map(|(w, squares)| {
+                squares
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| owner_of[**b as usize] == w)
+                    .map(|(k, &b)| (k as u8, board.coords(draughts_square(board, b)).1))
+                    .collect()
+            })
+            .collect();
+        let mut balance_bytes = Box::new([[0i8; 256]; 8]);
+        for (byte, table) in balance_bytes.iter_mut().enumerate() {
+            for (v, entry) in table.iter_mut().enumerate() {
+                let mut sum = 0i32;
+                for m in 0..8 {
+                    let bit = 8 * byte as u32 + m;
+                    if v >> m & 1 != 0 && bit < 64 && board.mask >> bit & 1 != 0 {
+                        let (f, _) = board.coords(draughts_square(board, bit));
+                        sum += 2 * i32::from(f) - (i32::from(size) - 1);
+                    }
+                }
+                *entry = sum as i8;
+            }
+        }
+
+        let start = Position::start(variant);
+        let start_men =
+            (start.pieces(Color::White).count() + start.pieces(Color::Black).count()) as i32;
+        let mut white_rows = vec![0u64; 4];
+        let mut black_rows = vec![0u64; 4];
+        let mut left = vec![0u64; 4];
+        let mut right = vec![0u64; 4];
+        let mut white_one_to_go = 0;
+        let mut white_two_to_go = 0;
+        let mut black_one_to_go = 0;
+        let mut black_two_to_go = 0;
+        let mut white_forward = Box::new([0u64; 64]);
+        let mut black_forward = Box::new([0u64; 64]);
+        for sq in board.squares() {
+            let bit = 1u64 << sq.bit();
+            let (f, r) = board.coords(sq);
+            let wr = u32::from(r);
+            let br = u32::from(size - 1 - r);
+            for k in 0..4 {
+                if wr >> k & 1 != 0 {
+                    white_rows[k] |= bit;
+                }
+                if br >> k & 1 != 0 {
+                    black_rows[k] |= bit;
+                }
+            }
+            let d = 2 * i32::from(f) - (i32::from(size) - 1);
+            let planes = if d < 0 { &mut left } else { &mut right };
+            for (k, plane) in planes.iter_mut().enumerate() {
+                if d.unsigned_abs() >> k & 1 != 0 {
+                    *plane |= bit;
+                }
+            }
+            if r == size - 2 {
+                white_one_to_go |= bit;
+            }
+            if r == size - 3 {
+                white_two_to_go |= bit;
+            }
+            if r == 1 {
+                black_one_to_go |= bit;
+            }
+            if r == 2 {
+                black_two_to_go |= bit;
+            }
+            white_forward[sq.bit() as usize] = forward(board, f, r, 1, turkish);
+            black_forward[sq.bit() as usize] = forward(board, f, r, -1, turkish);
+        }
+        Layout {
+            variant,
+            windows,
+            pairs,
+            folded,
+            balance_bytes,
+            start_men,
+            white_rows,
+            black_rows,
+            left,
+            right,
+            white_one_to_go,
+            white_two_to_go,
+            black_one_to_go,
+            black_two_to_go,
+            white_forward,
+            black_forward,
+        }
+    }
+
+    pub fn variant(&self) -> Variant {
+        self.variant
+    }
+
+    /// Number of pattern tables.
+    pub fn n_tables(&self) -> usize {
+        self.windows.len()
+    }
+
+    /// Number of weights per phase: every table entry, then the global features.
+    pub fn n_weights(&self) -> usize {
+        self.windows.len() * TABLE + N_DENSE
+    }
+
+    #[inline(always)]
+    fn gather(chunks: &[Chunk], bb: u64) -> usize {
+        let mut v = 0u64;
+        for c in chunks {
+            v |= ((bb >> c.shift) & c.mask) << c.dest;
+        }
+        v as usize
+    }
+
+    /// Calls `f(window, white byte, black byte)` for every window.
+    #[inline(always)]
+    fn for_each_window(&self, wm: u64, bm: u64, mut f: impl FnMut(&Window, usize, usize)) {
+        if let Some(p) = &self.pairs {
+            let qw = p.quads(wm);
+            let qb = p.quads(bm);
+            for (w, &(k, j)) in self.windows.iter().zip(&p.at) {
+                let shift = 8 * u32::from(j);
+                let gw = (qw[usize::from(k)] >> shift) & 0xFF;
+                let gb = (qb[usize::from(k)] >> shift) & 0xFF;
+                f(w, gw as usize, gb as usize);
+            }
+        } else {
+            for w in &self.windows {
+                f(w, Self::gather(&w.chunks, wm), Self::gather(&w.chunks, bm));
+            }
+        }
+    }
+
+    /// The balance term (White minus Black) by byte lookups, as [`Layout::dense`] computes it.
+    #[inline(always)]
+    fn balance_fast(&self, wm: u64, bm: u64) -> i32 {
+        let side = |men: u64| -> i32 {
+            let mut s = 0i32;
+            let mut m = men;
+            let mut byte = 0;
+            while m != 0 {
+                s += i32::from(self.balance_bytes[byte][(m & 0xFF) as usize]);
+                m >>= 8;
+                byte += 1;
+            }
+            s.abs()
+        };
+        side(bm) - side(wm)
+    }
+
+    /// The global features, White minus Black.
+    #[inline(always)]
+    fn dense(&self, white: u64, black: u64, kings: u64, white_to_move: bool) -> [i32; N_DENSE] {
+        let wm = white & !kings;
+        let bm = black & !kings;
+        let wk = (white & kings).count_ones() as i32;
+        let bk = (black & kings).count_ones() as i32;
+        let empty = !(white | black);
+        let planes = |men: u64, planes: &[u64]| -> i32 {
+            planes
+                .iter()
+                .enumerate()
+                .map(|(k, p)| ((men & p).count_ones() as i32) << k)
+                .sum()
+        };
+        let tempo = planes(wm, &self.white_rows) - planes(bm, &self.black_rows);
+        let balance = |men: u64| (planes(men, &self.right) - planes(men, &self.left)).abs();
+        let (w1, w2) = runaways(
+            wm,
+            empty,
+            self.white_one_to_go,
+            self.white_two_to_go,
+            &self.white_forward,
+        );
+        let (b1, b2) = runaways(
+            bm,
+            empty,
+            self.black_one_to_go,
+            self.black_two_to_go,
+            &self.black_forward,
+        );
+        [
+            wm.count_ones() as i32 - bm.count_ones() as i32,
+            wk - bk,
+            tempo,
+            balance(bm) - balance(wm),
+            w1 - b1,
+            w2 - b2,
+            i32::from(wk > 0) - i32::from(bk > 0),
+            if white_to_move { 1 } else { -1 },
+        ]
+    }
+
+    /// The middlegame share of a position in 0..=`start_men`.
+    #[inline(always)]
+    fn phase(&self, white: u64, black: u64, kings: u64) -> i32 {
+        (((white | black) & !kings).count_ones() as i32).min(self.start_men)
+    }
+
+    /// The trainer's view of a position.
+    pub fn features(&self, white: u64, black: u64, kings: u64, white_to_move: bool) -> Features {
+        let wm = white & !kings;
+        let bm = black & !kings;
+        let mut entries = Vec::with_capacity(2 * self.windows.len());
+        for w in &self.windows {
+            let gw = Self::gather(&w.chunks, wm);
+            let gb = Self::gather(&w.chunks, bm);
+            let iw = u32::from(w.white_digits[gw]) + 2 * u32::from(w.white_digits[gb]);
+            let ib = u32::from(w.black_digits[gb]) + 2 * u32::from(w.black_digits[gw]);
+            entries.push((w.white_table * TABLE as u32 + iw, 1));
+            entries.push((w.black_table * TABLE as u32 + ib, -1));
+        }
+        debug_assert!({
+            let mut fast = Vec::new();
+            self.for_each_window(wm, bm, |w, gw, gb| {
+                let iw = u32::from(w.white_digits[gw]) + 2 * u32::from(w.white_digits[gb]);
+                fast.push((w.white_table * TABLE as u32 + iw, 1i8));
+                let ib = u32::from(w.black_digits[gb]) + 2 * u32::from(w.black_digits[gw]);
+                fast.push((w.black_table * TABLE as u32 + ib, -1i8));
+            });
+            fast == entries
+        });
+        Features {
+            entries,
+            dense: self.dense(white, black, kings, white_to_move),
+            phase: self.phase(white, black, kings) as f32 / self.start_men as f32,
+        }
+    }
+}
+
+/// Runaway men: on the row before promotion with a free square ahead, and two rows before with a free path.
+#[inline(always)]
+fn runaways(men: u64, empty: u64, one: u64, two: u64, fwd: &[u64; 64]) -> (i32, i32) {
+    let mut n1 = 0;
+    let mut near = men & one;
+    while near != 0 {
+        let bit = near.trailing_zeros() as usize;
+        near &= near - 1;
+        if fwd[bit] & empty != 0 {
+            n1 += 1;
+        }
+    }
+    let mut n2 = 0;
+    let mut near = men & two;
+    while near != 0 {
+        let bit = near.trailing_zeros() as usize;
+        near &= near - 1;
+        let mut next = fwd[bit] & empty;
+        while next != 0 {
+            let b = next.trailing_zeros() as usize;
+            next &= next - 1;
+            if fwd[b] != 0 && fwd[b] & empty == fwd[b] {
+                n2 += 1;
+                break;
+            }
+        }
+    }
+    (n1, n2)
+}
+
+fn draughts_square(board: &Board, bit: u32) -> draughts_engine::Square {
+    board
+        .squares()
+        .find(|s| s.bit() == bit)
+        .expect("a playable bit")
+}
+
+/// The squares a man on (file, rank) moves forward to (`dir` = +1 for White, -1 for Black).
+fn forward(board: &Board, file: u8, rank: u8, dir: i8, turkish: bool) -> u64 {
+    let next_rank = i16::from(rank) + i16::from(dir);
+    if !(0..i16::from(board.size)).contains(&next_rank) {
+        return 0;
+    }
+    let files: &[i16] = if turkish { &[0] } else { &[-1, 1] };
+    let mut mask = 0;
+    for df in files {
+        let f = i16::from(file) + df;
+        if (0..i16::from(board.size)).contains(&f)
+            && let Some(sq) = board.square_at(f as u8, next_rank as u8)
+        {
+            mask |= 1u64 << sq.bit();
+        }
+    }
+    mask
+}
+
+/// Errors reading a weights file.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum WeightsError {
+    #[error("not a weights file (bad magic)")]
+    Magic,
+    #[error("the weights file is truncated")]
+    Truncated,
+    #[error("the weights file is for variant '{0}'")]
+    Variant(String),
+    #[error(
+        "the weights file's shape ({0} tables, {1} features) does not fit this variant's layout"
+    )]
+    Shape(u32, u32),
+}
+
+/// The learned weights of one variant with its layout: an evaluation.
+#[derive(Clone, Debug)]
+pub struct LearnedWeights {
+    layout: Layout,
+    /// `(middlegame, endgame)` per weight: tables, then the global features.
+    weights: Vec<[i16; 2]>,
+    /// What the evaluation reads: the tables with material and tempo folded in (see [`Layout`]'s
+    /// `folded`), so those two features cost nothing at a leaf.
+    fast: Vec<[i16; 2]>,
+}
+
+/// The tables with the men and tempo weights folded into them.
+fn fold(layout: &Layout, weights: &[[i16; 2]]) -> Vec<[i16; 2]> {
+    let base = layout.n_tables() * TABLE;
+    let men = weights[base];
+    let tempo = weights[base + 2];
+    let mut fast = weights[..base].to_vec();
+    for (w, squares) in layout.folded.iter().enumerate() {
+        for idx in 0..TABLE {
+            let mut add = [0i32; 2];
+            for &(k, rank) in squares {
+                if (idx / 3usize.pow(u32::from(k))) % 3 == 1 {
+                    for ph in 0..2 {
+                        add[ph] += i32::from(men[ph]) + i32::from(rank) * i32::from(tempo[ph]);
+                    }
+                }
+            }
+            let e = &mut fast[w * TABLE + idx];
+            for ph in 0..2 {
+                e[ph] = (i32::from(e[ph]) + add[ph]).clamp(-32767, 32767) as i16;
+            }
+        }
+    }
+    fast.extend_from_slice(&weights[base..]);
+    fast
+}
+
+const MAGIC: &[u8; 4] = b"DRW1";
+
+impl LearnedWeights {
+    /// All-zero pattern tables with plain material (a starting point for training).
+    pub fn material_only(variant: Variant, man: i32, king: i32) -> LearnedWeights {
+        let layout = Layout::new(variant);
+        let mut weights = vec![[0i16; 2]; layout.n_weights()];
+        let base = layout.n_tables() * TABLE;
+        let m = (man * UNIT) as i16;
+        let k = (king * UNIT) as i16;
+        weights[base] = [m, m];
+        weights[base + 1] = [k, k];
+        LearnedWeights::build(layout, weights)
+    }
+
+    /// Weights from float values in centi-men (the trainer's output), rounded and clamped to `i16`.
+    pub fn from_centi_men(variant: Variant, values: &[[f32; 2]]) -> LearnedWeights {
+        let layout = Layout::new(variant);
+        assert_eq!(values.len(), layout.n_weights());
+        let weights = values
+            .iter()
+            .map(|v| {
+                let q = |x: f32| (x * UNIT as f32).round().clamp(-32767.0, 32767.0) as i16;
+                [q(v[0]), q(v[1])]
+            })
+            .collect();
+        LearnedWeights::build(layout, weights)
+    }
+
+    fn build(layout: Layout, weights: Vec<[i16; 2]>) -> LearnedWeights {
+        let fast = fold(&layout, &weights);
+        LearnedWeights {
+            layout,
+            weights,
+            fast,
+        }
+    }
+
+    /// The weights in centi-men (for continuing training).
+    pub fn to_centi_men(&self) -> Vec<[f32; 2]> {
+        self.weights
+            .iter()
+            .map(|w| [f32::from(w[0]) / UNIT as f32, f32::from(w[1]) / UNIT as f32])
+            .collect()
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// One global feature's weights in centi-men (middlegame, endgame).
+    pub fn dense_weight(&self, feature: usize) -> (f32, f32) {
+        let w = self.weights[self.layout.n_tables() * TABLE + feature];
+        (f32::from(w[0]) / UNIT as f32, f32::from(w[1]) / UNIT as f32)
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let key = self.layout.variant.key().as_bytes();
+        let mut out = Vec::with_capacity(16 + key.len() + 4 * self.weights.len());
+        out.extend_from_slice(MAGIC);
+        out.push(key.len() as u8);
+        out.extend_from_slice(key);
+        out.extend_from_slice(&(self.layout.n_tables() as u32).to_le_bytes());
+        out.extend_from_slice(&(TABLE as u32).to_le_bytes());
+        out.extend_from_slice(&(N_DENSE as u32).to_le_bytes());
+        for w in &self.weights {
+            out.extend_from_slice(&w[0].to_le_bytes());
+            out.extend_from_slice(&w[1].to_le_bytes());
+        }
+        out
+    }
+
+    pub fn from_bytes(variant: Variant, bytes: &[u8]) -> Result<LearnedWeights, WeightsError> {
+        let mut rest = bytes;
+        let mut take = |n: usize| -> Result<&[u8], WeightsError> {
+            if rest.len() < n {
+                return Err(WeightsError::Truncated);
+            }
+            let (head, tail) = rest.split_at(n);
+            rest = tail;
+            Ok(head)
+        };
+        if take(4)? != MAGIC {
+            return Err(WeightsError::Magic);
+        }
+        let key_len = take(1)?[0] as usize;
+        let key = String::from_utf8_lossy(take(key_len)?).into_owned();
+        if key != variant.key() {
+            return Err(WeightsError::Variant(key));
+        }
+        let mut u32_at = || -> Result<u32, WeightsError> {
+            let b = take(4)?;
+            Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let (n_tables, table, n_dense) = (u32_at()?, u32_at()?, u32_at()?);
+        let layout = Layout::new(variant);
+        if n_tables as usize != layout.n_tables()
+            || table as usize != TABLE
+            || n_dense as usize != N_DENSE
+        {
+            return Err(WeightsError::Shape(n_tables, n_dense));
+        }
+        let n = layout.n_weights();
+        let body = take(4 * n)?;
+        let weights = body
+            .chunks_exact(4)
+            .map(|c| {
+                [
+                    i16::from_le_bytes([c[0], c[1]]),
+                    i16::from_le_bytes([c[2], c[3]]),
+                ]
+            })
+            .collect();
+        Ok(LearnedWeights::build(layout, weights))
+    }
+
+    /// White's score in centi-men (before draw scaling).
+    #[inline]
+    pub fn evaluate_white(&self, white: u64, black: u64, kings: u64, white_to_move: bool) -> i32 {
+        let l = &self.layout;
+        let wm = white & !kings;
+        let bm = black & !kings;
+        let (mut mg, mut eg) = (0i32, 0i32);
+        let t = &self.fast;
+        l.for_each_window(wm, bm, |w, gw, gb| {
+            let iw = w.white_table as usize * TABLE
+                + usize::from(w.white_digits[gw])
+                + 2 * usize::from(w.white_digits[gb]);
+            let ib = w.black_table as usize * TABLE
+                + usize::from(w.black_digits[gb])
+                + 2 * usize::from(w.black_digits[gw]);
+            let a = t[iw];
+            let b = t[ib];
+            mg += i32::from(a[0]) - i32::from(b[0]);
+            eg += i32::from(a[1]) - i32::from(b[1]);
+        });
+        // The global features but men and tempo (folded into the tables).
+        let base = l.windows.len() * TABLE;
+        let mut add = |k: usize, x: i32| {
+            let w = t[base + k];
+            mg += x * i32::from(w[0]);
+            eg += x * i32::from(w[1]);
+        };
+        if kings != 0 {
+            let wk = (white & kings).count_ones() as i32;
+            let bk = (black & kings).count_ones() as i32;
+            add(1, wk - bk);
+            add(6, i32::from(wk > 0) - i32::from(bk > 0));
+        }
+        add(3, l.balance_fast(wm, bm));
+        let empty = !(white | black);
+        let (w1, w2) = runaways(
+            wm,
+            empty,
+            l.white_one_to_go,
+            l.white_two_to_go,
+            &l.white_forward,
+        );
+        let (b1, b2) = runaways(
+            bm,
+            empty,
+            l.black_one_to_go,
+            l.black_two_to_go,
+            &l.black_forward,
+        );
+        add(4, w1 - b1);
+        add(5, w2 - b2);
+        add(7, if white_to_move { 1 } else { -1 });
+        let ph = l.phase(white, black, kings);
+        (mg * ph + eg * (l.start_men - ph)) / (l.start_men * UNIT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_weights(variant: Variant, seed: u64) -> LearnedWeights {
+        let layout = Layout::new(variant);
+        let mut rng = crate::level::Rng::new(seed);
+        let values: Vec<[f32; 2]> = (0..layout.n_weights())
+            .map(|_| {
+                [
+                    rng.below(4001) as f32 / 10.0 - 200.0,
+                    rng.below(4001) as f32 / 10.0 - 200.0,
+                ]
+            })
+            .collect();
+        LearnedWeights::from_centi_men(variant, &values)
+    }
+
+    fn positions(variant: Variant, n: usize, seed: u64) -> Vec<Position> {
+        let mut rng = crate::level::Rng::new(seed);
+        let mut out = Vec::new();
+        let mut pos = Position::start(variant);
+        while out.len() < n {
+            let moves = pos.legal_moves();
+            if moves.is_empty() {
+                pos = Position::start(variant);
+                continue;
+            }
+            pos = pos.play_unchecked(&moves[rng.below(moves.len() as u64) as usize]);
+            out.push(pos);
+        }
+        out
+    }
+
+    fn mirror(pos: &Position) -> (u64, u64, u64, bool) {
+        let board = pos.board();
+        let size = board.size;
+        let rot = |bb: u64| -> u64 {
+            let mut out = 0;
+            for sq in board.squares() {
+                if bb >> sq.bit() & 1 != 0 {
+                    let (f, r) = board.coords(sq);
+                    out |= 1u64 << board.square_at(size - 1 - f, size - 1 - r).unwrap().bit();
+                }
+            }
+            out
+        };
+        (
+            rot(pos.pieces(Color::Black).0),
+            rot(pos.pieces(Color::White).0),
+            rot(pos.kings().0),
+            pos.side_to_move() == Color::Black,
+        )
+    }
+
+    /// A position and its colour-mirrored copy score exactly opposite, in every variant.
+    #[test]
+    fn colour_mirrored_positions_score_opposite() {
+        for v in Variant::ALL {
+            let w = sample_weights(v, 7);
+            for pos in positions(v, 300, 11) {
+                let white = pos.pieces(Color::White).0;
+                let black = pos.pieces(Color::Black).0;
+                let s = w.evaluate_white(
+                    white,
+                    black,
+                    pos.kings().0,
+                    pos.side_to_move() == Color::White,
+                );
+                let (mw, mb, mk, mwtm) = mirror(&pos);
+                let m = w.evaluate_white(mw, mb, mk, mwtm);
+                assert!((s + m).abs() <= 1, "{v}: {s} vs {m}");
+            }
+        }
+    }
+
+    /// The evaluation equals the trainer's linear model over the features (up to rounding).
+    #[test]
+    fn evaluation_equals_the_feature_model() {
+        for v in Variant::ALL {
+            let w = sample_weights(v, 3);
+            let cm = w.to_centi_men();
+            let layout = w.layout();
+            for pos in positions(v, 200, 5) {
+                let (white, black, kings) = (
+                    pos.pieces(Color::White).0,
+                    pos.pieces(Color::Black).0,
+                    pos.kings().0,
+                );
+                let wtm = pos.side_to_move() == Color::White;
+                let f = layout.features(white, black, kings, wtm);
+                let (mut mg, mut eg) = (0f64, 0f64);
+                for &(i, s) in &f.entries {
+                    mg += f64::from(s) * f64::from(cm[i as usize][0]);
+                    eg += f64::from(s) * f64::from(cm[i as usize][1]);
+                }
+                let base = layout.n_tables() * TABLE;
+                for (k, x) in f.dense.iter().enumerate() {
+                    mg += f64::from(*x) * f64::from(cm[base + k][0]);
+                    eg += f64::from(*x) * f64::from(cm[base + k][1]);
+                }
+                let p = f64::from(f.phase);
+                let model = mg * p + eg * (1.0 - p);
+                let s = f64::from(w.evaluate_white(white, black, kings, wtm));
+                assert!((model - s).abs() <= 1.01, "{v}: model {model} eval {s}");
+            }
+        }
+    }
+
+    #[test]
+    fn indices_stay_inside_their_tables_and_windows_hold_eight_squares() {
+        for v in Variant::ALL {
+            let layout = Layout::new(v);
+            assert!(layout.n_tables() >= 9, "{v}");
+            for pos in positions(v, 100, 9) {
+                let f = layout.features(
+                    pos.pieces(Color::White).0,
+                    pos.pieces(Color::Black).0,
+                    pos.kings().0,
+                    true,
+                );
+                assert_eq!(f.entries.len(), 2 * layout.n_tables());
+                for (i, _) in f.entries {
+                    assert!((i as usize) < layout.n_tables() * TABLE);
+                }
+            }
+        }
+        assert_eq!(Layout::new(Variant::International).n_tables(), 16);
+        assert_eq!(Layout::new(Variant::English).n_tables(), 9);
+    }
+
+    #[test]
+    fn weights_round_trip_through_bytes_and_reject_other_files() {
+        let w = sample_weights(Variant::International, 1);
+        let bytes = w.to_bytes();
+        let back = LearnedWeights::from_bytes(Variant::International, &bytes).unwrap();
+        assert_eq!(back.weights, w.weights);
+        assert_eq!(
+            LearnedWeights::from_bytes(Variant::English, &bytes).unwrap_err(),
+            WeightsError::Variant("international".into())
+        );
+        assert_eq!(
+            LearnedWeights::from_bytes(Variant::International, &bytes[..100]).unwrap_err(),
+            WeightsError::Truncated
+        );
+        assert_eq!(
+            LearnedWeights::from_bytes(Variant::International, b"XXXXabc").unwrap_err(),
+            WeightsError::Magic
+        );
+    }
+}

@@ -1,0 +1,567 @@
+//! Training data and the fit of the learned evaluation ([`crate::learned`]).
+//!
+//! - [`self_play_game`]: one game of the engine against itself from a randomised opening (a few random
+//!   plies, kept only if a short search finds it roughly level), every move searched to a node limit.
+//!   Quiet positions (no capture for either side) after the opening are kept with the search's score;
+//!   the game's result labels them. A game depends only on its seed and the configuration.
+//! - [`Sample`]: one labelled position, 28 bytes on disk.
+//! - [`fit`]: logistic regression (Texel's method) of the label on the model's score: minimise the log
+//!   loss between `sigmoid(k * score)` and the target (the game result, optionally blended with the
+//!   search's own score), with L2 regularisation of the pattern tables, by Adam over shuffled mini-batches.
+//!   Reproducible from its seed. `k` is fitted first, on the search scores. One constraint: a king's weight
+//!   is kept at least a man's (the self-play games are adjudicated before positions with several kings
+//!   are common, so the data alone undervalues extra kings).
+
+use draughts_engine::{Color, Game, GameResult, GameStatus, Position, Variant};
+
+use crate::eval::Evaluator;
+use crate::learned::{Features, LearnedWeights, N_DENSE, TABLE};
+use crate::level::Rng;
+use crate::search::{Limits, RootState, Searcher};
+
+/// One labelled position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    pub white: u64,
+    pub black: u64,
+    pub kings: u64,
+    pub white_to_move: bool,
+    /// The game's result for White: 0 loss, 1 draw, 2 win.
+    pub result: u8,
+    /// The search's score for White in centi-men (clamped to +-3000; forced wins are 3000).
+    pub score: i16,
+}
+
+/// Bytes per sample on disk.
+pub const SAMPLE_BYTES: usize = 28;
+
+impl Sample {
+    pub fn to_bytes(&self) -> [u8; SAMPLE_BYTES] {
+        let mut b = [0u8; SAMPLE_BYTES];
+        b[0..8].copy_from_slice(&self.white.to_le_bytes());
+        b[8..16].copy_from_slice(&self.black.to_le_bytes());
+        b[16..24].copy_from_slice(&self.kings.to_le_bytes());
+        b[24] = u8::from(self.white_to_move);
+        b[25] = self.result;
+        b[26..28].copy_from_slice(&self.score.to_le_bytes());
+        b
+    }
+
+    pub fn from_bytes(b: &[u8]) -> Option<Sample> {
+        if b.len() < SAMPLE_BYTES || b[24] > 1 || b[25] > 2 {
+            return None;
+        }
+        let u = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        Some(Sample {
+            white: u(0),
+            black: u(8),
+            kings: u(16),
+            white_to_move: b[24] == 1,
+            result: b[25],
+            score: i16::from_le_bytes([b[26], b[27]]),
+        })
+    }
+}
+
+/// How self-play games are played.
+#[derive(Clone, Debug)]
+pub struct SelfPlay {
+    pub variant: Variant,
+    /// Nodes per move.
+    pub nodes: u64,
+    /// Random plies at the start: uniformly between these two.
+    pub random_plies: (u32, u32),
+    /// An opening whose short search is further than this from level (centi-men) is replaced.
+    pub opening_margin: i32,
+    /// A game still going after this many plies is a draw.
+    pub max_plies: u32,
+    /// A game is won once the mover's search sees at least this many centi-men on four consecutive moves.
+    pub adjudicate: i32,
+}
+
+impl SelfPlay {
+    pub fn new(variant: Variant) -> SelfPlay {
+        SelfPlay {
+            variant,
+            nodes: 5_000,
+            random_plies: (4, 10),
+            opening_margin: 60,
+            max_plies: 300,
+            adjudicate: 700,
+        }
+    }
+}
+
+/// One self-play game's samples and result.
+#[derive(Clone, Debug, Default)]
+pub struct GameRecord {
+    pub samples: Vec<Sample>,
+    pub plies: u32,
+}
+
+fn clamp_score(raw: i32) -> i16 {
+    raw.clamp(-3000, 3000) as i16
+}
+
+/// Plays one self-play game with `eval` (see the module docs).
+pub fn self_play_game(cfg: &SelfPlay, eval: &Evaluator, seed: u64) -> GameRecord {
+    let mut rng = Rng::new(seed);
+    let mut searcher = Searcher::new(cfg.variant);
+    searcher.set_evaluator(eval.clone());
+    // The opening: random plies, retried until a short search calls it level.
+    let mut game;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        game = Game::new(Position::start(cfg.variant));
+        let (lo, hi) = cfg.random_plies;
+        let n = lo + rng.below(u64::from(hi.saturating_sub(lo)) + 1) as u32;
+        for _ in 0..n {
+            let moves = game.position().legal_moves();
+            if moves.is_empty() || game.status() != GameStatus::Ongoing {
+                break;
+            }
+            let mv = moves[rng.below(moves.len() as u64) as usize];
+            let _ = game.play(&mv);
+        }
+        if game.status() != GameStatus::Ongoing {
+            continue;
+        }
+        searcher.clear();
+        let r = searcher.search(
+            &RootState::from_game(&game),
+            &Limits::nodes(cfg.nodes),
+            |_| {},
+        );
+        let level = r
+            .lines
+            .first()
+            .is_some_and(|l| l.raw.abs() <= cfg.opening_margin);
+        if level || tries >= 20 {
+            break;
+        }
+    }
+    searcher.clear();
+    let mut pending: Vec<(Sample, bool)> = Vec::new();
+    let mut streak: (i32, u32) = (0, 0);
+    let mut adjudicated: Option<Color> = None;
+    while game.status() == GameStatus::Ongoing && (game.moves().len() as u32) < cfg.max_plies {
+        let pos = *game.position();
+        let root = RootState::from_game(&game);
+        let moves = pos.legal_moves();
+        let (mv, score) = if moves.len() == 1 {
+            (moves[0], None)
+        } else {
+            let r = searcher.search(&root, &Limits::nodes(cfg.nodes), |_| {});
+            let Some(best) = r.best else { break };
+            (best, r.lines.first().map(|l| l.raw))
+        };
+        let white_to_move = pos.side_to_move() == Color::White;
+        if let Some(s) = score {
+            let white_score = if white_to_move { s } else { -s };
+            let quiet =
+                !pos.has_capture() && !pos.with_side_to_move(!pos.side_to_move()).has_capture();
+            if quiet {
+                pending.push((
+                    Sample {
+                        white: pos.pieces(Color::White).0,
+                        black: pos.pieces(Color::Black).0,
+                        kings: pos.kings().0,
+                        white_to_move,
+                        result: 1,
+                        score: clamp_score(white_score),
+                    },
+                    true,
+                ));
+            }
+            let side = white_score.signum();
+            if white_score.abs() >= cfg.adjudicate {
+                streak = if streak.0 == side {
+                    (side, streak.1 + 1)
+                } else {
+                    (side, 1)
+                };
+            } else {
+                streak = (0, 0);
+            }
+            if streak.1 >= 4 {
+                adjudicated = Some(if side > 0 { Color::White } else { Color::Black });
+                break;
+            }
+        }
+        if game.play(&mv).is_err() {
+            break;
+        }
+    }
+    let winner = adjudicated.or(match game.status() {
+        GameStatus::Finished(GameResult::Win { winner, .. }) => Some(winner),
+        _ => None,
+    });
+    let result = match winner {
+        Some(Color::White) => 2,
+        Some(Color::Black) => 0,
+        None => 1,
+    };
+    GameRecord {
+        samples: pending
+            .into_iter()
+            .map(|(mut s, _)| {
+                s.result = result;
+                s
+            })
+            .collect(),
+        plies: game.moves().len() as u32,
+    }
+}
+
+/// How the fit runs.
+#[derive(Clone, Debug)]
+pub struct FitConfig {
+    pub epochs: u32,
+    pub batch: usize,
+    /// Adam step size in centi-men at the start (falls linearly to a tenth).
+    pub learning_rate: f32,
+    /// L2 penalty per pattern weight (centi-men squared), added to the mean log loss.
+    pub l2: f32,
+    /// Share of the game result in the target; the rest is `sigmoid(k * search score)`.
+    pub result_weight: f32,
+    /// Share of samples kept out for validation.
+    pub validation: f32,
+    pub seed: u64,
+}
+
+impl Default for FitConfig {
+    fn default() -> Self {
+        FitConfig {
+            epochs: 12,
+            batch: 4096,
+            learning_rate: 2.0,
+            l2: 2e-6,
+            result_weight: 0.5,
+            validation: 0.05,
+            seed: 1,
+        }
+    }
+}
+
+/// Progress of a fit: after the `k` fit, and after every epoch.
+#[derive(Clone, Debug)]
+pub struct FitProgress {
+    pub epoch: u32,
+    pub train_loss: f64,
+    pub validation_loss: f64,
+}
+
+/// The result of a fit.
+#[derive(Clone, Debug)]
+pub struct FitReport {
+    pub k: f64,
+    pub train_samples: usize,
+    pub validation_samples: usize,
+    /// Validation loss of the search scores themselves (`sigmoid(k * score)` against the target).
+    pub search_loss: f64,
+    pub final_validation_loss: f64,
+}
+
+/// Compact features of one sample for the fit.
+struct Row {
+    entries: Vec<u32>,
+    dense: [f32; N_DENSE],
+    phase: f32,
+    target: f32,
+}
+
+const NEG: u32 = 1 << 31;
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+fn log_loss(p: f64, y: f64) -> f64 {
+    let p = p.clamp(1e-9, 1.0 - 1e-9);
+    -(y * p.ln() + (1.0 - y) * (1.0 - p).ln())
+}
+
+/// The `k` that best fits `sigmoid(k * score)` to the results (golden-section search on the log loss).
+pub fn fit_k(samples: &[Sample]) -> f64 {
+    let loss = |k: f64| -> f64 {
+        samples
+            .iter()
+            .map(|s| log_loss(sigmoid(k * f64::from(s.score)), f64::from(s.result) / 2.0))
+            .sum::<f64>()
+            / samples.len().max(1) as f64
+    };
+    let (mut a, mut b) = (1e-4f64, 0.05f64);
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    for _ in 0..60 {
+        let c = b - g * (b - a);
+        let d = a + g * (b - a);
+        if loss(c) < loss(d) {
+            b = d;
+        } else {
+            a = c;
+        }
+    }
+    (a + b) / 2.0
+}
+
+/// Fits learned weights to the samples, starting from `init` (material only if `None`).
+pub fn fit(
+    variant: Variant,
+    samples: &[Sample],
+    init: Option<&LearnedWeights>,
+    cfg: &FitConfig,
+    mut progress: impl FnMut(&FitProgress),
+) -> (LearnedWeights, FitReport) {
+    let start = init.cloned().unwrap_or_else(|| {
+        let w = crate::eval::Weights::of(variant);
+        LearnedWeights::material_only(variant, w.man, w.king)
+    });
+    let layout = start.layout().clone();
+    let n = layout.n_weights();
+    let base = layout.n_tables() * TABLE;
+    let k = fit_k(samples);
+    let target_of = |s: &Sample| -> f32 {
+        let result = f64::from(s.result) / 2.0;
+        let search = sigmoid(k * f64::from(s.score));
+        (f64::from(cfg.result_weight) * result + (1.0 - f64::from(cfg.result_weight)) * search)
+            as f32
+    };
+    // Split by a seeded shuffle of the samples.
+    let mut order: Vec<usize> = (0..samples.len()).collect();
+    let mut rng = Rng::new(cfg.seed);
+    shuffle(&mut order, &mut rng);
+    let n_valid = ((samples.len() as f64) * f64::from(cfg.validation)) as usize;
+    let rows: Vec<Row> = order
+        .iter()
+        .map(|&i| {
+            let s = &samples[i];
+            let f: Features = layout.features(s.white, s.black, s.kings, s.white_to_move);
+            Row {
+                entries: f
+                    .entries
+                    .iter()
+                    .map(|&(e, sign)| if sign < 0 { e | NEG } else { e })
+                    .collect(),
+                dense: f.dense.map(|x| x as f32),
+                phase: f.phase,
+                target: target_of(s),
+            }
+        })
+        .collect();
+    let (valid, train) = rows.split_at(n_valid);
+    let search_loss = order[..n_valid]
+        .iter()
+        .zip(valid)
+        .map(|(&i, r)| {
+            log_loss(
+                sigmoid(k * f64::from(samples[i].score)),
+                f64::from(r.target),
+            )
+        })
+        .sum::<f64>()
+        / n_valid.max(1) as f64;
+
+    let mut w: Vec<[f32; 2]> = start.to_centi_men();
+    let mut m = vec![[0f32; 2]; n];
+    let mut v = vec![[0f32; 2]; n];
+    let mut grad = vec![[0f32; 2]; n];
+    let (b1, b2, eps) = (0.9f32, 0.999f32, 1e-8f32);
+    let mut t = 0i32;
+    let kf = k as f32;
+    let predict = |w: &[[f32; 2]], r: &Row| -> f32 {
+        let (mut mg, mut eg) = (0f32, 0f32);
+        for &e in &r.entries {
+            let i = (e & !NEG) as usize;
+            if e & NEG != 0 {
+                mg -= w[i][0];
+                eg -= w[i][1];
+            } else {
+                mg += w[i][0];
+                eg += w[i][1];
+            }
+        }
+        for (d, x) in r.dense.iter().enumerate() {
+            mg += x * w[base + d][0];
+            eg += x * w[base + d][1];
+        }
+        mg * r.phase + eg * (1.0 - r.phase)
+    };
+    let mean_loss = |w: &[[f32; 2]], rows: &[Row]| -> f64 {
+        rows.iter()
+            .map(|r| log_loss(sigmoid(f64::from(kf * predict(w, r))), f64::from(r.target)))
+            .sum::<f64>()
+            / rows.len().max(1) as f64
+    };
+    let mut train_idx: Vec<usize> = (0..train.len()).collect();
+    let total_steps = (cfg.epochs as usize * train.len().div_ceil(cfg.batch.max(1))).max(1);
+    for epoch in 1..=cfg.epochs {
+        shuffle(&mut train_idx, &mut rng);
+        let mut loss_sum = 0f64;
+        for batch in train_idx.chunks(cfg.batch.max(1)) {
+            grad.iter_mut().for_each(|g| *g = [0.0; 2]);
+            let scale = 1.0 / batch.len() as f32;
+            for &bi in batch {
+                let r = &train[bi];
+                let z = predict(&w, r);
+                let p = sigmoid(f64::from(kf * z)) as f32;
+                loss_sum += log_loss(f64::from(p), f64::from(r.target));
+                let dz = kf * (p - r.target) * scale;
+                let (gm, ge) = (dz * r.phase, dz * (1.0 - r.phase));
+                for &e in &r.entries {
+                    let i = (e & !NEG) as usize;
+                    let s = if e & NEG != 0 { -1.0 } else { 1.0 };
+                    grad[i][0] += s * gm;
+                    grad[i][1] += s * ge;
+                }
+                for (d, x) in r.dense.iter().enumerate() {
+                    grad[base + d][0] += x * gm;
+                    grad[base + d][1] += x * ge;
+                }
+            }
+            t += 1;
+            let lr = cfg.learning_rate * (1.0 - 0.9 * (t as f32 / total_steps as f32).min(1.0));
+            let c1 = 1.0 - b1.powi(t);
+            let c2 = 1.0 - b2.powi(t);
+            for i in 0..n {
+                for ph in 0..2 {
+                    let mut g = grad[i][ph];
+                    if i < base {
+                        g += 2.0 * cfg.l2 * w[i][ph];
+                    }
+                    m[i][ph] = b1 * m[i][ph] + (1.0 - b1) * g;
+                    v[i][ph] = b2 * v[i][ph] + (1.0 - b2) * g * g;
+                    let step = lr * (m[i][ph] / c1) / ((v[i][ph] / c2).sqrt() + eps);
+                    w[i][ph] -= step;
+                }
+            }
+            // Prior knowledge the data hardly holds (games end before several kings appear): a king is
+            // worth at least a man in both phases.
+            for ph in 0..2 {
+                w[base + 1][ph] = w[base + 1][ph].max(w[base][ph]);
+            }
+        }
+        progress(&FitProgress {
+            epoch,
+            train_loss: loss_sum / train.len().max(1) as f64,
+            validation_loss: mean_loss(&w, valid),
+        });
+    }
+    let final_validation_loss = mean_loss(&w, valid);
+    (
+        LearnedWeights::from_centi_men(variant, &w),
+        FitReport {
+            k,
+            train_samples: train.len(),
+            validation_samples: valid.len(),
+            search_loss,
+            final_validation_loss,
+        },
+    )
+}
+
+fn shuffle<T>(v: &mut [T], rng: &mut Rng) {
+    for i in (1..v.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_round_trip_through_bytes() {
+        let s = Sample {
+            white: 0x0123_4567_89AB_CDEF,
+            black: 42,
+            kings: 1 << 40,
+            white_to_move: false,
+            result: 2,
+            score: -1234,
+        };
+        assert_eq!(Sample::from_bytes(&s.to_bytes()), Some(s));
+        let mut bad = s.to_bytes();
+        bad[25] = 3;
+        assert_eq!(Sample::from_bytes(&bad), None);
+    }
+
+    /// Self-play is reproducible from the seed and keeps only quiet positions, labelled with one result.
+    #[test]
+    fn self_play_is_reproducible_and_quiet() {
+        let mut cfg = SelfPlay::new(Variant::English);
+        cfg.nodes = 300;
+        cfg.max_plies = 120;
+        let eval = Evaluator::hand(Variant::English);
+        let a = self_play_game(&cfg, &eval, 5);
+        let b = self_play_game(&cfg, &eval, 5);
+        assert_eq!(a.samples, b.samples);
+        assert!(!a.samples.is_empty());
+        let result = a.samples[0].result;
+        let board = Position::start(Variant::English).board();
+        for s in &a.samples {
+            assert_eq!(s.result, result);
+            let list = |bb: u64| -> String {
+                board
+                    .squares()
+                    .filter(|sq| bb >> sq.bit() & 1 != 0)
+                    .map(|sq| {
+                        let k = if s.kings >> sq.bit() & 1 != 0 {
+                            "K"
+                        } else {
+                            ""
+                        };
+                        format!("{k}{}", board.number(sq))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            let fen = format!(
+                "{}:W{}:B{}",
+                if s.white_to_move { "W" } else { "B" },
+                list(s.white),
+                list(s.black)
+            );
+            let pos = Position::from_fen(Variant::English, &fen).unwrap();
+            assert!(!pos.has_capture(), "{fen}");
+            assert!(
+                !pos.with_side_to_move(!pos.side_to_move()).has_capture(),
+                "{fen}"
+            );
+        }
+    }
+
+    /// On data where more men means winning, the fit learns a positive man weight and lowers the loss.
+    #[test]
+    fn the_fit_learns_material_from_labels() {
+        let variant = Variant::English;
+        let mut cfg = SelfPlay::new(variant);
+        cfg.nodes = 200;
+        cfg.max_plies = 100;
+        let eval = Evaluator::hand(variant);
+        let mut samples = Vec::new();
+        for seed in 0..12 {
+            samples.extend(self_play_game(&cfg, &eval, seed).samples);
+        }
+        let init = LearnedWeights::material_only(variant, 0, 0);
+        let fit_cfg = FitConfig {
+            epochs: 30,
+            batch: 256,
+            learning_rate: 5.0,
+            result_weight: 0.0,
+            validation: 0.0,
+            ..FitConfig::default()
+        };
+        let mut losses = Vec::new();
+        let (w, _) = fit(variant, &samples, Some(&init), &fit_cfg, |p| {
+            losses.push(p.train_loss)
+        });
+        assert!(
+            losses.last().unwrap() < losses.first().unwrap(),
+            "{losses:?}"
+        );
+        let (man_mg, man_eg) = w.dense_weight(0);
+        assert!(man_mg + man_eg > 20.0, "man weight {man_mg} {man_eg}");
+    }
+}

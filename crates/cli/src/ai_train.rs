@@ -1,0 +1,264 @@
+//! `draughts train`: self-play data generation (`train gen`) and the logistic fit of the learned evaluation
+//! (`train fit`). The logic is in `draughts_ai::train`; this module owns files, threads and progress lines.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use draughts_ai::Evaluator;
+use draughts_ai::learned::{DENSE_NAMES, LearnedWeights};
+use draughts_ai::train::{
+    FitConfig, GameRecord, SAMPLE_BYTES, Sample, SelfPlay, fit, self_play_game,
+};
+use draughts_engine::Variant;
+
+use crate::CliError;
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum TrainCommand {
+    /// Play self-play games and write their quiet positions, labelled, to a data file.
+    Gen(GenArgs),
+    /// Fit the learned evaluation to data files and write a weights file.
+    Fit(FitArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct GenArgs {
+    #[arg(long, short = 'v')]
+    variant: String,
+    /// Number of games.
+    #[arg(long, default_value_t = 1000)]
+    games: u64,
+    /// Nodes per move.
+    #[arg(long, default_value_t = 5000)]
+    nodes: u64,
+    /// Evaluation that plays: `hand`, `default` (the shipped weights, else hand) or a weights file.
+    #[arg(long, default_value = "default")]
+    eval: String,
+    /// Seed: game `i` is played from seed `seed * 1_000_003 + i`.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Games played at once.
+    #[arg(long, default_value_t = 2)]
+    threads: u32,
+    /// Random plies at the start, at least.
+    #[arg(long, default_value_t = 4)]
+    random_min: u32,
+    /// Random plies at the start, at most.
+    #[arg(long, default_value_t = 10)]
+    random_max: u32,
+    /// Output data file (written in game order, so the same seed gives the same file).
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct FitArgs {
+    #[arg(long, short = 'v')]
+    variant: String,
+    /// Data files from `train gen`.
+    #[arg(long = "data", required = true)]
+    data: Vec<PathBuf>,
+    /// Start from these weights (default: material only).
+    #[arg(long)]
+    init: Option<PathBuf>,
+    #[arg(long, default_value_t = 12)]
+    epochs: u32,
+    #[arg(long, default_value_t = 4096)]
+    batch: usize,
+    /// Adam step size in centi-men.
+    #[arg(long, default_value_t = 2.0)]
+    lr: f32,
+    /// L2 penalty per pattern weight.
+    #[arg(long, default_value_t = 2e-6)]
+    l2: f32,
+    /// Share of the game result in the target (the rest: the search's score).
+    #[arg(long, default_value_t = 0.5)]
+    result_weight: f32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output weights file.
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+}
+
+pub(crate) fn run(cmd: TrainCommand) -> Result<(), CliError> {
+    match cmd {
+        TrainCommand::Gen(a) => generate(a),
+        TrainCommand::Fit(a) => fit_cmd(a),
+    }
+}
+
+/// The evaluation named on the command line: `hand`, `default`, or a weights file of the variant.
+pub(crate) fn evaluator(variant: Variant, spec: &str) -> Result<Evaluator, CliError> {
+    match spec {
+        "hand" => Ok(Evaluator::hand(variant)),
+        "default" => Ok(Evaluator::new(variant)),
+        path => Ok(Evaluator::learned(Arc::new(read_weights(
+            variant,
+            Path::new(path),
+        )?))),
+    }
+}
+
+pub(crate) fn read_weights(variant: Variant, path: &Path) -> Result<LearnedWeights, CliError> {
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(|e| CliError(format!("cannot read '{}': {e}", path.display())))?;
+    LearnedWeights::from_bytes(variant, &bytes)
+        .map_err(|e| CliError(format!("'{}': {e}", path.display())))
+}
+
+fn generate(a: GenArgs) -> Result<(), CliError> {
+    let variant: Variant = a.variant.parse()?;
+    let eval = evaluator(variant, &a.eval)?;
+    let mut cfg = SelfPlay::new(variant);
+    cfg.nodes = a.nodes.max(1);
+    cfg.random_plies = (a.random_min, a.random_max.max(a.random_min));
+    let file = File::create(&a.out)
+        .map_err(|e| CliError(format!("cannot create '{}': {e}", a.out.display())))?;
+    let mut out = BufWriter::new(file);
+    let next = AtomicU64::new(0);
+    let (tx, rx) = mpsc::channel::<(u64, GameRecord)>();
+    let start = Instant::now();
+    let games = a.games;
+    let mut written_games = 0u64;
+    let mut written = 0u64;
+    let mut results = [0u64; 3];
+    let mut plies = 0u64;
+    std::thread::scope(|scope| -> Result<(), CliError> {
+        for _ in 0..a.threads.max(1) {
+            let tx = tx.clone();
+            let (cfg, eval, next) = (&cfg, &eval, &next);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= games {
+                        break;
+                    }
+                    let seed = a.seed.wrapping_mul(1_000_003).wrapping_add(i);
+                    if tx.send((i, self_play_game(cfg, eval, seed))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        // Write in game order.
+        let mut waiting: BTreeMap<u64, GameRecord> = BTreeMap::new();
+        let mut last_report = Instant::now();
+        for (i, record) in rx {
+            waiting.insert(i, record);
+            while let Some(record) = waiting.remove(&written_games) {
+                for s in &record.samples {
+                    out.write_all(&s.to_bytes())?;
+                }
+                if let Some(s) = record.samples.first() {
+                    results[usize::from(s.result)] += 1;
+                }
+                written += record.samples.len() as u64;
+                plies += u64::from(record.plies);
+                written_games += 1;
+            }
+            if last_report.elapsed() >= Duration::from_secs(15) || written_games == games {
+                last_report = Instant::now();
+                let secs = start.elapsed().as_secs_f64();
+                eprintln!(
+                    "gen {written_games}/{games} games, {written} positions, white +{} ={} -{}, {:.0} plies/game, {:.1} games/s, {:.0} s",
+                    results[2],
+                    results[1],
+                    results[0],
+                    plies as f64 / written_games.max(1) as f64,
+                    written_games as f64 / secs,
+                    secs
+                );
+            }
+        }
+        Ok(())
+    })?;
+    out.flush()?;
+    println!(
+        "wrote {written} positions from {written_games} games to {}",
+        a.out.display()
+    );
+    Ok(())
+}
+
+fn read_samples(paths: &[PathBuf]) -> Result<Vec<Sample>, CliError> {
+    let mut samples = Vec::new();
+    for path in paths {
+        let mut bytes = Vec::new();
+        File::open(path)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .map_err(|e| CliError(format!("cannot read '{}': {e}", path.display())))?;
+        if !bytes.len().is_multiple_of(SAMPLE_BYTES) {
+            return Err(CliError(format!(
+                "'{}' is not a data file ({} bytes is not a multiple of {SAMPLE_BYTES})",
+                path.display(),
+                bytes.len()
+            )));
+        }
+        for chunk in bytes.chunks_exact(SAMPLE_BYTES) {
+            samples.push(Sample::from_bytes(chunk).ok_or_else(|| {
+                CliError(format!("'{}' holds a malformed sample", path.display()))
+            })?);
+        }
+    }
+    Ok(samples)
+}
+
+fn fit_cmd(a: FitArgs) -> Result<(), CliError> {
+    let variant: Variant = a.variant.parse()?;
+    let samples = read_samples(&a.data)?;
+    if samples.is_empty() {
+        return Err(CliError("no samples".into()));
+    }
+    let init = a
+        .init
+        .as_deref()
+        .map(|p| read_weights(variant, p))
+        .transpose()?;
+    let cfg = FitConfig {
+        epochs: a.epochs,
+        batch: a.batch.max(1),
+        learning_rate: a.lr,
+        l2: a.l2,
+        result_weight: a.result_weight.clamp(0.0, 1.0),
+        seed: a.seed,
+        ..FitConfig::default()
+    };
+    eprintln!("fit: {} samples, {} epochs", samples.len(), cfg.epochs);
+    let start = Instant::now();
+    let (weights, report) = fit(variant, &samples, init.as_ref(), &cfg, |p| {
+        eprintln!(
+            "epoch {}: train loss {:.5}, validation loss {:.5} ({:.0} s)",
+            p.epoch,
+            p.train_loss,
+            p.validation_loss,
+            start.elapsed().as_secs_f64()
+        );
+    });
+    std::fs::write(&a.out, weights.to_bytes())
+        .map_err(|e| CliError(format!("cannot write '{}': {e}", a.out.display())))?;
+    println!(
+        "k {:.5}; {} train / {} validation samples; validation loss {:.5} (the search scores' own: {:.5})",
+        report.k,
+        report.train_samples,
+        report.validation_samples,
+        report.final_validation_loss,
+        report.search_loss
+    );
+    for (i, name) in DENSE_NAMES.iter().enumerate() {
+        let (mg, eg) = weights.dense_weight(i);
+        println!("  {name}: middlegame {mg:.1}, endgame {eg:.1} centi-men");
+    }
+    println!("wrote {}", a.out.display());
+    Ok(())
+}
