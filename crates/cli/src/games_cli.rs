@@ -342,6 +342,7 @@ pub async fn bot(ch: &Channel, caller: &Caller, a: BotArgs) -> Result<(), CliErr
             black: Some(black),
             rated: false,
             fen: a.target.fen.clone(),
+            game_id: String::new(),
         }
     )
     .map_err(status_error)?;
