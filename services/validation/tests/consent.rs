@@ -600,3 +600,66 @@ async fn event_streams_per_caller_are_capped() {
     assert!(freed, "a closed stream gives its place back");
     server.stop().await;
 }
+
+/// An accepted invitation whose game is not stored (the accepting request died between its two
+/// writes, or is still between them while the inviter is told of the acceptance): any read of the id
+/// makes the game, so nobody told "accepted" finds it missing. Simulated on a real Redis by deleting
+/// the game's record after the acceptance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accepted_invitation_always_has_its_game() {
+    let redis = draughts_testkit::RedisServer::start().unwrap();
+    let mut c = config();
+    c.backends.redis_url = redis.url();
+    c.backends.key_prefix = "consent-heal:".into();
+    let server = ServiceUnderTest::start(|listener, shutdown| {
+        draughts_validation::run(c, listener, shutdown)
+    })
+    .await;
+    let ch = server.channel().await;
+    let mut games = GamesClient::new(ch.clone());
+    let ann = guest(&ch, "Ann").await;
+    let bob = guest(&ch, "Bob").await;
+    let inv = games
+        .create_invitation(authed(&ann.token, invite(&bob.id)))
+        .await
+        .unwrap()
+        .into_inner();
+    let game = games
+        .accept_invitation(inv_req(&bob.token, &inv.invitation_id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(game.game_id, inv.invitation_id);
+    let key = format!("consent-heal:kv:game:{}", game.game_id);
+    let deleted = std::process::Command::new("redis-cli")
+        .args(["-p", &redis.port().to_string(), "DEL", &key])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&deleted.stdout).trim(),
+        "1",
+        "{key}"
+    );
+    // The invitation says accepted; the game is read (by the inviter, who was told) and is there.
+    let seen = games
+        .get_game(pb::GetGameRequest {
+            game_id: game.game_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(seen.game_id, game.game_id);
+    let players = [seen.white.unwrap().id, seen.black.unwrap().id];
+    assert!(
+        players.contains(&ann.id) && players.contains(&bob.id),
+        "{players:?}"
+    );
+    // Made once: a repeated acceptance returns that same game.
+    let again = games
+        .accept_invitation(inv_req(&bob.token, &inv.invitation_id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again.game_id, game.game_id);
+    server.stop().await;
+}

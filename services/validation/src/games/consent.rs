@@ -268,12 +268,38 @@ impl GamesCore {
             })
             .await?
         };
-        // The invitation is accepted: make its game (once; a repeat finds it).
+        // The invitation is accepted: make its game (once; a repeat, or any read of the game id,
+        // finds it: see `materialize_accepted`).
         match self.load(&inv.id).await {
-            Ok((game, _)) => return Ok(game),
-            Err(GamesError::NotFound(_)) => {}
-            Err(e) => return Err(e),
+            Ok((game, _)) => Ok(game),
+            Err(GamesError::NotFound(_)) => self.create_game_of(&inv).await,
+            Err(e) => Err(e),
         }
+    }
+
+    /// The game of an accepted invitation whose game is not stored yet (the accepting request
+    /// failed or is still on its way between the two writes): made now, by whoever reads the id
+    /// first, so that a player told of the acceptance never finds the game missing. `None` when
+    /// `id` is not an accepted invitation.
+    pub(crate) async fn materialize_accepted(&self, id: &str) -> GamesResult<Option<GameRecord>> {
+        let inv = match self.load_invitation(id).await {
+            Ok((inv, _)) => inv,
+            Err(GamesError::NotFound(_) | GamesError::Invalid(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if !matches!(
+            inv.state,
+            super::invitation::InvitationState::Accepted { .. }
+        ) {
+            return Ok(None);
+        }
+        self.create_game_of(&inv).await.map(Some)
+    }
+
+    /// Creates the game of an accepted invitation under the invitation's id (create-only: when
+    /// another request made it first, that game is returned).
+    async fn create_game_of(&self, inv: &InvitationRec) -> GamesResult<GameRecord> {
+        let id = &inv.id;
         let random_white = {
             use rand::Rng;
             rand::rng().random::<bool>()
@@ -309,8 +335,13 @@ impl GamesCore {
             .await;
         match created {
             Ok(game) => Ok(game),
-            // Another request of the same accepter made it at the same moment.
-            Err(GamesError::Conflict) => Ok(self.load(&inv.id).await?.0),
+            // Another request made it at the same moment: that one stands.
+            Err(GamesError::Conflict) => {
+                match self.live().get(&super::service::keys::game(id)).await? {
+                    Some((bytes, _)) => super::service::decode(id, &bytes),
+                    None => Err(GamesError::Conflict),
+                }
+            }
             Err(e) => Err(e),
         }
     }

@@ -322,7 +322,7 @@ fn encode(record: &GameRecord) -> GamesResult<Bytes> {
         .map_err(|e| GamesError::Invalid(format!("cannot encode game: {e}")))
 }
 
-fn decode(id: &str, bytes: &[u8]) -> GamesResult<GameRecord> {
+pub(crate) fn decode(id: &str, bytes: &[u8]) -> GamesResult<GameRecord> {
     serde_json::from_slice(bytes).map_err(|e| {
         tracing::error!(game_id = id, error = %e, "stored game does not decode");
         GamesError::Corrupt(format!("stored game {id} does not decode"))
@@ -483,7 +483,15 @@ impl GamesCore {
                 record.archived = true;
                 Ok((record, 0))
             }
-            None => Err(GamesError::NotFound(id.to_string())),
+            None => {
+                // An accepted invitation whose game is not stored yet gets it now.
+                if self.materialize_accepted(id).await?.is_some()
+                    && let Some((bytes, version)) = self.live.get(&keys::game(id)).await?
+                {
+                    return Ok((decode(id, &bytes)?, version));
+                }
+                Err(GamesError::NotFound(id.to_string()))
+            }
         }
     }
 
