@@ -146,6 +146,7 @@ async fn a_finished_game_is_rated(channel: tonic::transport::Channel) {
             }),
             rated: true,
             fen: String::new(),
+            game_id: String::new(),
         },
     )
     .await
@@ -262,6 +263,7 @@ async fn a_guest_who_signs_up_keeps_its_games_and_ratings(channel: tonic::transp
             }),
             rated: true,
             fen: String::new(),
+            game_id: String::new(),
         },
     )
     .await
@@ -497,6 +499,7 @@ async fn complete_games_against_the_computer() {
                     }),
                     rated: false,
                     fen: String::new(),
+                    game_id: String::new(),
                 },
             ))
             .await
@@ -644,6 +647,7 @@ async fn a_separate_games_service_asks_the_analysis_service_for_computer_moves()
                 }),
                 rated: false,
                 fen: String::new(),
+                game_id: String::new(),
             },
         ))
         .await

@@ -102,6 +102,7 @@ async fn a_game_lost_from_the_stream_is_rated_from_the_database() {
             }),
             rated: true,
             fen: String::new(),
+            game_id: String::new(),
         },
     )
     .await

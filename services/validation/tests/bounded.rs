@@ -68,6 +68,7 @@ async fn game(ch: &Channel, white: &Guest, black: &Guest) -> Result<String, toni
         }),
         rated: false,
         fen: String::new(),
+        game_id: String::new(),
     };
     Ok(agreed_game(ch, &white.token, &black.token, request)
         .await?

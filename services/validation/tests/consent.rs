@@ -80,6 +80,7 @@ fn create(white: &str, black: &str) -> pb::CreateGameRequest {
         black: player(black),
         rated: true,
         fen: String::new(),
+        game_id: String::new(),
     }
 }
 

@@ -94,6 +94,7 @@ fn create_req(v: Variant, white: &Guest, black: &Guest, fen: &str) -> pb::Create
         }),
         rated: true,
         fen: fen.into(),
+        game_id: String::new(),
     }
 }
 
