@@ -204,7 +204,7 @@ fn along_the_line(
 ) -> Option<Vec<(usize, usize)>> {
     let m = sorted.len();
     let g = |x: usize| gap(&candidates[sorted[x]], &candidates[sorted[x + 1]]);
-    let alone = if m % 2 == 0 {
+    let alone = if m.is_multiple_of(2) {
         None
     } else {
         // prefix[k]: neighbours 0..k paired (k even); suffix[k]: neighbours k..m paired (m - k even).
@@ -217,7 +217,7 @@ fn along_the_line(
         let mut suffix = vec![0i64; m + 2];
         let mut k = m.saturating_sub(2);
         loop {
-            if (m - k) % 2 == 0 && k + 1 < m {
+            if (m - k).is_multiple_of(2) && k + 1 < m {
                 suffix[k] = suffix[k + 2] + g(k);
             }
             if k < 2 {
@@ -262,8 +262,7 @@ fn band_matching(candidates: &[Candidate], sorted: &[usize], rules: &Rules) -> V
     let mut choice = vec![(0u16, 0u8); m * states];
     for x in 0..m {
         let mut next = vec![NONE; states];
-        for mask in 0..states {
-            let here = score[mask];
+        for (mask, &here) in score.iter().enumerate() {
             if here == NONE {
                 continue;
             }

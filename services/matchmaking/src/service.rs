@@ -392,8 +392,8 @@ impl MatchmakingCore {
             .invite(
                 authorization,
                 pb::CreateInvitationRequest {
-                    rules: request.rules.clone(),
-                    time_control: request.time_control.clone(),
+                    rules: request.rules,
+                    time_control: request.time_control,
                     invitee_id: String::new(),
                     color: request.color,
                     rated: request.rated,
@@ -465,7 +465,7 @@ impl MatchmakingCore {
                 out.push(seek);
             }
         }
-        out.sort_by(|a, b| b.created_ms.cmp(&a.created_ms));
+        out.sort_by_key(|s| std::cmp::Reverse(s.created_ms));
         Ok(out)
     }
 
