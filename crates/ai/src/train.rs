@@ -437,8 +437,9 @@ pub fn fit(
             }
             // Prior knowledge the data hardly holds (games end before several kings appear): a king is
             // worth at least a man in both phases.
-            for ph in 0..2 {
-                w[base + 1][ph] = w[base + 1][ph].max(w[base][ph]);
+            let man = w[base];
+            for (king, man) in w[base + 1].iter_mut().zip(man) {
+                *king = king.max(man);
             }
         }
         progress(&FitProgress {
