@@ -1,6 +1,9 @@
-//! Static evaluation, one weight table per variant.
+//! Static evaluation: the learned pattern evaluation ([`crate::learned`]) where a variant ships weights
+//! (`data/weights/<variant>.drw`: international today), else one hand-set weight table per variant.
 //!
-//! Scores are in centi-men (a man is worth [`Weights::man`] = 100) from the side to move's point of view.
+//! Scores are in centi-men from the side to move's point of view (hand-set: a man is worth
+//! [`Weights::man`] = 100; learned: the fit's scale, about 220 for a man with all men on the board and 60 in
+//! the endgame). The drawn-ending rule (a lone king against too few pieces) applies to both.
 //! Every number the evaluation uses lives in a [`Weights`] table (one `static` per variant), so tuning means
 //! editing data, not code. The board-shape tables (rows, centre, back row, forward neighbours) are built
 //! once per board from the engine's square coordinates.
