@@ -405,7 +405,8 @@ impl Evaluator {
 
 /// The learned weights the repository ships for a variant (`crates/ai/data/weights/`), decoded once.
 pub fn shipped(variant: Variant) -> Option<Arc<LearnedWeights>> {
-    static CACHE: [OnceLock<Option<Arc<LearnedWeights>>>; 8] = [const { OnceLock::new() }; 8];
+    const N: usize = Variant::ALL.len();
+    static CACHE: [OnceLock<Option<Arc<LearnedWeights>>>; N] = [const { OnceLock::new() }; N];
     let i = Variant::ALL.iter().position(|v| *v == variant)?;
     CACHE[i]
         .get_or_init(|| {
