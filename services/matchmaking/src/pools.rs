@@ -124,7 +124,7 @@ mod tests {
     fn defaults_cover_every_variant() {
         let tcs: Vec<String> = DEFAULT_TIME_CONTROLS.split(',').map(String::from).collect();
         let all = pools(&["all".into()], &tcs).unwrap();
-        assert_eq!(all.len(), 8 * 9 * 2);
+        assert_eq!(all.len(), Variant::ALL.len() * 9 * 2);
         assert!(all.iter().any(|p| p.id == "international-15+10-casual"));
         assert!(all.iter().any(|p| p.id == "turkish-corr3-rated"));
     }
