@@ -333,7 +333,10 @@ async fn quick_pairing_across_replicas_and_the_lobby() {
         pool.typical_wait_ms > 0 && pool.typical_wait_ms < 3000,
         "{pool:?}"
     );
-    assert_eq!(stats.pools.len(), 8 * 9 * 2);
+    assert_eq!(
+        stats.pools.len(),
+        draughts_engine::Variant::ALL.len() * 9 * 2
+    );
     a.stop().await;
     b.stop().await;
 }
