@@ -6,7 +6,8 @@
 //!   few microseconds), and records the whole time from submit to the caller seeing the answer: the
 //!   queue's overhead per job (p50/p99/max), plus the enqueue-to-start part.
 //! - `throughput_one_and_two_workers`: 24 position jobs of 300 000 nodes each, submitted at once, run by
-//!   one and then by two worker processes (each one slot); jobs per second.
+//!   one and then by two worker slots (each its own search thread); jobs per second, beside the same 24
+//!   searches on one and two plain threads without the queue (what the machine's cores deliver).
 //! - `a_100_ply_game_streams_ply_by_ply`: AnalyzeGame of a 100-ply international game at 20 000 nodes
 //!   per ply; when each ply's progress arrived, and the time of the first and the second half.
 //!
@@ -167,10 +168,9 @@ async fn queue_overhead() {
     handle.await.unwrap();
 }
 
-async fn run_batch(workers: usize) -> f64 {
-    let (_server, live) = redis().await;
-    let queue = Queue::new(live, QueueConfig::for_tests()).await.unwrap();
-    let n_jobs = 24;
+/// The throughput batch: 24 different positions (first move i % 9, then a reply: no merging, no
+/// cache), 300 000 nodes each.
+fn batch_specs() -> Vec<JobSpec> {
     let fen = draughts_engine::Variant::International.start_fen();
     let start_pos = draughts_engine::Position::start(draughts_engine::Variant::International);
     let openings: Vec<String> = start_pos
@@ -178,23 +178,70 @@ async fn run_batch(workers: usize) -> f64 {
         .iter()
         .map(|m| start_pos.move_to_text(m))
         .collect();
+    (0..24)
+        .map(|i| {
+            let first = &openings[i % openings.len()];
+            let after = start_pos.parse_move(first).unwrap();
+            let next = start_pos.play_unchecked(&after);
+            let replies = next.legal_moves();
+            let reply = next.move_to_text(&replies[(i / openings.len()) % replies.len()]);
+            JobSpec::Position {
+                line: line("international", fen, vec![first.clone(), reply]),
+                limits: JobLimits {
+                    nodes: Some(300_000),
+                    movetime_ms: Some(60_000),
+                    multi_pv: 1,
+                    ..JobLimits::default()
+                },
+            }
+        })
+        .collect()
+}
+
+/// The same batch searched by `threads` plain threads (no queue, no Redis): what the machine's cores
+/// deliver, the ceiling for the workers' scaling.
+fn raw_batch(threads: usize) -> f64 {
+    let specs = batch_specs();
+    let n_jobs = specs.len();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let mut searcher = draughts_ai::Searcher::with_options(
+                    draughts_engine::Variant::International,
+                    &draughts_ai::SearchOptions {
+                        tt_megabytes: 16,
+                        ..draughts_ai::SearchOptions::default()
+                    },
+                );
+                let stop = searcher.stop_handle();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(spec) = specs.get(i) else { break };
+                    stop.reset();
+                    draughts_analysis::engine::run(
+                        spec,
+                        &mut searcher,
+                        &stop,
+                        Duration::from_secs(60),
+                        |_| {},
+                    )
+                    .unwrap();
+                }
+            });
+        }
+    });
+    n_jobs as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn run_batch(workers: usize) -> f64 {
+    let (_server, live) = redis().await;
+    let queue = Queue::new(live, QueueConfig::for_tests()).await.unwrap();
+    let specs = batch_specs();
+    let n_jobs = specs.len();
     let mut ids = Vec::new();
-    for i in 0..n_jobs {
-        // Different positions: first move i % 9, and a second move choice (no merging, no cache).
-        let first = &openings[i % openings.len()];
-        let after = start_pos.parse_move(first).unwrap();
-        let next = start_pos.play_unchecked(&after);
-        let replies = next.legal_moves();
-        let reply = next.move_to_text(&replies[(i / openings.len()) % replies.len()]);
-        let spec = JobSpec::Position {
-            line: line("international", fen, vec![first.clone(), reply]),
-            limits: JobLimits {
-                nodes: Some(300_000),
-                movetime_ms: Some(60_000),
-                multi_pv: 1,
-                ..JobLimits::default()
-            },
-        };
+    for spec in specs {
         let submitted = queue
             .submit(NewJob {
                 job_id: Queue::new_job_id(),
@@ -235,11 +282,18 @@ async fn throughput_one_and_two_workers() {
     if !enabled() {
         return;
     }
+    let raw_one = tokio::task::spawn_blocking(|| raw_batch(1)).await.unwrap();
+    let raw_two = tokio::task::spawn_blocking(|| raw_batch(2)).await.unwrap();
     let one = run_batch(1).await;
     let two = run_batch(2).await;
     println!(
-        "throughput, 24 jobs of 300 000 nodes: 1 worker {one:.2} jobs/s, 2 workers {two:.2} jobs/s ({:.2}x)",
-        two / one
+        "throughput, 24 jobs of 300 000 nodes: 1 worker {one:.2} jobs/s, 2 workers {two:.2} jobs/s ({:.2}x); \
+         the same searches on plain threads (no queue): 1 thread {raw_one:.2}/s, 2 threads {raw_two:.2}/s ({:.2}x); \
+         queue at 1 worker {:.0}% of 1 thread, at 2 workers {:.0}% of 2 threads",
+        two / one,
+        raw_two / raw_one,
+        100.0 * one / raw_one,
+        100.0 * two / raw_two
     );
 }
 
