@@ -748,7 +748,7 @@ fn is_lower_hex(text: &str) -> bool {
 }
 
 /// Compares without an early exit, so timing does not tell how much of a hash matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -61,7 +61,7 @@ use draughts_proto::pb::auth_server::AuthServer;
 use draughts_runtime::Services;
 use tower::Layer;
 
-pub use authenticator::{Authenticator, IssuedGuest, api_key_id};
+pub use authenticator::{Authenticator, IssuedGuest, api_key_id, constant_time_eq};
 pub use config::AuthConfig;
 pub use error::AuthError;
 pub use identity::{Identities, Identity};

@@ -107,6 +107,7 @@ pub async fn create(ch: &Channel, caller: &Caller, a: CreateArgs) -> Result<(), 
         rated: a.rated,
         fen: a.target.fen.clone(),
         expires_in_ms: 0,
+        accept_key: String::new(),
     };
     let games = GamesClient::new(ch.clone());
     let invitation = call!(caller, games, create_invitation, req).map_err(status_error)?;
@@ -128,6 +129,7 @@ pub async fn accept(ch: &Channel, caller: &Caller, invitation_id: &str) -> Resul
         accept_invitation,
         pb::InvitationRequest {
             invitation_id: invitation_id.into(),
+            accept_key: String::new(),
         }
     )
     .map_err(status_error)?;

@@ -58,6 +58,7 @@ pub async fn new_game(
                 rated: false,
                 fen: FEN.into(),
                 expires_in_ms: 0,
+                accept_key: String::new(),
             },
         ))
         .await?
@@ -67,6 +68,7 @@ pub async fn new_game(
             &b.1,
             pb::InvitationRequest {
                 invitation_id: invitation.invitation_id,
+                accept_key: String::new(),
             },
         ))
         .await?

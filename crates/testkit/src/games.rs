@@ -34,6 +34,7 @@ pub async fn agreed_game(
                 rated: game.rated,
                 fen: game.fen,
                 expires_in_ms: 0,
+                accept_key: String::new(),
             },
         ))
         .await?
@@ -43,6 +44,7 @@ pub async fn agreed_game(
             black_token,
             pb::InvitationRequest {
                 invitation_id: invitation.invitation_id,
+                accept_key: String::new(),
             },
         ))
         .await?

@@ -220,6 +220,65 @@ async fn quick_pairing_across_replicas_and_the_lobby() {
         ))
         .await;
     assert_eq!(own.err().unwrap().code(), tonic::Code::FailedPrecondition);
+    // The seek is an open invitation in Games, and its id is public: accepting it there directly,
+    // around Matchmaking's checks, is refused (the invitation carries a key only Matchmaking holds).
+    let direct = pb::games_client::GamesClient::new(cb.clone())
+        .accept_invitation(authed(
+            &di,
+            pb::InvitationRequest {
+                invitation_id: listed.seek_id.clone(),
+                accept_key: String::new(),
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(direct.code(), tonic::Code::FailedPrecondition);
+    assert!(
+        direct.message().contains("Matchmaking.Accept"),
+        "{direct:?}"
+    );
+    // A seek with a rating range the accepter is outside of: refused by Matchmaking, and still by
+    // Games when asked directly.
+    let ranged = mm_a
+        .create_lobby_seek(authed(
+            &cy,
+            pb::CreateLobbySeekRequest {
+                rules: rules(),
+                time_control: blitz(),
+                color: pb::Color::White as i32,
+                rated: false,
+                rating_range: Some(pb::RatingRange {
+                    min: 1700,
+                    max: 2200,
+                }),
+                expires_in_ms: 0,
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let outside = mm_b
+        .accept(authed(
+            &di,
+            pb::AcceptRequest {
+                id: ranged.seek_id.clone(),
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(outside.code(), tonic::Code::FailedPrecondition);
+    assert!(outside.message().contains("1700 to 2200"), "{outside:?}");
+    let around = pb::games_client::GamesClient::new(ca.clone())
+        .accept_invitation(authed(
+            &di,
+            pb::InvitationRequest {
+                invitation_id: ranged.seek_id.clone(),
+                accept_key: "guessed".into(),
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(around.code(), tonic::Code::FailedPrecondition);
     let started = mm_b
         .accept(authed(
             &di,

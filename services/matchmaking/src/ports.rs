@@ -48,7 +48,13 @@ pub trait GamesPort: Send + Sync + fmt::Debug {
         authorization: &str,
         game_id: &str,
     ) -> MatchmakingResult<pb::Invitation>;
-    async fn accept(&self, authorization: &str, id: &str) -> MatchmakingResult<pb::GameView>;
+    /// `accept_key`: the invitation's accept key (a lobby seek's), or empty.
+    async fn accept(
+        &self,
+        authorization: &str,
+        id: &str,
+        accept_key: &str,
+    ) -> MatchmakingResult<pb::GameView>;
     async fn decline(
         &self,
         authorization: &str,
@@ -287,9 +293,15 @@ impl GamesPort for GrpcPlatform {
             .into_inner())
     }
 
-    async fn accept(&self, authorization: &str, id: &str) -> MatchmakingResult<pb::GameView> {
+    async fn accept(
+        &self,
+        authorization: &str,
+        id: &str,
+        accept_key: &str,
+    ) -> MatchmakingResult<pb::GameView> {
         let message = pb::InvitationRequest {
             invitation_id: id.to_owned(),
+            accept_key: accept_key.to_owned(),
         };
         Ok(self
             .games()
@@ -320,6 +332,7 @@ impl GamesPort for GrpcPlatform {
     async fn cancel(&self, authorization: &str, id: &str) -> MatchmakingResult<pb::Invitation> {
         let message = pb::InvitationRequest {
             invitation_id: id.to_owned(),
+            accept_key: String::new(),
         };
         Ok(self
             .games()

@@ -386,6 +386,8 @@ impl MatchmakingCore {
         } else {
             self.mm.ratings.rating(&caller.player, &pool).await?
         };
+        // Acceptances go through `accept` below (range, guests): Games refuses any without this key.
+        let accept_key = format!("{:032x}", rand::random::<u128>());
         let invitation = self
             .mm
             .games
@@ -399,6 +401,7 @@ impl MatchmakingCore {
                     rated: request.rated,
                     fen: String::new(),
                     expires_in_ms: request.expires_in_ms,
+                    accept_key: accept_key.clone(),
                 },
             )
             .await?;
@@ -427,6 +430,7 @@ impl MatchmakingCore {
             rating: rating.rating,
             created_ms: now,
             expires_ms: invitation.expires_at_ms.max(now + 1000),
+            accept_key,
         };
         let ttl = Duration::from_millis(seek.expires_ms.saturating_sub(now).max(1000));
         live.put(
@@ -505,7 +509,8 @@ impl MatchmakingCore {
                 }
             }
         }
-        let result = self.mm.games.accept(authorization, id).await;
+        let accept_key = listed.as_ref().map_or("", |s| s.accept_key.as_str());
+        let result = self.mm.games.accept(authorization, id, accept_key).await;
         if let Some(seek) = &listed
             && (result.is_ok()
                 || matches!(&result, Err(MatchmakingError::Upstream { kind, .. }) if *kind == draughts_proto::ErrorKind::FailedPrecondition))
@@ -538,6 +543,7 @@ impl MatchmakingCore {
                     rated: request.rated,
                     fen: request.fen,
                     expires_in_ms: request.expires_in_ms,
+                    accept_key: String::new(),
                 },
             )
             .await

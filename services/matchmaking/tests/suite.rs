@@ -72,7 +72,7 @@ impl GamesPort for FakeGames {
     async fn rematch(&self, _: &str, _: &str) -> MatchmakingResult<pb::Invitation> {
         unreachable!("not used by the suite")
     }
-    async fn accept(&self, _: &str, _: &str) -> MatchmakingResult<pb::GameView> {
+    async fn accept(&self, _: &str, _: &str, _: &str) -> MatchmakingResult<pb::GameView> {
         unreachable!("not used by the suite")
     }
     async fn decline(&self, _: &str, _: &str, _: i32) -> MatchmakingResult<pb::Invitation> {

@@ -93,6 +93,7 @@ fn invite(invitee: &str) -> pb::CreateInvitationRequest {
         rated: true,
         fen: String::new(),
         expires_in_ms: 0,
+        accept_key: String::new(),
     }
 }
 
@@ -101,6 +102,7 @@ fn inv_req(token: &str, id: &str) -> tonic::Request<pb::InvitationRequest> {
         token,
         pb::InvitationRequest {
             invitation_id: id.into(),
+            accept_key: String::new(),
         },
     )
 }

@@ -303,6 +303,10 @@ pub struct LobbySeek {
     pub rating: i32,
     pub created_ms: u64,
     pub expires_ms: u64,
+    /// The key Games' invitation was created with: only Matchmaking.Accept (which checks the range
+    /// and the guest rule first) presents it. Never shown to clients.
+    #[serde(default)]
+    pub accept_key: String,
 }
 
 pub fn encode_lobby_seek(seek: &LobbySeek) -> Vec<u8> {

@@ -70,7 +70,12 @@ pub struct NewInvitation {
     pub rated: bool,
     pub start: Position,
     pub expires_in_ms: u64,
+    /// Empty, or the key an acceptance must present (at most [`MAX_ACCEPT_KEY_BYTES`]).
+    pub accept_key: String,
 }
+
+/// The longest accept key an invitation may carry.
+pub const MAX_ACCEPT_KEY_BYTES: usize = 128;
 
 fn encode(inv: &InvitationRec) -> GamesResult<Bytes> {
     serde_json::to_vec(inv)
@@ -118,7 +123,12 @@ impl GamesCore {
         } else {
             new.start.to_fen()
         };
-        let inv = InvitationRec::new(
+        if new.accept_key.len() > MAX_ACCEPT_KEY_BYTES {
+            return Err(GamesError::Invalid(format!(
+                "accept_key is at most {MAX_ACCEPT_KEY_BYTES} bytes"
+            )));
+        }
+        let mut inv = InvitationRec::new(
             super::service::new_game_id(),
             new.inviter,
             new.invitee,
@@ -130,6 +140,7 @@ impl GamesCore {
             now,
             new.expires_in_ms,
         )?;
+        inv.accept_key = new.accept_key;
         // The start position must be playable (the check a game makes when it starts).
         if draughts_engine::Game::new(new.start).status() != draughts_engine::GameStatus::Ongoing {
             return Err(GamesError::Invalid(
@@ -250,10 +261,28 @@ impl GamesCore {
 
     /// `player` accepts invitation `id`: the game starts (its id is the invitation's). Repeating an
     /// accept that succeeded returns the same game.
-    pub async fn accept_invitation(&self, id: &str, player: PlayerRec) -> GamesResult<GameRecord> {
+    /// `accept_key`: the invitation's key if it has one (ignored otherwise).
+    pub async fn accept_invitation(
+        &self,
+        id: &str,
+        player: PlayerRec,
+        accept_key: &str,
+    ) -> GamesResult<GameRecord> {
         let (current, _) = self.load_invitation(id).await?;
         if !current.visible_to(&player.id) {
             return Err(GamesError::NotFound(format!("invitation {id}")));
+        }
+        if !current.accept_key.is_empty()
+            && !draughts_auth::constant_time_eq(
+                current.accept_key.as_bytes(),
+                accept_key.as_bytes(),
+            )
+        {
+            return Err(GamesError::Refused(
+                "this invitation is accepted only through the service that lists it (a lobby seek: \
+                 Matchmaking.Accept, which checks its terms)"
+                    .into(),
+            ));
         }
         let already_mine = matches!(
             &current.state,

@@ -371,7 +371,11 @@ impl pb::games_server::Games for GamesService {
         let me = caller(&req)?;
         let record = self
             .core
-            .accept_invitation(&req.get_ref().invitation_id, me_rec(&me))
+            .accept_invitation(
+                &req.get_ref().invitation_id,
+                me_rec(&me),
+                &req.get_ref().accept_key,
+            )
             .await
             .map_err(err)?;
         Ok(Response::new(view(&record, self.core.now()).map_err(err)?))
@@ -694,6 +698,7 @@ impl GamesService {
                 rated: req.rated,
                 start,
                 expires_in_ms: req.expires_in_ms,
+                accept_key: req.accept_key,
             })
             .await
     }

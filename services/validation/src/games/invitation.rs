@@ -74,6 +74,9 @@ pub struct InvitationRec {
     /// For a rematch: the finished game it follows.
     #[serde(default)]
     pub rematch_of: Option<String>,
+    /// When not empty, an acceptance must present this key (CreateInvitationRequest.accept_key).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub accept_key: String,
 }
 
 /// What an invitation looks like at a moment (expiry included).
@@ -135,6 +138,7 @@ impl InvitationRec {
             expires_ms: now + expires_in_ms,
             state: InvitationState::Pending,
             rematch_of: None,
+            accept_key: String::new(),
         })
     }
 
