@@ -411,7 +411,9 @@ describe("web client", () => {
     const bob = await newPage(browser);
     await bob.goto(`${server.url}/#/`);
     // Bob's lobby lists it (WatchLobby's count of lobby seeks brings a new list).
-    await bob.click(`[data-seek-id="${seekId}"] [data-testid=accept-lobby-seek]`, { timeout: 15_000 });
+    await bob.waitForSelector(`[data-seek-id="${seekId}"] [data-testid=accept-lobby-seek]`, { timeout: 15_000 });
+    await bob.screenshot({ path: join(outDir("games"), "lobby-seeks.png"), fullPage: true });
+    await bob.click(`[data-seek-id="${seekId}"] [data-testid=accept-lobby-seek]`);
     const id = await gameId(bob);
     assert.equal(id, seekId, "the game has the seek's id");
     assert.equal(await gameId(ann), id, "the seeker follows into the game");
@@ -433,6 +435,7 @@ describe("web client", () => {
     await invite.locator("[data-testid=decline-reason]").selectOption(String(2)); // DECLINE_REASON_TOO_FAST
     await invite.locator("[data-testid=decline-invitation]").click();
     await carol.waitForSelector("[data-testid=invitation-state][data-state=declined]", { timeout: 15_000 });
+    await carol.screenshot({ path: join(outDir("games"), "challenge-declined.png") });
     assert.match(await carol.textContent("[data-testid=invitation-state]"), /declined \(too fast\)/);
     await carol.goto(`${server.url}/#/`);
     await carol.fill("[data-testid=challenge-player-id]", daveId);
@@ -499,14 +502,26 @@ describe("web client", () => {
         await waitForTurn(page);
         await playRandomMove(page);
       }
+      // A quick seek open across the same restart: the client seeks again by itself.
+      const seeker = await newPage(browser);
+      await seeker.goto(`${srv.url}/#/`);
+      await pickPools(seeker, ["international-10+0-casual"]);
+      await seeker.click("[data-testid=seek]");
+      await seeker.waitForSelector("[data-testid=seek-state][data-state=waiting]");
+      const seekBefore = await seeker.getAttribute("[data-testid=seek-state]", "data-seek-id");
       await srv.stop();
       await page.waitForSelector("[data-testid=connection][data-state=reconnecting]");
       assert.match(await page.textContent("[data-testid=connection]"), /reconnecting/);
+      await seeker.waitForSelector("[data-testid=seek-state][data-state=reconnecting]");
       srv = await startDraughtsd({ redisUrl: own.url, port: srv.port, dataDir: srv.dataDir });
       await page.waitForSelector("[data-testid=connection][data-state=live]", { state: "attached", timeout: 20_000 });
       assert.ok(await waitForTurn(page));
       await playRandomMove(page);
       assert.equal((await statusOf(page)).ply, 3);
+      await seeker.waitForSelector("[data-testid=seek-state][data-state=waiting]", { timeout: 20_000 });
+      await seeker.waitForSelector('[data-pool="international-10+0-casual"][data-seeking="1"]', { timeout: 15_000 });
+      metrics.seekAcrossRestart = { sameSeek: seekBefore === (await seeker.getAttribute("[data-testid=seek-state]", "data-seek-id")) };
+      await seeker.context().close();
       await page.context().close();
     } finally {
       await srv.stop();

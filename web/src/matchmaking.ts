@@ -147,7 +147,7 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
                   render();
                 },
               },
-              h("b", {}, timeControlText(p.timeControl)),
+              h("b", {}, p.timeControl?.kind.case === "correspondence" ? `${p.timeControl.kind.value.daysPerMove} d/move` : timeControlText(p.timeControl)),
               h("small", {}, ps ? `${ps.seeking} seeking${ps.typicalWaitMs ? ` · ~${waitText(Number(ps.typicalWaitMs))}` : ""}` : " "),
             );
           })
