@@ -358,16 +358,19 @@ describe("web client", () => {
     await watcher.waitForSelector(`[data-pool="${pools[0]}"][data-seeking="1"]`);
     await ann.screenshot({ path: join(outDir("games"), "lobby-seeking.png"), fullPage: true });
     await waitLobbyNumber(watcher, "lobby-online", (n) => n >= 2, "at least the watcher and Ann online");
-    // Cancelled by the player: withdrawn.
+    // Cancelled by the player: withdrawn. (A seek that nothing withdrew would lapse 15 s after its
+    // stream went away, so these waits stop at 8 s: the count must drop because of the withdrawal.)
     await ann.click("[data-testid=cancel-seek]");
     await ann.waitForSelector("[data-testid=seek-state][data-state=cancelled]");
-    await waitLobbyNumber(watcher, "lobby-seeking", (n) => n === 0, "0 after the cancel");
+    await waitLobbyNumber(watcher, "lobby-seeking", (n) => n === 0, "0 after the cancel", 8000);
     // A reload (the tab gone) closes the stream without a CancelSeek: withdrawn all the same.
     await ann.click("[data-testid=seek]");
     await ann.waitForSelector("[data-testid=seek-state][data-state=waiting]");
     await waitLobbyNumber(watcher, "lobby-seeking", (n) => n === 2, "2 after seeking again");
+    const reloaded = Date.now();
     await ann.reload();
-    await waitLobbyNumber(watcher, "lobby-seeking", (n) => n === 0, "0 once the stream is closed");
+    await waitLobbyNumber(watcher, "lobby-seeking", (n) => n === 0, "0 once the stream is closed", 8000);
+    metrics.quickSeekWithdrawnAfterReloadMs = Date.now() - reloaded;
 
     // Ann seeks again (the lobby remembered her pools), then Bob in one of them: paired.
     await ann.waitForSelector("[data-testid=pools][data-loaded=true]");
