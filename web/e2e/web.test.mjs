@@ -2,7 +2,7 @@
 // Run with `npm run test:e2e` after `npm run build` (scripts/test.sh does both); artefacts (board
 // screenshots, measured first paint) go to web/test-output/.
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -17,6 +17,7 @@ import {
   startRedis,
   statusOf,
   waitForTurn,
+  WEB,
 } from "./harness.mjs";
 
 const VARIANTS = {
@@ -28,7 +29,51 @@ const VARIANTS = {
   spanish: { size: 8, pieces: 24, mirrored: true },
   czech: { size: 8, pieces: 24, mirrored: false },
   turkish: { size: 8, pieces: 32, mirrored: false, all: true },
+  antidraughts: { size: 10, pieces: 40, mirrored: false },
+  breakthrough: { size: 10, pieces: 40, mirrored: false },
+  killer: { size: 10, pieces: 40, mirrored: false },
+  pool: { size: 8, pieces: 24, mirrored: false },
+  portuguese: { size: 8, pieces: 24, mirrored: true },
 };
+
+/** The variant keys of the proto's `Variant` enum (VARIANT_FOO = n -> "foo"), read from the proto. */
+const PROTO_VARIANTS = [...readFileSync(join(WEB, "..", "proto", "draughts", "v1", "common.proto"), "utf8").matchAll(/^\s*VARIANT_(\w+)\s*=\s*\d+;/gm)]
+  .map((m) => m[1].toLowerCase())
+  .filter((k) => k !== "unspecified");
+
+const pieces = (p) => p.evaluate(() => [...document.querySelectorAll("g[data-piece]")].map((g) => `${g.dataset.sq}:${g.dataset.piece}`).sort().join(" "));
+
+/** A lobby number (players online, seeking, games in progress, lobby seeks) as the page shows it. */
+const lobbyNumber = (page, testid) => page.evaluate((t) => Number(document.querySelector(`[data-testid=${t}]`)?.dataset.n ?? -1), testid);
+
+/** Waits until a lobby number satisfies `ok` (WatchLobby sends a change within about 2 s). */
+async function waitLobbyNumber(page, testid, ok, what, timeout = 15_000) {
+  const end = Date.now() + timeout;
+  let n = -1;
+  while (Date.now() < end) {
+    n = await lobbyNumber(page, testid);
+    if (ok(n)) return n;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${testid} is ${n}, expected ${what}`);
+}
+
+/** Opens the lobby and toggles the quick-seek pools given by id (variant and casual/rated picked first). */
+async function pickPools(page, ids) {
+  await page.waitForSelector("[data-testid=pools][data-loaded=true]");
+  for (const id of ids) {
+    const [variant, , kind] = id.split("-");
+    await page.selectOption("[data-testid=qs-variant]", variant);
+    await page.selectOption("[data-testid=qs-rated]", kind);
+    await page.click(`[data-testid=pool][data-pool="${id}"]`);
+    assert.equal(await page.getAttribute(`[data-testid=pool][data-pool="${id}"]`, "aria-pressed"), "true");
+  }
+}
+
+async function identityOf(page) {
+  await page.waitForFunction(() => /\((guest|player), [^)]+\)/.test(document.querySelector("[data-testid=identity]")?.textContent ?? ""));
+  return (await page.textContent("[data-testid=identity]")).match(/\((?:guest|player), ([^)]+)\)/)[1];
+}
 
 let redis;
 let server;
@@ -102,6 +147,16 @@ describe("web client", () => {
     assert.ok(board[2] < metrics.firstPaintBarMs, `median board paint ${board[2]} ms (all: ${board.join(", ")}; load average ${loadavg()[0]})`);
     const page = await newPage(browser);
     const dir = outDir("boards");
+    // Every variant of the proto is in this table and in the lobby's list, and the server has quick-
+    // pairing pools for each.
+    assert.deepEqual(Object.keys(VARIANTS).sort(), [...PROTO_VARIANTS].sort(), "the board table covers the proto's Variant enum");
+    await page.goto(`${server.url}/#/`);
+    assert.deepEqual(await page.$$eval("[data-testid=variant] option", (os) => os.map((o) => o.value)), PROTO_VARIANTS, "the lobby offers every variant");
+    await page.waitForSelector("[data-testid=pools][data-loaded=true]");
+    for (const variant of PROTO_VARIANTS) {
+      await page.selectOption("[data-testid=qs-variant]", variant);
+      assert.ok((await page.locator("[data-testid=pool]").count()) > 0, `the server has ${variant} pools`);
+    }
     for (const [variant, want] of Object.entries(VARIANTS)) {
       await page.goto(`${server.url}/#/?variant=${variant}`);
       await page.waitForSelector(`.preview[data-variant=${variant}] g[data-piece]`);
@@ -267,7 +322,6 @@ describe("web client", () => {
     await spectator.waitForFunction((n) => Number(document.querySelector("[data-testid=status]").dataset.ply) === n, ply).catch(async (e) => {
       throw new Error(`spectator at ${JSON.stringify(await statusOf(spectator))}, players at ${ply}; ${await spectator.evaluate(() => JSON.stringify(window.__draughtsCalls ?? []))}`, { cause: e });
     });
-    const pieces = (p) => p.evaluate(() => [...document.querySelectorAll("g[data-piece]")].map((g) => `${g.dataset.sq}:${g.dataset.piece}`).sort().join(" "));
     assert.equal(await pieces(spectator), await pieces(ann), "the spectator sees the players' position");
     assert.equal(await spectator.locator("circle.piece.movable").count(), 0, "a spectator cannot move");
     assert.equal(await spectator.locator("[data-testid=resign]").count(), 0);
@@ -280,6 +334,122 @@ describe("web client", () => {
     const next = await gameId(bob);
     await ann.waitForURL(new RegExp(next));
     for (const p of [ann, bob, spectator]) await p.context().close();
+  });
+
+  test("quick seek: the lobby counts the seeker, a closed stream withdraws it, two contexts paired into one game", async () => {
+    const pools = ["english-5+0-casual", "russian-3+0-casual"];
+    const watcher = await newPage(browser);
+    await watcher.goto(`${server.url}/#/`);
+    await watcher.waitForSelector("[data-testid=lobby-stats][data-live=true] [data-testid=lobby-seeking]");
+    await watcher.selectOption("[data-testid=qs-variant]", "english");
+    await watcher.selectOption("[data-testid=qs-rated]", "casual");
+    await waitLobbyNumber(watcher, "lobby-seeking", (n) => n === 0, "0 before anyone seeks");
+    const online = await lobbyNumber(watcher, "lobby-online");
+    assert.ok(online >= 1, `the watcher is online (${online})`);
+
+    // Ann seeks in two pools of two variants: the lobby counts her in each.
+    const ann = await newPage(browser);
+    await ann.goto(`${server.url}/#/`);
+    await pickPools(ann, pools);
+    await ann.click("[data-testid=seek]");
+    await ann.waitForSelector("[data-testid=seek-state][data-state=waiting]");
+    assert.match(await ann.textContent("[data-testid=seek-state]"), /Waiting for an opponent in 2 pools/);
+    await waitLobbyNumber(watcher, "lobby-seeking", (n) => n === 2, "2 (one seeker in two pools)");
+    await watcher.waitForSelector(`[data-pool="${pools[0]}"][data-seeking="1"]`);
+    await ann.screenshot({ path: join(outDir("games"), "lobby-seeking.png"), fullPage: true });
+    await waitLobbyNumber(watcher, "lobby-online", (n) => n >= 2, "at least the watcher and Ann online");
+    // Cancelled by the player: withdrawn. (A seek that nothing withdrew would lapse 15 s after its
+    // stream went away, so these waits stop at 8 s: the count must drop because of the withdrawal.)
+    await ann.click("[data-testid=cancel-seek]");
+    await ann.waitForSelector("[data-testid=seek-state][data-state=cancelled]");
+    await waitLobbyNumber(watcher, "lobby-seeking", (n) => n === 0, "0 after the cancel", 8000);
+    // A reload (the tab gone) closes the stream without a CancelSeek: withdrawn all the same.
+    await ann.click("[data-testid=seek]");
+    await ann.waitForSelector("[data-testid=seek-state][data-state=waiting]");
+    await waitLobbyNumber(watcher, "lobby-seeking", (n) => n === 2, "2 after seeking again");
+    const reloaded = Date.now();
+    await ann.reload();
+    await waitLobbyNumber(watcher, "lobby-seeking", (n) => n === 0, "0 once the stream is closed", 8000);
+    metrics.quickSeekWithdrawnAfterReloadMs = Date.now() - reloaded;
+
+    // Ann seeks again (the lobby remembered her pools), then Bob in one of them: paired.
+    await ann.waitForSelector("[data-testid=pools][data-loaded=true]");
+    await ann.click("[data-testid=seek]");
+    await ann.waitForSelector("[data-testid=seek-state][data-state=waiting]");
+    const bob = await newPage(browser);
+    await bob.goto(`${server.url}/#/`);
+    await pickPools(bob, [pools[0]]);
+    await bob.click("[data-testid=seek]");
+    const id = await gameId(bob);
+    assert.equal(await gameId(ann), id, "both seekers are in the same game");
+    for (const p of [ann, bob]) await p.waitForSelector("g[data-piece]");
+    assert.equal(await pieces(ann), await pieces(bob));
+    // English: Black moves first; Black's board is flipped.
+    const annBlack = (await ann.getAttribute("svg.board", "data-flipped")) === "true";
+    const [black, white] = annBlack ? [ann, bob] : [bob, ann];
+    assert.equal(await white.getAttribute("svg.board", "data-flipped"), "false", "one plays White, the other Black");
+    assert.ok(await waitForTurn(black));
+    await playRandomMove(black);
+    await white.waitForFunction(() => Number(document.querySelector("[data-testid=status]").dataset.ply) === 1);
+    assert.equal(await pieces(white), await pieces(black), "the move is seen by the opponent");
+    assert.equal(await white.textContent("[data-testid=moves] button.mv"), await black.textContent("[data-testid=moves] button.mv"));
+    assert.match(await white.textContent("[data-testid=name-black]"), /\S/);
+    // The lobby: nobody seeking, the game counted, the pool's typical wait known.
+    await waitLobbyNumber(watcher, "lobby-seeking", (n) => n === 0, "0 after the pairing");
+    await waitLobbyNumber(watcher, "lobby-games", (n) => n >= 1, "at least the paired game");
+    await watcher.waitForFunction((pool) => Number(document.querySelector(`[data-pool="${pool}"]`)?.dataset.wait) > 0, pools[0], { timeout: 15_000 });
+    metrics.quickSeek = { typicalWaitMs: Number(await watcher.getAttribute(`[data-pool="${pools[0]}"]`, "data-wait")) };
+    await white.click("[data-testid=resign]");
+    for (const p of [ann, bob, watcher]) await p.context().close();
+  });
+
+  test("a lobby seek accepted from another context; a challenge to a named player declined, then accepted", async () => {
+    const ann = await newPage(browser);
+    await choose(ann, { variant: "english", time: "3+2", color: "white" });
+    await ann.click("[data-testid=lobby-offer]");
+    const mine = ann.locator("[data-testid=lobby-seek]", { has: ann.locator("[data-testid=cancel-lobby-seek]") });
+    await mine.waitFor();
+    const seekId = await mine.getAttribute("data-seek-id");
+    assert.match(await mine.textContent(), /English.*3\+2.*casual.*plays White/);
+    const bob = await newPage(browser);
+    await bob.goto(`${server.url}/#/`);
+    // Bob's lobby lists it (WatchLobby's count of lobby seeks brings a new list).
+    await bob.waitForSelector(`[data-seek-id="${seekId}"] [data-testid=accept-lobby-seek]`, { timeout: 15_000 });
+    await bob.screenshot({ path: join(outDir("games"), "lobby-seeks.png"), fullPage: true });
+    await bob.click(`[data-seek-id="${seekId}"] [data-testid=accept-lobby-seek]`);
+    const id = await gameId(bob);
+    assert.equal(id, seekId, "the game has the seek's id");
+    assert.equal(await gameId(ann), id, "the seeker follows into the game");
+    await ann.waitForSelector("g[data-piece]");
+    assert.equal(await ann.getAttribute("svg.board", "data-flipped"), "false", "the seeker plays White as offered");
+
+    // Carol challenges Dave by his id; Dave declines with a reason, then accepts a second challenge.
+    const carol = await newPage(browser);
+    const dave = await newPage(browser);
+    await dave.goto(`${server.url}/#/`);
+    const daveId = await identityOf(dave);
+    await choose(carol, { variant: "russian", time: "1+0", color: "black" });
+    await carol.fill("[data-testid=challenge-player-id]", daveId);
+    await carol.click("[data-testid=challenge-player]");
+    await carol.waitForSelector("[data-testid=challenged]");
+    const invite = dave.locator("[data-testid=incoming-invitation]");
+    await invite.waitFor({ timeout: 15_000 });
+    assert.match(await invite.textContent(), /invites you: Russian, 1\+0/);
+    await invite.locator("[data-testid=decline-reason]").selectOption(String(2)); // DECLINE_REASON_TOO_FAST
+    await invite.locator("[data-testid=decline-invitation]").click();
+    await carol.waitForSelector("[data-testid=invitation-state][data-state=declined]", { timeout: 15_000 });
+    await carol.screenshot({ path: join(outDir("games"), "challenge-declined.png") });
+    assert.match(await carol.textContent("[data-testid=invitation-state]"), /declined \(too fast\)/);
+    await carol.goto(`${server.url}/#/`);
+    await carol.fill("[data-testid=challenge-player-id]", daveId);
+    await carol.click("[data-testid=challenge-player]");
+    await carol.waitForSelector("[data-testid=challenged]");
+    await dave.click("[data-testid=accept-invitation]", { timeout: 15_000 });
+    const game = await gameId(dave);
+    assert.equal(await gameId(carol), game, "the challenger follows into the game");
+    await carol.waitForSelector("g[data-piece]");
+    assert.equal(await carol.getAttribute("svg.board", "data-flipped"), "true", "the challenger plays Black as asked");
+    for (const p of [ann, bob, carol, dave]) await p.context().close();
   });
 
   test("analysis of a finished game: evaluation graph and mistakes marked", async () => {
@@ -335,14 +505,26 @@ describe("web client", () => {
         await waitForTurn(page);
         await playRandomMove(page);
       }
+      // A quick seek open across the same restart: the client seeks again by itself.
+      const seeker = await newPage(browser);
+      await seeker.goto(`${srv.url}/#/`);
+      await pickPools(seeker, ["international-10+0-casual"]);
+      await seeker.click("[data-testid=seek]");
+      await seeker.waitForSelector("[data-testid=seek-state][data-state=waiting]");
+      const seekBefore = await seeker.getAttribute("[data-testid=seek-state]", "data-seek-id");
       await srv.stop();
       await page.waitForSelector("[data-testid=connection][data-state=reconnecting]");
       assert.match(await page.textContent("[data-testid=connection]"), /reconnecting/);
+      await seeker.waitForSelector("[data-testid=seek-state][data-state=reconnecting]");
       srv = await startDraughtsd({ redisUrl: own.url, port: srv.port, dataDir: srv.dataDir });
       await page.waitForSelector("[data-testid=connection][data-state=live]", { state: "attached", timeout: 20_000 });
       assert.ok(await waitForTurn(page));
       await playRandomMove(page);
       assert.equal((await statusOf(page)).ply, 3);
+      await seeker.waitForSelector("[data-testid=seek-state][data-state=waiting]", { timeout: 20_000 });
+      await seeker.waitForSelector('[data-pool="international-10+0-casual"][data-seeking="1"]', { timeout: 15_000 });
+      metrics.seekAcrossRestart = { sameSeek: seekBefore === (await seeker.getAttribute("[data-testid=seek-state]", "data-seek-id")) };
+      await seeker.context().close();
       await page.context().close();
     } finally {
       await srv.stop();

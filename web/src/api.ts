@@ -6,6 +6,7 @@ import { Auth } from "./gen/draughts/v1/auth_pb.js";
 import { Games } from "./gen/draughts/v1/games_pb.js";
 import { Rules } from "./gen/draughts/v1/rules_pb.js";
 import { Analysis } from "./gen/draughts/v1/analysis_pb.js";
+import { Matchmaking } from "./gen/draughts/v1/matchmaking_pb.js";
 import type { Player } from "./gen/draughts/v1/common_pb.js";
 
 // Same origin as the page: draughtsd serves both, so no CORS is involved.
@@ -31,6 +32,7 @@ export const auth: Client<typeof Auth> = createClient(Auth, transport);
 export const games: Client<typeof Games> = createClient(Games, transport);
 export const rules: Client<typeof Rules> = createClient(Rules, transport);
 export const analysis: Client<typeof Analysis> = createClient(Analysis, transport);
+export const matchmaking: Client<typeof Matchmaking> = createClient(Matchmaking, transport);
 
 /** A credential this browser holds. */
 export interface Identity {

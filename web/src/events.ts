@@ -1,7 +1,10 @@
 // The signed-in player's events (Games.WatchPlayerEvents): invitations received (challenges, rematch
-// offers) shown with Accept/Decline, and the invitations this browser waits on, followed into their game.
-import { InvitationState, type Invitation } from "./gen/draughts/v1/games_pb.js";
-import { bearer, Code, ConnectError, describeError, ensureIdentity, games, playerName, resetIdentity, retrying, setIdentity, sleep, type Identity } from "./api.js";
+// offers) shown with Accept/Decline (Matchmaking.Accept, which also ends a quick seek, and
+// Matchmaking.Decline with a reason from the fixed list), and the invitations this browser waits on
+// (challenge links, named challenges, lobby seeks, rematches), followed into their game. Every
+// invitation event is also dispatched on `window` as "draughts:invitation" (the invite page listens).
+import { DeclineReason, InvitationState, type Invitation } from "./gen/draughts/v1/games_pb.js";
+import { bearer, Code, ConnectError, describeError, ensureIdentity, games, matchmaking, playerName, resetIdentity, retrying, setIdentity, sleep, type Identity } from "./api.js";
 import { h, toast } from "./dom.js";
 import { variantLabel } from "./variants.js";
 import { timeControlText } from "./timecontrol.js";
@@ -22,11 +25,26 @@ function goToGame(id: string) {
   if (location.hash !== `#/game/${id}`) location.hash = `#/game/${id}`;
 }
 
+const REASONS: [DeclineReason, string][] = [
+  [DeclineReason.UNSPECIFIED, "no reason"],
+  [DeclineReason.LATER, "later"],
+  [DeclineReason.TOO_FAST, "too fast"],
+  [DeclineReason.TOO_SLOW, "too slow"],
+  [DeclineReason.TIME_CONTROL, "not this time control"],
+  [DeclineReason.RATED, "rather rated"],
+  [DeclineReason.CASUAL, "rather casual"],
+  [DeclineReason.VARIANT, "not this variant"],
+];
+
+/** Whether the server lacks Matchmaking (then the same calls go to Games directly). */
+const noMatchmaking = (e: unknown) => ConnectError.from(e).code === Code.Unimplemented;
+
 function renderInvites(me: Identity) {
   const box = document.getElementById("invites")!;
   box.replaceChildren(
-    ...[...received.values()].map((inv) =>
-      h(
+    ...[...received.values()].map((inv) => {
+      const reason = h("select", { "data-testid": "decline-reason", "aria-label": "reason" }, ...REASONS.map(([v, t]) => h("option", { value: String(v) }, t)));
+      return h(
         "div",
         { class: "invite", "data-testid": "incoming-invitation", "data-invitation": inv.invitationId },
         h("span", {}, `${playerName(inv.inviter)} ${inv.rematchOf ? "offers a rematch" : "invites you"}: ${variantLabel(inv.rules?.variant)}, ${timeControlText(inv.timeControl)}`),
@@ -36,7 +54,12 @@ function renderInvites(me: Identity) {
             "data-testid": "accept-invitation",
             onclick: async () => {
               try {
-                const g = await retrying(() => games.acceptInvitation({ invitationId: inv.invitationId }, bearer(me)));
+                const g = await retrying(() =>
+                  matchmaking.accept({ id: inv.invitationId }, bearer(me)).catch((e) => {
+                    if (noMatchmaking(e)) return games.acceptInvitation({ invitationId: inv.invitationId }, bearer(me));
+                    throw e;
+                  }),
+                );
                 received.delete(inv.invitationId);
                 renderInvites(me);
                 goToGame(g.gameId);
@@ -47,12 +70,20 @@ function renderInvites(me: Identity) {
           },
           "Accept",
         ),
+        reason,
         h(
           "button",
           {
+            "data-testid": "decline-invitation",
             onclick: async () => {
+              const r = Number(reason.value) as DeclineReason;
               try {
-                await retrying(() => games.declineInvitation({ invitationId: inv.invitationId }, bearer(me)));
+                await retrying(() =>
+                  matchmaking.decline({ id: inv.invitationId, reason: r }, bearer(me)).catch((e) => {
+                    if (noMatchmaking(e)) return games.declineInvitation({ invitationId: inv.invitationId, reason: r }, bearer(me));
+                    throw e;
+                  }),
+                );
               } catch (e) {
                 toast(describeError(e), "error");
               }
@@ -62,8 +93,8 @@ function renderInvites(me: Identity) {
           },
           "Decline",
         ),
-      ),
-    ),
+      );
+    }),
   );
 }
 
@@ -98,6 +129,7 @@ export function startPlayerEvents(): void {
               toast(`${playerName(inv.invitee)} declined`);
             }
             renderInvites(me);
+            window.dispatchEvent(new CustomEvent<Invitation>("draughts:invitation", { detail: inv }));
           } else if (k.case === "gameStarted") {
             if (awaiting.has(k.value.gameId)) goToGame(k.value.gameId);
           }

@@ -1,5 +1,7 @@
-// The lobby: pick a variant, rule options and a time control; play the computer, make a challenge link,
-// play two people on this screen, or watch a game; the player's own games; who this browser is.
+// The lobby: the lobby's numbers (WatchLobby); a quick seek in the server's pools; pick a variant, rule
+// options and a time control to play the computer, offer a lobby seek, challenge a named player or by
+// link, or play two people on this screen; the lobby's open seeks; watch a game; the player's own games;
+// who this browser is.
 import { create } from "@bufbuild/protobuf";
 import { Color } from "./gen/draughts/v1/common_pb.js";
 import { PlayerSchema } from "./gen/draughts/v1/common_pb.js";
@@ -9,6 +11,7 @@ import {
   describeError,
   ensureIdentity,
   games,
+  matchmaking,
   newGuest,
   resetIdentity,
   retrying,
@@ -21,6 +24,9 @@ import { BoardView } from "./board.js";
 import { h, toast } from "./dom.js";
 import { geometryOf, ruleSet, variantLabel, VARIANTS } from "./variants.js";
 import { TIME_CONTROLS } from "./timecontrol.js";
+import { awaiting } from "./events.js";
+import { lobbySeeksPanel, quickSeekPanel, rangeOf, watchLobby } from "./matchmaking.js";
+import type { LobbyStats } from "./gen/draughts/v1/matchmaking_pb.js";
 
 const PREFS = "draughts.lobby";
 
@@ -69,6 +75,13 @@ export function lobbyPage(root: HTMLElement): () => void {
   const mine = h("div", { class: "my-games" });
   const watchInput = h("input", { placeholder: "game id or link", "data-testid": "watch-id" });
   const startButtons: HTMLButtonElement[] = [];
+  const rated = h("input", { type: "checkbox", "data-testid": "rated" });
+  const offerMin = h("input", { type: "number", min: 0, max: 4000, placeholder: "min", class: "small", "data-testid": "offer-min" });
+  const offerMax = h("input", { type: "number", min: 0, max: 4000, placeholder: "max", class: "small", "data-testid": "offer-max" });
+  const opponentInput = h("input", { placeholder: "player id (e.g. guest:…)", "data-testid": "challenge-player-id" });
+  const stats = h("div", { class: "lobby-stats", "data-testid": "lobby-stats", "data-live": "false" }, "…");
+  const quick = quickSeekPanel(prefs.variant);
+  const seeks = lobbySeeksPanel();
 
   const current = () => {
     const v = VARIANTS.find((x) => x.key === variantSel.value) ?? VARIANTS[0];
@@ -151,7 +164,7 @@ export function lobbyPage(root: HTMLElement): () => void {
   const challenge = start("Create a challenge link", "challenge-link", async () => {
     const me = await ensureIdentity();
     const c = colorSel.value === "random" ? Color.UNSPECIFIED : myColor();
-    const inv = await retrying(() => games.createInvitation( { rules: current(), fen: fen(), timeControl: timeControl(), color: c }, bearer(me)));
+    const inv = await retrying(() => games.createInvitation( { rules: current(), fen: fen(), timeControl: timeControl(), color: c, rated: rated.checked }, bearer(me)));
     location.hash = `#/invite/${inv.invitationId}`;
   });
 
@@ -165,6 +178,47 @@ export function lobbyPage(root: HTMLElement): () => void {
     setHotseatIdentity(g.gameId, second);
     location.hash = `#/game/${g.gameId}`;
   });
+
+  const offer = start("Offer in the lobby", "lobby-offer", async () => {
+    // The lobby lists a seek by variant and time control only: house rules and start positions go by
+    // a challenge, whose terms the invited player sees in full.
+    const rs = current();
+    if (rs.options?.noMandatoryCapture || rs.options?.promoteMidCapture || rs.options?.moveLimit || fen())
+      throw new Error("a lobby seek has the variant's own rules and start position: use a challenge for house rules");
+    const me = await ensureIdentity();
+    const ratingRange = rangeOf(offerMin.value, offerMax.value);
+    const c = colorSel.value === "random" ? Color.UNSPECIFIED : myColor();
+    const s = await retrying(() => matchmaking.createLobbySeek({ rules: rs, timeControl: timeControl(), color: c, rated: rated.checked, ratingRange }, bearer(me)));
+    awaiting.add(s.seekId);
+    toast("Offered in the lobby: the game starts when someone accepts");
+    await seeks.refresh();
+  });
+
+  const challengePlayer = start("Challenge this player", "challenge-player", async () => {
+    const inviteeId = opponentInput.value.trim();
+    if (!inviteeId) throw new Error("the player's id is needed (shown under their lobby as “Playing as …”)");
+    const me = await ensureIdentity();
+    const c = colorSel.value === "random" ? Color.UNSPECIFIED : myColor();
+    const inv = await retrying(() => matchmaking.challenge({ inviteeId, rules: current(), fen: fen(), timeControl: timeControl(), color: c, rated: rated.checked }, bearer(me)));
+    location.hash = `#/invite/${inv.invitationId}`;
+  });
+
+  let lastSeekCount = -1;
+  function renderStats(s: LobbyStats) {
+    const item = (testid: string, n: bigint, text: string) => h("span", { "data-testid": testid, "data-n": String(n) }, h("b", {}, String(n)), ` ${text}`);
+    const seekingAll = s.pools.reduce((n, p) => n + p.seeking, 0n);
+    stats.replaceChildren(
+      item("lobby-online", s.playersOnline, "online"),
+      item("lobby-seeking", seekingAll, "seeking"),
+      item("lobby-games", s.gamesInProgress, "games in progress"),
+      item("lobby-seek-count", s.lobbySeeks, "lobby seeks"),
+    );
+    quick.setStats(s);
+    if (Number(s.lobbySeeks) !== lastSeekCount) {
+      lastSeekCount = Number(s.lobbySeeks);
+      void seeks.refresh();
+    }
+  }
 
   function renderWho() {
     const id = currentIdentity();
@@ -248,9 +302,11 @@ export function lobbyPage(root: HTMLElement): () => void {
     h(
       "div",
       { class: "lobby" },
+      stats,
       h(
         "section",
         { class: "setup" },
+        quick.el,
         h("h2", {}, "New game"),
         h("label", {}, "Variant ", variantSel),
         h(
@@ -267,6 +323,10 @@ export function lobbyPage(root: HTMLElement): () => void {
         h("label", {}, "Your colour ", colorSel),
         h("div", { class: "row" }, levelSel, playAi),
         h("div", { class: "row" }, challenge, hotseat),
+        h("label", {}, rated, " rated (lobby offers and challenges)"),
+        h("div", { class: "row" }, offer, h("span", {}, "ratings "), offerMin, h("span", {}, "–"), offerMax),
+        h("div", { class: "row" }, opponentInput, challengePlayer),
+        seeks.el,
         h("h3", {}, "Watch a game"),
         h(
           "div",
@@ -293,11 +353,17 @@ export function lobbyPage(root: HTMLElement): () => void {
   );
   renderWho();
   // The board first; the player's games (which need a guest) after it.
+  let stopWatch = () => {};
   void updatePreview().finally(() => {
-    if (!closed) void renderMine();
+    if (closed) return;
+    void renderMine();
+    quick.load();
+    stopWatch = watchLobby(renderStats, (live) => (stats.dataset.live = String(live)));
   });
   return () => {
     closed = true;
+    stopWatch();
+    quick.close();
   };
 }
 

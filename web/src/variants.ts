@@ -5,16 +5,31 @@ import type { ListMovesResponse } from "./gen/draughts/v1/rules_pb.js";
 import { retrying, rules as rulesApi } from "./api.js";
 import { geometryFrom, type Geometry } from "./board.js";
 
-export const VARIANTS: { key: string; variant: Variant; label: string }[] = [
-  { key: "international", variant: Variant.INTERNATIONAL, label: "International (10×10)" },
-  { key: "english", variant: Variant.ENGLISH, label: "English / American checkers" },
-  { key: "italian", variant: Variant.ITALIAN, label: "Italian" },
-  { key: "russian", variant: Variant.RUSSIAN, label: "Russian" },
-  { key: "brazilian", variant: Variant.BRAZILIAN, label: "Brazilian" },
-  { key: "spanish", variant: Variant.SPANISH, label: "Spanish" },
-  { key: "czech", variant: Variant.CZECH, label: "Czech" },
-  { key: "turkish", variant: Variant.TURKISH, label: "Turkish" },
-];
+// Labels of the variants known when this was written; a variant the proto adds later still appears
+// (its key from the enum name, e.g. VARIANT_FRISIAN -> "frisian").
+const LABELS: Record<string, string> = {
+  international: "International (10×10)",
+  english: "English / American checkers",
+  italian: "Italian",
+  russian: "Russian",
+  brazilian: "Brazilian",
+  spanish: "Spanish",
+  czech: "Czech",
+  turkish: "Turkish",
+  antidraughts: "Antidraughts (losing, 10×10)",
+  breakthrough: "Breakthrough (first king wins, 10×10)",
+  killer: "Killer (10×10)",
+  pool: "American pool checkers",
+  portuguese: "Portuguese",
+};
+
+/** Every variant of the generated `Variant` enum, in its order (the lobby offers them all). */
+export const VARIANTS: { key: string; variant: Variant; label: string }[] = Object.values(Variant)
+  .filter((v): v is Variant => typeof v === "number" && v !== Variant.UNSPECIFIED)
+  .map((variant) => {
+    const key = Variant[variant].toLowerCase();
+    return { key, variant, label: LABELS[key] ?? key[0].toUpperCase() + key.slice(1) };
+  });
 
 export function variantLabel(v: Variant | undefined): string {
   return VARIANTS.find((x) => x.variant === v)?.label ?? "?";
