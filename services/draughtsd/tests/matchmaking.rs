@@ -237,13 +237,21 @@ async fn quick_pairing_across_replicas_and_the_lobby() {
         direct.message().contains("Matchmaking.Accept"),
         "{direct:?}"
     );
-    // A seek with a rating range the accepter is outside of: refused by Matchmaking, and still by
-    // Games when asked directly.
+    // A seek with house rules and a rating range the accepter is outside of: listed with its house
+    // rules (part of its terms); refused by Matchmaking, and still by Games when asked directly.
+    let house_rules = pb::RuleSet {
+        variant: pb::Variant::English as i32,
+        options: Some(pb::RuleOptions {
+            no_mandatory_capture: true,
+            promote_mid_capture: false,
+            move_limit: 40,
+        }),
+    };
     let ranged = mm_a
         .create_lobby_seek(authed(
             &cy,
             pb::CreateLobbySeekRequest {
-                rules: rules(),
+                rules: Some(house_rules.clone()),
                 time_control: blitz(),
                 color: pb::Color::White as i32,
                 rated: false,
@@ -257,6 +265,20 @@ async fn quick_pairing_across_replicas_and_the_lobby() {
         .await
         .unwrap()
         .into_inner();
+    let shown = mm_b
+        .list_lobby_seeks(pb::ListLobbySeeksRequest {
+            variant: pb::Variant::English as i32,
+            limit: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let shown = shown
+        .seeks
+        .iter()
+        .find(|s| s.seek_id == ranged.seek_id)
+        .expect("the ranged seek is listed");
+    assert_eq!(shown.rules.as_ref(), Some(&house_rules));
     let outside = mm_b
         .accept(authed(
             &di,

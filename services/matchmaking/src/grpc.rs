@@ -175,18 +175,27 @@ fn stats_wire(stats: &LobbyStats) -> pb::LobbyStats {
 
 fn lobby_seek_wire(seek: &draughts_proto::contract::matchmaking::LobbySeek) -> pb::LobbySeek {
     use pb::time_control::Kind;
-    let variant = seek
-        .variant
-        .parse::<draughts_engine::Variant>()
-        .map(draughts_proto::convert::variant_to_wire)
-        .unwrap_or(pb::Variant::Unspecified);
+    // The seek's house rules are part of its terms: shown to whoever may accept it. (A stored seek
+    // whose rules no longer parse shows its variant alone; it was checked when it was made.)
+    let variant = seek.variant.parse::<draughts_engine::Variant>().ok();
+    let rules = variant.and_then(|v| {
+        let options = draughts_engine::RuleOptions::parse(&seek.options).ok()?;
+        draughts_engine::RuleSet::with_options(v, options).ok()
+    });
+    let rules = match (rules, variant) {
+        (Some(rules), _) => draughts_proto::convert::rules_to_wire(rules),
+        (None, v) => pb::RuleSet {
+            variant: v.map_or(
+                pb::Variant::Unspecified,
+                draughts_proto::convert::variant_to_wire,
+            ) as i32,
+            options: None,
+        },
+    };
     pb::LobbySeek {
         seek_id: seek.id.clone(),
         seeker: Some(player_wire(&seek.seeker)),
-        rules: Some(pb::RuleSet {
-            variant: variant as i32,
-            options: None,
-        }),
+        rules: Some(rules),
         time_control: Some(pb::TimeControl {
             kind: Some(if seek.days_per_move > 0 {
                 Kind::Correspondence(pb::Correspondence {
