@@ -251,7 +251,7 @@ async fn quick_pairing_across_replicas_and_the_lobby() {
         .create_lobby_seek(authed(
             &cy,
             pb::CreateLobbySeekRequest {
-                rules: Some(house_rules.clone()),
+                rules: Some(house_rules),
                 time_control: blitz(),
                 color: pb::Color::White as i32,
                 rated: false,
