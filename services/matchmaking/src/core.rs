@@ -249,6 +249,32 @@ impl Matchmaker {
                     TicketState::Waiting => {
                         self.end(&id, "cancelled").await?;
                     }
+                    // A stream that broke as its seek was paired, opened again soon after: the
+                    // pairing is reported again (while its game is on), not refused as "playing a
+                    // game" or made a second seek.
+                    TicketState::Paired {
+                        ref game_id,
+                        ref pool,
+                        at_ms,
+                        ..
+                    } if held == wanted
+                        && ticket.range == range
+                        && now_unix_ms().saturating_sub(at_ms) <= ms(self.settings.seek_ttl) =>
+                    {
+                        let correspondence = pools
+                            .iter()
+                            .any(|p| p.id == *pool && p.time.is_correspondence());
+                        if correspondence
+                            || self
+                                .games
+                                .player_state(&caller.player)
+                                .await?
+                                .live_games
+                                .contains(game_id)
+                        {
+                            return Ok(ticket);
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -722,10 +748,9 @@ impl Matchmaker {
                 .store(&ticket, Some(version), &leave_pools(&ticket))
                 .await
             {
-                Ok(_) => {
-                    self.drop_pointer(&ticket.player.id, id).await;
-                    return Ok(());
-                }
+                // The player's pointer stays: a seek opened again in the same pools (a stream that
+                // broke at the moment of the pairing) finds the pairing (see `seek`).
+                Ok(_) => return Ok(()),
                 Err(MatchmakingError::Conflict) => continue,
                 Err(e) => return Err(e),
             }

@@ -102,7 +102,7 @@ pub struct MatchmakingConfig {
     /// The Ratings service (`http://host:port`); draughtsd uses its own port.
     #[arg(long, env = "DRAUGHTS_MATCHMAKING_RATINGS_URL")]
     pub matchmaking_ratings_url: Option<String>,
-    /// The service credential for Games.CreateGame: an API key with the `admin` scope.
+    /// The service credential for Games.CreateGame: an API key with the `play` and `admin` scopes.
     #[arg(long, env = "DRAUGHTS_MATCHMAKING_API_KEY", hide_env_values = true)]
     pub matchmaking_api_key: Option<String>,
     /// Variants Ratings rates per speed class (its own setting; international by default).

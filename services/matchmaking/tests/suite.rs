@@ -209,8 +209,15 @@ async fn two_seekers_are_paired_once_across_replicas(world: World) {
         world.live.schedule_len(&mm::pool_set(POOL)).await.unwrap(),
         0
     );
-    // A player in a game is not paired again: seeking is refused.
-    let again = a.seek(&ann, &pools_of(&[POOL]), None).await;
+    // A player in a game is not paired again: the same seek opened again is told of its pairing
+    // (a stream that broke at that moment); any other seek is refused.
+    let reopened = a.seek(&ann, &pools_of(&[POOL]), None).await.unwrap();
+    assert_eq!(reopened.id, t1.id);
+    assert_eq!(game_of(&reopened.state), game_of(&s1));
+    assert_eq!(world.games.created.lock().unwrap().len(), 1);
+    let again = a
+        .seek(&ann, &pools_of(&["international-3+2-rated"]), None)
+        .await;
     assert!(
         matches!(
             again,
@@ -334,9 +341,19 @@ async fn several_pools_first_pairing_wins_and_reconnects_join(world: World) {
         );
     }
     let jo = world.player("jo", 1510).await;
-    b.seek(&jo, &pools_of(&[corr]), None).await.unwrap();
+    let jo_ticket = b.seek(&jo, &pools_of(&[corr]), None).await.unwrap();
     b.wave(a.pool(corr).unwrap()).await.unwrap();
     assert!(matches!(state(&a, &t.id).await, TicketState::Paired { pool, .. } if pool == corr));
+    // Jo's stream broke at the moment of the pairing: opened again, it is told of the pairing (the
+    // same ticket, paired, the same game), not given a second seek.
+    let reopened = a.seek(&jo, &pools_of(&[corr]), None).await.unwrap();
+    assert_eq!(reopened.id, jo_ticket.id);
+    assert_eq!(
+        game_of(&reopened.state),
+        game_of(&state(&a, &t.id).await),
+        "the pairing's game"
+    );
+    assert!(matches!(reopened.state, TicketState::Paired { .. }));
     for p in [POOL, corr, intl] {
         assert_eq!(
             world.live.schedule_len(&mm::pool_set(p)).await.unwrap(),
