@@ -651,6 +651,9 @@ async fn guard(
         .await
         .ok();
     let mut shutdown_at: Option<Instant> = None;
+    // Renewals keep their own schedule: the job's events (a game analysis publishes one per ply)
+    // must not push them back, or the lease lapses while the search runs.
+    let mut renew_at = Instant::now() + renew_every;
     loop {
         let event = async {
             match events.as_mut() {
@@ -672,7 +675,8 @@ async fn guard(
         tokio::select! {
             _ = async { let _ = done.wait_for(|d| *d).await; } => return false,
             _ = event => {}
-            _ = tokio::time::sleep(renew_every) => {
+            _ = tokio::time::sleep_until(renew_at.into()) => {
+                renew_at = Instant::now() + renew_every;
                 match queue.live().lease(&contract::run_lease(&job_id), &consumer, lease_time).await {
                     Ok(true) => {}
                     Ok(false) => {

@@ -43,6 +43,7 @@ macro_rules! queue_suite {
                 identical_requests_merge_and_cancel_needs_every_owner,
                 a_repeated_request_is_answered_from_the_cache,
                 a_killed_worker_s_job_is_taken_over_and_finished_once,
+                a_long_game_analysis_keeps_its_lease_through_its_progress,
                 a_job_whose_workers_keep_dying_fails_with_its_reason,
                 results_expire,
                 cancel_stops_a_running_search,
@@ -365,6 +366,65 @@ mod checks {
         let status = q.status().await.unwrap();
         assert_eq!(status.classes[1].1.running, 0, "its entry was acknowledged");
         rescuer.stop().await;
+    }
+
+    /// A game analysis publishes progress after every ply, far more often than its worker renews
+    /// the run lease: the renewals must still happen, or the lease lapses mid-search and another
+    /// worker takes the job over (attempts counted, the job failing after three). Found by the system
+    /// test (`crates/systest`).
+    pub async fn a_long_game_analysis_keeps_its_lease_through_its_progress(
+        store: Arc<dyn LiveStore>,
+    ) {
+        // The lease is 200 ms (renewed every 66 ms); the job runs for well over a second.
+        let config = QueueConfig {
+            visibility_timeout: Duration::from_millis(400),
+            ..QueueConfig::for_tests()
+        };
+        let q = queue(store, config).await;
+        let a = TestWorker::start(&q, "a", 1, Duration::from_secs(5));
+        let b = TestWorker::start(&q, "b", 1, Duration::from_secs(5));
+        // A long international game (legal moves picked by a fixed rule), a few ms of search a ply:
+        // a progress event every few ms, for well over a second.
+        let variant = draughts_engine::Variant::International;
+        let mut game = draughts_engine::Game::new(draughts_engine::Position::start(variant));
+        let mut played = Vec::new();
+        while played.len() < 160 && game.status() == draughts_engine::GameStatus::Ongoing {
+            let moves = game.position().legal_moves();
+            let mv = moves[(played.len() * 7) % moves.len()].clone();
+            played.push(game.position().move_to_text(&mv));
+            game.play(&mv).unwrap();
+        }
+        let submitted = q
+            .submit(job(
+                Class::Interactive,
+                JobSpec::Game {
+                    line: Line {
+                        rules: Rules {
+                            variant: "international".into(),
+                            options: String::new(),
+                        },
+                        fen: variant.start_fen().into(),
+                        moves: played,
+                    },
+                    limits: JobLimits {
+                        nodes: Some(40_000),
+                        movetime_ms: Some(10_000),
+                        multi_pv: 1,
+                        ..JobLimits::default()
+                    },
+                    game_id: None,
+                },
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        let id = submitted.record().job_id.clone();
+        let done = wait_for(&q, &id, "done", |r| r.state.is_final()).await;
+        assert_eq!(done.state, JobState::Done, "{:?}", done.error);
+        assert_eq!(done.attempts, 1, "one worker ran it from start to end");
+        a.stop().await;
+        b.stop().await;
     }
 
     pub async fn a_job_whose_workers_keep_dying_fails_with_its_reason(store: Arc<dyn LiveStore>) {
