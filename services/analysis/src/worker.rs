@@ -654,6 +654,9 @@ async fn guard(
     // Renewals keep their own schedule: the job's events (a game analysis publishes one per ply)
     // must not push them back, or the lease lapses while the search runs.
     let mut renew_at = Instant::now() + renew_every;
+    // A game analysis's record grows with every ply: it is read again at most once per renewal
+    // period (a cancel is still seen within that), not on every progress event.
+    let mut checked_at = Instant::now();
     loop {
         let event = async {
             match events.as_mut() {
@@ -697,6 +700,10 @@ async fn guard(
             }
         }
         // A wake-up or a renewal: is the job still wanted?
+        if checked_at.elapsed() < renew_every {
+            continue;
+        }
+        checked_at = Instant::now();
         if let Ok(Some((record, _))) = queue.load(&job_id).await
             && record.state.is_final()
         {

@@ -390,7 +390,7 @@ mod checks {
         let mut played = Vec::new();
         while played.len() < 160 && game.status() == draughts_engine::GameStatus::Ongoing {
             let moves = game.position().legal_moves();
-            let mv = moves[(played.len() * 7) % moves.len()].clone();
+            let mv = moves[(played.len() * 7) % moves.len()];
             played.push(game.position().move_to_text(&mv));
             game.play(&mv).unwrap();
         }
