@@ -11,7 +11,8 @@
 #
 # Environment: CARGO_TARGET_DIR (default /tmp/target-load), PROFILE (debug: the Redis figures do not
 # depend on the service's build; release for the service's own speed), PORT (50171), GAMES (500),
-# RATE (500 moves/s in all, paced), DURATION (15s), WARMUP (3s), MODES ("single cluster"), OUT.
+# RATE (500 moves/s in all, paced; 0 = closed loop), DURATION (15s), WARMUP (3s, whole seconds),
+# IDLE (5: seconds measured with no load first), MODES ("single cluster"), OUT.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -23,6 +24,7 @@ RATE=${RATE:-500}
 DURATION=${DURATION:-15s}
 WARMUP=${WARMUP:-3s}
 MODES=${MODES:-single cluster}
+IDLE=${IDLE:-5}
 OUT=${OUT:-$(mktemp -d /tmp/draughts-measure-redis.XXXXXX)}
 mkdir -p "$OUT"
 command -v redis-server >/dev/null || { echo "redis-server is needed (apt-get install redis-server)"; exit 1; }
@@ -109,6 +111,11 @@ for mode in $MODES; do
         (echo >"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
         sleep 0.1
     done
+    # Idle first: what Redis does with the service connected and no game played (the timers' polls,
+    # Redis's own cron), to tell the fixed cost from the cost per move.
+    for p in "${ports[@]}"; do redis-cli -p "$p" info all >"$OUT/$mode-$p.idle0"; done
+    sleep "$IDLE"
+    for p in "${ports[@]}"; do redis-cli -p "$p" info all >"$OUT/$mode-$p.idle1"; done
     report="$OUT/games-$mode.json"
     "$BIN/draughts-load-games" --server "http://127.0.0.1:$PORT" --games "$GAMES" --rate "$RATE" \
         --duration "$DURATION" --warmup "$WARMUP" --json 2>"$OUT/games-$mode.log" >"$report" &
@@ -119,10 +126,12 @@ for mode in $MODES; do
     for p in "${ports[@]}"; do redis-cli -p "$p" info all >"$OUT/$mode-$p.before"; done
     wait "$LOAD_PID"
     for p in "${ports[@]}"; do redis-cli -p "$p" info all >"$OUT/$mode-$p.after"; done
-    python3 - "$mode" "$report" "$OUT" "$(cut -d' ' -f1 /proc/loadavg)" "${ports[@]}" <<'PY'
+    python3 - "$mode" "$report" "$OUT" "$(cut -d' ' -f1 /proc/loadavg)" "$IDLE" "${ports[@]}" <<'PY'
 import json, sys
-mode, path, out, load, *ports = sys.argv[1:]
+mode, path, out, load, idle, *ports = sys.argv[1:]
 r = json.load(open(path))
+IGNORED = ("info", "ping", "cluster|info", "cluster|slots", "cluster|shards", "cluster|nodes",
+           "command|docs", "command")
 
 def info(file):
     calls, cpu, mem = {}, 0.0, 0
@@ -130,39 +139,48 @@ def info(file):
         line = line.strip()
         if line.startswith("cmdstat_"):
             name, rest = line[len("cmdstat_"):].split(":", 1)
-            calls[name] = int(rest.split(",")[0].split("=")[1])
+            if name not in IGNORED:
+                calls[name] = int(rest.split(",")[0].split("=")[1])
         elif line.startswith(("used_cpu_user:", "used_cpu_sys:")):
             cpu += float(line.split(":")[1])
         elif line.startswith("used_memory:"):
             mem = int(line.split(":")[1])
     return calls, cpu, mem
 
+def delta(first, second):
+    total_calls, total_cpu, total_mem, shares = {}, 0.0, 0, []
+    for p in ports:
+        c0, cpu0, m0 = info(f"{out}/{mode}-{p}.{first}")
+        c1, cpu1, m1 = info(f"{out}/{mode}-{p}.{second}")
+        n = 0
+        for name, calls in c1.items():
+            d = calls - c0.get(name, 0)
+            if d > 0:
+                total_calls[name] = total_calls.get(name, 0) + d
+                n += d
+        shares.append(n)
+        total_cpu += cpu1 - cpu0
+        total_mem += m1 - m0
+    return total_calls, total_cpu, total_mem, shares
+
+idle_calls, idle_cpu, _, _ = delta("idle0", "idle1")
+idle_s = float(idle)
 # Everything Redis did while the moves were counted (new games every 80 plies, archiving, the
-# timers' polls included) per move counted.
+# timers' polls included) per move counted; "marginal" takes off the idle rate over the same time.
 moves = max(r["moves"], 1)
-total_calls, total_cpu, total_mem, shares = {}, 0.0, 0, []
-for p in ports:
-    c0, cpu0, m0 = info(f"{out}/{mode}-{p}.before")
-    c1, cpu1, m1 = info(f"{out}/{mode}-{p}.after")
-    n = 0
-    for name, calls in c1.items():
-        d = calls - c0.get(name, 0)
-        if name in ("info", "ping", "cluster|info", "cluster|slots", "cluster|shards", "cluster|nodes", "command|docs", "command"):
-            continue
-        if d > 0:
-            total_calls[name] = total_calls.get(name, 0) + d
-            n += d
-    shares.append(n)
-    total_cpu += cpu1 - cpu0
-    total_mem += m1 - m0
-all_calls = sum(total_calls.values())
-detail = ", ".join(f"{k} {v / moves:.2f}" for k, v in sorted(total_calls.items(), key=lambda kv: -kv[1]))
+calls, cpu, mem, shares = delta("before", "after")
+all_calls = sum(calls.values())
+detail = ", ".join(f"{k} {v / moves:.2f}" for k, v in sorted(calls.items(), key=lambda kv: -kv[1]))
 share = " / ".join(f"{100 * s / max(all_calls, 1):.0f}%" for s in shares)
+idle_rate = sum(idle_calls.values()) / idle_s
+marginal_us = (cpu - idle_cpu / idle_s * r["seconds"]) * 1e6 / moves
 print(f"{mode:8} {r['games']} games, {r['moves']} moves, {r['moves_per_second']:.0f} moves/s, errors {r['errors']}, "
       f"p50 {r['p50_ms']:.2f} ms p99 {r['p99_ms']:.2f} ms; load {load}")
+print(f"         idle: {idle_rate:.0f} commands/s ({', '.join(f'{k} {v / idle_s:.0f}' for k, v in sorted(idle_calls.items(), key=lambda kv: -kv[1]))}), "
+      f"Redis CPU {idle_cpu / idle_s * 1e3:.1f} ms/s (all nodes)")
 print(f"         Redis per move: {all_calls / moves:.1f} commands ({detail})")
-print(f"         Redis CPU per move: {total_cpu * 1e6 / moves:.1f} us (all nodes); share of commands per node: {share}; "
-      f"memory per game: {total_mem / max(r['games'], 1):.0f} bytes")
+print(f"         Redis CPU per move: {cpu * 1e6 / moves:.1f} us in all, {marginal_us:.1f} us over idle (all nodes); "
+      f"share of commands per node: {share}; memory per game: {mem / max(r['games'], 1):.0f} bytes")
 PY
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true

@@ -311,6 +311,30 @@ mod tests {
         assert!(Keys::clustered("bad{").is_err());
     }
 
+    /// The clustered layout is stored data: these names (the ones KEDA's `redis-cluster-streams`
+    /// trigger is given in `deploy/`) change only with a migration.
+    #[test]
+    fn the_clustered_layout_is_stable() {
+        let keys = Keys::clustered(DEFAULT_PREFIX).unwrap();
+        assert_eq!(
+            keys.stream("analysis.jobs.computer"),
+            "draughts:{6.43}stream:analysis.jobs.computer"
+        );
+        assert_eq!(
+            keys.stream("analysis.jobs.interactive"),
+            "draughts:{2.3}stream:analysis.jobs.interactive"
+        );
+        assert_eq!(
+            keys.stream("analysis.jobs.bulk"),
+            "draughts:{7.40}stream:analysis.jobs.bulk"
+        );
+        assert_eq!(
+            keys.stream("games.finished"),
+            "draughts:{0.13}stream:games.finished"
+        );
+        assert_eq!(hash_slot("draughts:{6.43}stream:x"), 6614);
+    }
+
     #[test]
     fn bucket_tags_spread_over_the_slot_range() {
         let keys = Keys::clustered("t:").unwrap();

@@ -85,6 +85,16 @@ async fn seek_to_game_latency() {
             .token,
         );
     }
+    // With Redis: what it does idle (every service's timers and consumers polling) for 2 s, then
+    // during the pairings, to give Redis commands and CPU per pairing (seek to game for both players,
+    // the game's creation included).
+    let redis_port = servers.as_ref().map(|(redis, _)| redis.port());
+    let idle = redis_port.map(|port| {
+        let before = draughts_testkit::RedisStats::read(port);
+        std::thread::sleep(Duration::from_secs(2));
+        draughts_testkit::RedisStats::read(port).since(&before)
+    });
+    let stats_before = redis_port.map(draughts_testkit::RedisStats::read);
     let started = Instant::now();
     let mut tasks = Vec::new();
     for pair in tokens.chunks(2) {
@@ -104,6 +114,21 @@ async fn seek_to_game_latency() {
         let (a, b) = t.await.unwrap();
         seconds.push(b);
         everyone.extend([a, b]);
+    }
+    let elapsed = started.elapsed();
+    if let (Some(port), Some(before), Some(idle)) = (redis_port, &stats_before, &idle) {
+        let during = draughts_testkit::RedisStats::read(port).since(before);
+        let n = pairs as f64;
+        let idle_share = elapsed.as_secs_f64() / 2.0;
+        println!(
+            "Redis per pairing: {:.1} commands in all ({:.1} over idle), {:.0} us of Redis CPU ({:.0} us over idle); idle: {:.0} commands/s; {}",
+            during.total_calls() as f64 / n,
+            (during.total_calls() as f64 - idle.total_calls() as f64 * idle_share) / n,
+            during.cpu_us as f64 / n,
+            (during.cpu_us as f64 - idle.cpu_us as f64 * idle_share) / n,
+            idle.total_calls() as f64 / 2.0,
+            during.per(n),
+        );
     }
     seconds.sort();
     everyone.sort();
