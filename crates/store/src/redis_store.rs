@@ -39,7 +39,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures_util::future::try_join_all;
+use futures_util::future::{join_all, try_join_all};
 use redis::aio::{
     ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
 };
@@ -572,7 +572,9 @@ impl RedisStore {
             per_shard[*shard].push(member);
         }
         let retry_arg = retry_at.map(|at| at.to_string()).unwrap_or_default();
-        let taken = try_join_all(
+        // Not `try_join_all`: members a shard's script took are this caller's even if another
+        // shard's failed, and must be handed out (take_due removed them).
+        let results = join_all(
             per_shard
                 .iter()
                 .enumerate()
@@ -589,8 +591,21 @@ impl RedisStore {
                     }
                 }),
         )
-        .await?;
-        let taken: std::collections::HashSet<String> = taken.into_iter().flatten().collect();
+        .await;
+        let mut taken = std::collections::HashSet::new();
+        let mut failure = None;
+        for result in results {
+            match result {
+                Ok(members) => taken.extend(members),
+                Err(err) => failure = Some(err),
+            }
+        }
+        if let Some(err) = failure {
+            if taken.is_empty() {
+                return Err(err);
+            }
+            tracing::warn!(error = %err, "a schedule shard failed; handing out what the others gave");
+        }
         let n_picked = picked.len();
         Ok((
             n_picked,

@@ -412,8 +412,19 @@ impl RedisStats {
 #[derive(Debug)]
 pub struct RedisCluster {
     nodes: Vec<(Child, u16)>,
+    binary: PathBuf,
     dir: TempDir,
 }
+
+/// The arguments that make a `redis-server` a cluster node.
+const CLUSTER_NODE_ARGS: [&str; 6] = [
+    "--cluster-enabled",
+    "yes",
+    "--cluster-config-file",
+    "nodes.conf",
+    "--cluster-node-timeout",
+    "5000",
+];
 
 /// A free port `p` whose cluster bus port `p + 10000` is free too.
 fn cluster_port(taken: &[u16]) -> Result<u16, TestkitError> {
@@ -493,6 +504,7 @@ impl RedisCluster {
         let dir = TempDir::new("redis-cluster")?;
         let mut cluster = RedisCluster {
             nodes: Vec::with_capacity(Self::MASTERS),
+            binary: server.to_owned(),
             dir,
         };
         let mut ports = Vec::with_capacity(Self::MASTERS);
@@ -502,19 +514,7 @@ impl RedisCluster {
         for &port in &ports {
             let node_dir = cluster.dir.path.join(port.to_string());
             fs::create_dir_all(&node_dir).map_err(io_error("create a node directory"))?;
-            let child = RedisServer::spawn(
-                server,
-                port,
-                &node_dir,
-                &[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "5000",
-                ],
-            )?;
+            let child = RedisServer::spawn(server, port, &node_dir, &CLUSTER_NODE_ARGS)?;
             cluster.nodes.push((child, port));
         }
         let mut create = Command::new(cli);
@@ -591,6 +591,49 @@ impl RedisCluster {
             reason,
             log: String::new(),
         })
+    }
+
+    /// Stops primary `index` as an operator would (SIGTERM: it writes its append-only file) and
+    /// starts it again on the same port and directory: it comes back with its data, its slots and its
+    /// place in the cluster (`nodes.conf`). Returns once every node reports `cluster_state:ok`.
+    pub fn restart_node(&mut self, index: usize) -> Result<(), TestkitError> {
+        let Some((child, port)) = self.nodes.get_mut(index) else {
+            return Err(TestkitError::NotReady {
+                server: "redis cluster",
+                reason: format!("no node {index}"),
+                log: String::new(),
+            });
+        };
+        let port = *port;
+        signal(child.id(), "TERM");
+        let _ = child.wait();
+        let node_dir = self.dir.path.join(port.to_string());
+        let mut attempts = 0;
+        let restarted = loop {
+            match RedisServer::spawn(&self.binary, port, &node_dir, &CLUSTER_NODE_ARGS) {
+                Ok(child) => break child,
+                Err(e) if attempts >= 20 => return Err(e),
+                Err(_) => {
+                    attempts += 1;
+                    thread::sleep(Duration::from_millis(100));
+                }
+            }
+        };
+        self.nodes[index].0 = restarted;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.ports().iter().all(|&port| {
+            redis_raw(port, "CLUSTER INFO", &["cluster_size:"]).contains("cluster_state:ok")
+        }) {
+            if Instant::now() > deadline {
+                return Err(TestkitError::NotReady {
+                    server: "redis cluster",
+                    reason: "cluster_state not ok within 30 s of a node's restart".to_owned(),
+                    log: tail_of(&node_dir.join("redis.log")),
+                });
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
     }
 
     /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/`: the URL the services take.

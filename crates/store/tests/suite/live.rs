@@ -236,6 +236,90 @@ async fn cluster_keeps_each_group_on_one_primary_and_spreads_the_groups() {
     );
 }
 
+/// Cluster only: a primary restarted (SIGTERM, then started again with its append-only file) loses
+/// nothing: every game and deadline is readable again, the pub/sub connection (on the restarted
+/// node) comes back with a `Gap`, and publications flow again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_survives_a_primary_restart() {
+    use draughts_store::{Bytes, Effect, Notice, open_live_store};
+    use futures_util::StreamExt;
+    use std::time::Instant;
+    const N_GAMES: usize = 32;
+    let mut cluster = RedisCluster::start().expect("start a redis cluster");
+    let store = open_live_store(&cluster.url(), "restart:").await.unwrap();
+    let mut watch = store.subscribe("events").await.unwrap();
+    for n in 0..N_GAMES {
+        store
+            .put_with(
+                &format!("game:{{g{n}}}"),
+                Bytes::from(format!("state {n}")),
+                None,
+                None,
+                &[Effect::Schedule {
+                    set: "deadlines".into(),
+                    member: format!("g{n}"),
+                    at_unix_ms: 1_000 + n as u64,
+                }],
+            )
+            .await
+            .unwrap();
+    }
+    // The first node: where the store's pub/sub connection and its publications are.
+    let cluster = tokio::task::spawn_blocking(move || {
+        cluster.restart_node(0).expect("restart a primary");
+        cluster
+    })
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for n in 0..N_GAMES {
+        let key = format!("game:{{g{n}}}");
+        loop {
+            match store.get(&key).await {
+                Ok(Some((value, 1))) => {
+                    assert_eq!(value, Bytes::from(format!("state {n}")));
+                    break;
+                }
+                Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => panic!("{key} after the restart: {other:?}"),
+            }
+        }
+    }
+    assert_eq!(
+        store.schedule_len("deadlines").await.unwrap(),
+        N_GAMES as u64
+    );
+    let mut gap = false;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no publication after the restart"
+        );
+        let _ = store.publish("events", Bytes::from_static(b"after")).await;
+        match tokio::time::timeout(Duration::from_millis(200), watch.next()).await {
+            Ok(Some(Notice::Gap)) => gap = true,
+            Ok(Some(Notice::Message(m))) if m == "after" => break,
+            Ok(None) => panic!("the subscription ended"),
+            _ => {}
+        }
+    }
+    assert!(gap, "the subscriber was told it may have missed messages");
+    drop(cluster);
+}
+
+/// A cluster URL whose nodes are gone is `Unavailable`, not a panic.
+#[tokio::test]
+async fn redis_cluster_down_is_unavailable() {
+    use draughts_store::{ErrorCode, open_live_store};
+    let port = draughts_testkit::free_port().unwrap();
+    let err = open_live_store(&format!("redis+cluster://127.0.0.1:{port}/"), "x:")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Unavailable, "{err}");
+}
+
 /// A Redis that is gone is `Unavailable`, not a panic.
 #[tokio::test]
 async fn redis_down_is_unavailable() {
