@@ -148,7 +148,7 @@ def info(file):
     return calls, cpu, mem
 
 def delta(first, second):
-    total_calls, total_cpu, total_mem, shares = {}, 0.0, 0, []
+    total_calls, total_cpu, total_mem, shares, cpus = {}, 0.0, 0, [], []
     for p in ports:
         c0, cpu0, m0 = info(f"{out}/{mode}-{p}.{first}")
         c1, cpu1, m1 = info(f"{out}/{mode}-{p}.{second}")
@@ -159,19 +159,21 @@ def delta(first, second):
                 total_calls[name] = total_calls.get(name, 0) + d
                 n += d
         shares.append(n)
+        cpus.append(cpu1 - cpu0)
         total_cpu += cpu1 - cpu0
         total_mem += m1 - m0
-    return total_calls, total_cpu, total_mem, shares
+    return total_calls, total_cpu, total_mem, shares, cpus
 
-idle_calls, idle_cpu, _, _ = delta("idle0", "idle1")
+idle_calls, idle_cpu, _, _, _ = delta("idle0", "idle1")
 idle_s = float(idle)
 # Everything Redis did while the moves were counted (new games every 80 plies, archiving, the
 # timers' polls included) per move counted; "marginal" takes off the idle rate over the same time.
 moves = max(r["moves"], 1)
-calls, cpu, mem, shares = delta("before", "after")
+calls, cpu, mem, shares, cpus = delta("before", "after")
 all_calls = sum(calls.values())
 detail = ", ".join(f"{k} {v / moves:.2f}" for k, v in sorted(calls.items(), key=lambda kv: -kv[1]))
-share = " / ".join(f"{100 * s / max(all_calls, 1):.0f}%" for s in shares)
+share = " / ".join(f"{100 * s / max(all_calls, 1):.0f}% (CPU {100 * c / max(cpu, 1e-9):.0f}%)"
+                   for s, c in zip(shares, cpus))
 idle_rate = sum(idle_calls.values()) / idle_s
 marginal_us = (cpu - idle_cpu / idle_s * r["seconds"]) * 1e6 / moves
 print(f"{mode:8} {r['games']} games, {r['moves']} moves, {r['moves_per_second']:.0f} moves/s, errors {r['errors']}, "
@@ -180,7 +182,7 @@ print(f"         idle: {idle_rate:.0f} commands/s ({', '.join(f'{k} {v / idle_s:
       f"Redis CPU {idle_cpu / idle_s * 1e3:.1f} ms/s (all nodes)")
 print(f"         Redis per move: {all_calls / moves:.1f} commands ({detail})")
 print(f"         Redis CPU per move: {cpu * 1e6 / moves:.1f} us in all, {marginal_us:.1f} us over idle (all nodes); "
-      f"share of commands per node: {share}; memory per game: {mem / max(r['games'], 1):.0f} bytes")
+      f"share of commands (and of the CPU) per node: {share}; memory per game: {mem / max(r['games'], 1):.0f} bytes")
 PY
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
