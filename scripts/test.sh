@@ -16,9 +16,10 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 cargo --version
 
-step "servers the tests start on free ports (redis-server, postgresql)"
+step "servers the tests start on free ports (redis-server and redis-cli for a Redis Cluster, postgresql)"
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"

@@ -303,7 +303,9 @@ impl TelemetryConfig {
 /// durable database (PostgreSQL, or SQLite in the embedded mode).
 #[derive(Clone, Debug, clap::Args)]
 pub struct BackendConfig {
-    /// Live state, queues and events: `memory://` (embedded, this process only) or `redis://host:port`.
+    /// Live state, queues and events: `memory://` (embedded, this process only), `redis://host:port`
+    /// (one Redis primary) or `redis+cluster://host:port,host:port` (a Redis Cluster: some of its
+    /// primaries; the others are discovered).
     #[arg(long, env = "DRAUGHTS_REDIS_URL", default_value = "memory://")]
     pub redis_url: String,
     /// Prefix of every Redis key, so several deployments can share one server.
@@ -322,10 +324,12 @@ impl BackendConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !(self.redis_url.starts_with("memory://")
             || self.redis_url.starts_with("redis://")
-            || self.redis_url.starts_with("rediss://"))
+            || self.redis_url.starts_with("rediss://")
+            || self.redis_url.starts_with("redis+cluster://")
+            || self.redis_url.starts_with("rediss+cluster://"))
         {
             return Err(ConfigError(format!(
-                "redis-url must be memory:// or redis://..., got '{}'",
+                "redis-url must be memory://, redis://... or redis+cluster://..., got '{}'",
                 self.redis_url
             )));
         }

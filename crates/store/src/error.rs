@@ -133,6 +133,7 @@ impl From<redis::RedisError> for StoreError {
             || err.is_connection_dropped()
             || err.is_connection_refusal()
             || err.is_timeout()
+            || err.kind() == redis::ErrorKind::ClusterConnectionNotFound
         {
             return StoreError::Unavailable {
                 backend: "redis",

@@ -16,7 +16,8 @@
 //! This crate knows nothing about games, ratings or gRPC: payloads are opaque bytes, and
 //! their schemas (each with a version field, readers ignoring unknown fields) belong to
 //! the crates that write them. Redis key names are built only in [`keys`], which
-//! documents the layout and the payload conventions.
+//! documents the layout and the payload conventions, and how names of one *group* (a hash tag,
+//! `game:{g7}`) stay in one slot of a Redis Cluster.
 //!
 //! # Example
 //!
@@ -72,14 +73,21 @@ pub use redis_store::RedisStore;
 pub use sqlx;
 
 /// Opens a live store from a URL: `redis://...` (or `rediss://`, `redis+unix://`,
-/// `unix://`) gives a [`RedisStore`] naming its keys under `key_prefix`; `memory://`
-/// gives a fresh [`MemoryStore`] (the prefix is not needed there).
+/// `unix://`) gives a [`RedisStore`] naming its keys under `key_prefix`;
+/// `redis+cluster://host:port,host:port/` (or `rediss+cluster://`) a [`RedisStore`] on the Redis
+/// Cluster those nodes belong to ([`RedisStore::connect_cluster`]); `memory://` gives a fresh
+/// [`MemoryStore`] (the prefix is not needed there).
 pub async fn open_live_store(
     url: &str,
     key_prefix: &str,
 ) -> Result<Arc<dyn LiveStore>, StoreError> {
     if url == "memory://" || url == "memory:" {
         return Ok(Arc::new(MemoryStore::new()));
+    }
+    if let Some(nodes) = cluster_nodes(url)? {
+        return Ok(Arc::new(
+            RedisStore::connect_cluster(&nodes, key_prefix).await?,
+        ));
     }
     let is_redis = ["redis://", "rediss://", "redis+unix://", "unix://"]
         .iter()
@@ -88,6 +96,62 @@ pub async fn open_live_store(
         return Ok(Arc::new(RedisStore::connect(url, key_prefix).await?));
     }
     Err(StoreError::InvalidArgument(
-        "live store url must be redis://... or memory://".to_owned(),
+        "live store url must be redis://..., redis+cluster://... or memory://".to_owned(),
     ))
+}
+
+/// The node URLs of a cluster URL: `redis+cluster://[user:password@]host:port,host:port[/rest]`
+/// gives `redis://[user:password@]host:port[/rest]` for each node (`rediss+cluster://` gives
+/// `rediss://`); `None` for any other URL.
+pub fn cluster_nodes(url: &str) -> Result<Option<Vec<String>>, StoreError> {
+    let (scheme, rest) = if let Some(rest) = url.strip_prefix("redis+cluster://") {
+        ("redis", rest)
+    } else if let Some(rest) = url.strip_prefix("rediss+cluster://") {
+        ("rediss", rest)
+    } else {
+        return Ok(None);
+    };
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    let (credentials, hosts) = match authority.rsplit_once('@') {
+        Some((credentials, hosts)) => (Some(credentials), hosts),
+        None => (None, authority),
+    };
+    let nodes: Vec<String> = hosts
+        .split(',')
+        .filter(|host| !host.is_empty())
+        .map(|host| match credentials {
+            Some(credentials) => format!("{scheme}://{credentials}@{host}{path}"),
+            None => format!("{scheme}://{host}{path}"),
+        })
+        .collect();
+    if nodes.is_empty() {
+        return Err(StoreError::InvalidArgument(
+            "a redis+cluster:// url names at least one host:port".to_owned(),
+        ));
+    }
+    Ok(Some(nodes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cluster_nodes;
+
+    #[test]
+    fn cluster_urls_name_every_node() {
+        assert_eq!(cluster_nodes("redis://h:1/").unwrap(), None);
+        assert_eq!(
+            cluster_nodes("redis+cluster://a:1,b:2/").unwrap().unwrap(),
+            ["redis://a:1/", "redis://b:2/"]
+        );
+        assert_eq!(
+            cluster_nodes("rediss+cluster://u:p@a:1,b:2")
+                .unwrap()
+                .unwrap(),
+            ["rediss://u:p@a:1", "rediss://u:p@b:2"]
+        );
+        assert!(cluster_nodes("redis+cluster:///").is_err());
+    }
 }

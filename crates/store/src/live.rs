@@ -225,6 +225,11 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
     /// value without the effects, and a lost race or an error applies none of them. Effects apply in
     /// order; publications are delivered after the write. This is one round trip where `put`
     /// followed by `schedule`/`cancel`/`publish` would be four.
+    ///
+    /// Every schedule effect must be in `key`'s group ([`crate::keys`]: the set's hash tag for a
+    /// pinned set, else the member's group), so that the step stays in one hash slot of a Redis
+    /// Cluster: `put_with("game:{g7}", ..)` may schedule member `g7` of `game-deadlines`. Others are
+    /// refused with [`StoreError::InvalidArgument`] on every backend, and nothing is written.
     async fn put_with(
         &self,
         key: &str,
@@ -467,6 +472,25 @@ pub(crate) fn positive_ms(what: &str, duration: Duration) -> Result<u64, StoreEr
         )));
     }
     Ok(ms)
+}
+
+/// Rejects a schedule effect of `put_with` outside the key's group (see [`crate::keys`]): on a Redis
+/// Cluster it would be in another slot, so every backend refuses it.
+pub(crate) fn check_effect_groups(key: &str, effects: &[Effect]) -> Result<(), StoreError> {
+    let key_group = crate::keys::group(key);
+    for effect in effects {
+        let (set, member) = match effect {
+            Effect::Schedule { set, member, .. } | Effect::Cancel { set, member } => (set, member),
+            Effect::Publish { .. } => continue,
+        };
+        let effect_group = crate::keys::effect_group(set, member);
+        if effect_group != key_group {
+            return Err(StoreError::InvalidArgument(format!(
+                "schedule {set:?} member {member:?} is in group {effect_group:?}, not in the group of key {key:?} ({key_group:?}): put_with writes one group"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Rejects `max == 0` reads (Redis treats COUNT 0 as "no limit").

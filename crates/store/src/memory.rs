@@ -18,7 +18,7 @@ use tokio::sync::{Notify, broadcast};
 use crate::error::StoreError;
 use crate::live::{
     Effect, Entry, EntryId, GroupInfo, LiveStore, Notice, ReadFrom, SUBSCRIBER_BUFFER,
-    Subscription, Version, now_unix_ms, positive_max, positive_ms,
+    Subscription, Version, check_effect_groups, now_unix_ms, positive_max, positive_ms,
 };
 
 /// The in-process [`LiveStore`]. Cheap to clone (clones share the state).
@@ -273,6 +273,7 @@ impl LiveStore for MemoryStore {
         if let Some(ttl) = ttl {
             positive_ms("ttl", ttl)?;
         }
+        check_effect_groups(key, effects)?;
         let now = Instant::now();
         let mut state = self.lock();
         state.count_write(now);

@@ -151,12 +151,15 @@ impl std::fmt::Debug for Command {
 }
 
 impl PubSubHub {
-    /// Starts the task (it connects on the first subscription).
-    pub(crate) fn start(client: Client) -> PubSubHub {
+    /// Starts the task (it connects on the first subscription). With several clients (the nodes of
+    /// a Redis Cluster, which delivers every publication to every node) each reconnection attempt
+    /// goes to the next one.
+    pub(crate) fn start(clients: Vec<Client>) -> PubSubHub {
         let (commands, receiver) = mpsc::unbounded_channel();
         let stats = Arc::new(PubSubStats::default());
         let task = HubTask {
-            client,
+            clients,
+            next_client: 0,
             channels: HashMap::new(),
             conn: None,
             attempt: 0,
@@ -204,7 +207,9 @@ struct Conn {
 }
 
 struct HubTask {
-    client: Client,
+    clients: Vec<Client>,
+    /// The client of the next connection attempt.
+    next_client: usize,
     channels: HashMap<String, Local>,
     conn: Option<Conn>,
     /// Failed attempts since the last stable connection.
@@ -356,6 +361,7 @@ impl HubTask {
     }
 
     fn failed(&mut self, why: &str) {
+        self.next_client = self.next_client.wrapping_add(1);
         self.attempt = self.attempt.saturating_add(1);
         let wait = backoff(self.attempt);
         self.retry_at = Instant::now() + wait;
@@ -371,7 +377,14 @@ impl HubTask {
     /// Opens a connection, subscribes every channel with local subscribers, and wakes each of
     /// them once with a [`Notice::Gap`].
     async fn connect(&mut self) {
-        let opened = tokio::time::timeout(CALL_TIMEOUT, self.client.get_async_pubsub()).await;
+        let Some(client) = self
+            .clients
+            .get(self.next_client % self.clients.len().max(1))
+        else {
+            self.failed("no node to connect to");
+            return;
+        };
+        let opened = tokio::time::timeout(CALL_TIMEOUT, client.get_async_pubsub()).await;
         let Ok(Ok(pubsub)) = opened else {
             self.failed("cannot connect");
             return;

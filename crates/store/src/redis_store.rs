@@ -17,6 +17,20 @@
 //!
 //! Compare-and-set (with its effects, `put_with`), leases, `take_due` and rate counters are single Lua scripts, so they
 //! are atomic on the server whatever the number of clients.
+//!
+//! # Redis Cluster
+//!
+//! [`RedisStore::connect_cluster`] (URL `redis+cluster://host:port,host:port/`) talks to a Redis
+//! Cluster through the `redis` crate's cluster client, which routes each command to the primary of
+//! its key's slot and follows MOVED/ASK redirections. The key layout is [`Keys::clustered`]: every
+//! multi-key script touches the names of one group only, which are in one slot, so each script runs
+//! whole on one primary. A spread schedule is one sorted set per bucket: `schedule`/`cancel` touch
+//! the member's shard; the reads of the whole schedule (`take_due`, `claim_due`, `next_due`,
+//! `schedule_len`, `scheduled`) query every shard at once and merge, and `take_due`/`claim_due` then
+//! take the earliest members with one script per shard that removes (or moves) a member only if it
+//! is still due, so each due member still goes to exactly one caller. Blocking reads get dedicated
+//! cluster connections; pub/sub uses one plain connection to a node (a cluster delivers every
+//! publication to every node), moving to the next seed node when it is lost.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -25,15 +39,20 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use futures_util::future::{join_all, try_join_all};
+use redis::aio::{
+    ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
+};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamRangeReply, StreamReadReply};
-use redis::{AsyncConnectionConfig, Client, Script, Value};
+use redis::{AsyncConnectionConfig, Client, Cmd, Pipeline, RedisFuture, Script, Value};
 
 use crate::error::StoreError;
 use crate::keys::{KV_VALUE_FIELD, KV_VERSION_FIELD, Keys, STREAM_PAYLOAD_FIELD};
 use crate::live::{
-    Effect, Entry, EntryId, GroupInfo, LiveStore, ReadFrom, Subscription, Version, positive_max,
-    positive_ms,
+    Effect, Entry, EntryId, GroupInfo, LiveStore, ReadFrom, Subscription, Version,
+    check_effect_groups, positive_max, positive_ms,
 };
 use crate::pubsub::{PubSubCounts, PubSubHub};
 
@@ -47,6 +66,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_IDLE_BLOCKING: usize = 8;
 /// Upper bound on `XAUTOCLAIM` round trips in one `claim_idle` call.
 const MAX_CLAIM_ROUNDS: usize = 64;
+/// Most rounds of a spread schedule's `take_due`/`claim_due` whose picks all went to others.
+const MAX_TAKE_ROUNDS: usize = 8;
+/// Response timeout of the cluster connections of blocking reads: longer than any `BLOCK`
+/// (`query_blocking` bounds each read by its own `BLOCK` plus [`BLOCKING_GRACE`]).
+const BLOCKING_RESPONSE_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// Compare-and-set followed, if it wins, by effects. KEYS[1] = kv hash, KEYS[2..] = the schedule
 /// sets of the schedule/cancel effects in order; ARGV[1] = value, ARGV[2] = expected version ('' =
@@ -129,6 +153,25 @@ end
 return due
 ";
 
+/// A spread schedule's second step: KEYS[1] = one shard; ARGV[1] = now (ms), ARGV[2] = '' to remove
+/// the members, else the retry time to move them to; ARGV[3..] = members picked from the shard.
+/// Returns the picked members that were still due (each handed to this caller only).
+const TAKE_PICKED_SCRIPT: &str = r"
+local taken = {}
+for i = 3, #ARGV do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if score and tonumber(score) <= tonumber(ARGV[1]) then
+    if ARGV[2] == '' then
+      redis.call('ZREM', KEYS[1], ARGV[i])
+    else
+      redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ARGV[i])
+    end
+    taken[#taken + 1] = ARGV[i]
+  end
+end
+return taken
+";
+
 /// KEYS[1] = counter; ARGV[1] = window ms. Returns the count in the current window.
 const HIT_SCRIPT: &str = r"
 local count = redis.call('INCR', KEYS[1])
@@ -145,15 +188,86 @@ struct Scripts {
     release: Script,
     take_due: Script,
     claim_due: Script,
+    take_picked: Script,
     hit: Script,
+}
+
+/// A connection of either kind; commands and scripts run on it the same way.
+#[derive(Clone)]
+enum Conn {
+    /// One server, through the reconnecting manager.
+    Manager(ConnectionManager),
+    /// One server, a dedicated connection (blocking reads).
+    Single(MultiplexedConnection),
+    /// A Redis Cluster: a connection to every primary, commands routed by slot.
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Manager(conn) => conn.req_packed_command(cmd),
+            Conn::Single(conn) => conn.req_packed_command(cmd),
+            Conn::Cluster(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Manager(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Conn::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Manager(conn) => conn.get_db(),
+            Conn::Single(conn) => conn.get_db(),
+            Conn::Cluster(conn) => conn.get_db(),
+        }
+    }
+}
+
+/// Where dedicated connections for blocking reads come from.
+#[derive(Clone)]
+enum Dialer {
+    Single(Client),
+    Cluster(Box<ClusterClient>),
+}
+
+impl Dialer {
+    async fn dial(&self) -> Result<Conn, StoreError> {
+        match self {
+            Dialer::Single(client) => {
+                let config = AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(CONNECT_TIMEOUT))
+                    .set_response_timeout(None);
+                Ok(Conn::Single(
+                    client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await?,
+                ))
+            }
+            Dialer::Cluster(client) => Ok(Conn::Cluster(client.get_async_connection().await?)),
+        }
+    }
 }
 
 /// The Redis [`LiveStore`]. Cheap to clone (clones share connections).
 #[derive(Clone)]
 pub struct RedisStore {
-    client: Client,
-    manager: ConnectionManager,
-    idle_blocking: Arc<Mutex<Vec<MultiplexedConnection>>>,
+    dialer: Dialer,
+    conn: Conn,
+    /// On a cluster: a connection to the first node, where this store's pub/sub connection is while
+    /// that node is up, for `publish` (see there). None on one server.
+    publisher: Option<ConnectionManager>,
+    idle_blocking: Arc<Mutex<Vec<Conn>>>,
     pubsub: PubSubHub,
     keys: Keys,
     scripts: Arc<Scripts>,
@@ -214,6 +328,12 @@ fn read_reply_entries(reply: Option<StreamReadReply>) -> Result<Vec<Entry>, Stor
         .collect()
 }
 
+/// A schedule score as the integer milliseconds given to `schedule` (exact below 2^53).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn score_ms(score: f64) -> u64 {
+    score.max(0.0) as u64
+}
+
 fn is_server_error(err: &redis::RedisError) -> bool {
     err.code().is_some()
 }
@@ -230,21 +350,92 @@ impl RedisStore {
             .set_response_timeout(Some(COMMAND_TIMEOUT))
             .set_number_of_retries(3);
         let manager = client.get_connection_manager_with_config(config).await?;
-        Ok(RedisStore {
-            pubsub: PubSubHub::start(client.clone()),
-            client,
-            manager,
+        Ok(RedisStore::assemble(
+            Dialer::Single(client.clone()),
+            Conn::Manager(manager),
+            None,
+            PubSubHub::start(vec![client]),
+            Keys::new(prefix),
+        ))
+    }
+
+    /// Connects to the Redis Cluster that `nodes` (`redis://host:port/`, one or more of its
+    /// primaries: the client discovers the others) belong to, naming every key under `prefix` in the
+    /// clustered layout ([`Keys::clustered`]).
+    pub async fn connect_cluster(nodes: &[String], prefix: &str) -> Result<Self, StoreError> {
+        let keys = Keys::clustered(prefix).map_err(StoreError::InvalidArgument)?;
+        if nodes.is_empty() {
+            return Err(StoreError::InvalidArgument(
+                "a redis cluster url names at least one node".to_owned(),
+            ));
+        }
+        let bad_url = |err: redis::RedisError| {
+            StoreError::InvalidArgument(format!(
+                "bad redis cluster url: {}",
+                err.detail().unwrap_or("")
+            ))
+        };
+        let client = ClusterClient::builder(nodes.iter().map(String::as_str))
+            .connection_timeout(CONNECT_TIMEOUT)
+            .response_timeout(COMMAND_TIMEOUT)
+            .retries(3)
+            .build()
+            .map_err(bad_url)?;
+        // Blocking reads wait up to their BLOCK (bounded by `query_blocking`'s own timeout).
+        let blocking = ClusterClient::builder(nodes.iter().map(String::as_str))
+            .connection_timeout(CONNECT_TIMEOUT)
+            .response_timeout(BLOCKING_RESPONSE_TIMEOUT)
+            .retries(1)
+            .build()
+            .map_err(bad_url)?;
+        let conn = client.get_async_connection().await?;
+        let pubsub_clients = nodes
+            .iter()
+            .map(|node| Client::open(node.as_str()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(bad_url)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(COMMAND_TIMEOUT))
+            .set_number_of_retries(1);
+        // Without the first node now, publications go through the cluster connection.
+        let publisher = pubsub_clients[0]
+            .get_connection_manager_with_config(config)
+            .await
+            .ok();
+        Ok(RedisStore::assemble(
+            Dialer::Cluster(Box::new(blocking)),
+            Conn::Cluster(conn),
+            publisher,
+            PubSubHub::start(pubsub_clients),
+            keys,
+        ))
+    }
+
+    fn assemble(
+        dialer: Dialer,
+        conn: Conn,
+        publisher: Option<ConnectionManager>,
+        pubsub: PubSubHub,
+        keys: Keys,
+    ) -> Self {
+        RedisStore {
+            dialer,
+            conn,
+            publisher,
             idle_blocking: Arc::new(Mutex::new(Vec::new())),
-            keys: Keys::new(prefix),
+            pubsub,
+            keys,
             scripts: Arc::new(Scripts {
                 put_with: put_with_script(),
                 lease: Script::new(LEASE_SCRIPT),
                 release: Script::new(RELEASE_SCRIPT),
                 take_due: Script::new(TAKE_DUE_SCRIPT),
                 claim_due: Script::new(CLAIM_DUE_SCRIPT),
+                take_picked: Script::new(TAKE_PICKED_SCRIPT),
                 hit: Script::new(HIT_SCRIPT),
             }),
-        })
+        }
     }
 
     /// The key names this store uses.
@@ -263,15 +454,15 @@ impl RedisStore {
         Ok(n > 0)
     }
 
-    fn conn(&self) -> ConnectionManager {
-        self.manager.clone()
+    fn conn(&self) -> Conn {
+        self.conn.clone()
     }
 
     async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T, StoreError> {
         Ok(cmd.query_async(&mut self.conn()).await?)
     }
 
-    async fn blocking_conn(&self) -> Result<MultiplexedConnection, StoreError> {
+    async fn blocking_conn(&self) -> Result<Conn, StoreError> {
         let idle = self
             .idle_blocking
             .lock()
@@ -280,16 +471,10 @@ impl RedisStore {
         if let Some(conn) = idle {
             return Ok(conn);
         }
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_response_timeout(None);
-        Ok(self
-            .client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?)
+        self.dialer.dial().await
     }
 
-    fn return_blocking_conn(&self, conn: MultiplexedConnection) {
+    fn return_blocking_conn(&self, conn: Conn) {
         let mut idle = self
             .idle_blocking
             .lock()
@@ -297,6 +482,139 @@ impl RedisStore {
         if idle.len() < MAX_IDLE_BLOCKING {
             idle.push(conn);
         }
+    }
+
+    /// The first `max` members of every shard of schedule `set` with their times, merged: the
+    /// first `max` of the whole schedule, earliest first (ties by member, as Redis orders them).
+    async fn range_shards(&self, set: &str, max: usize) -> Result<Vec<(String, u64)>, StoreError> {
+        let shards = try_join_all(
+            self.keys
+                .schedule_keys(set)
+                .into_iter()
+                .map(|key| async move {
+                    let mut cmd = redis::cmd("ZRANGE");
+                    cmd.arg(key)
+                        .arg(0)
+                        .arg(max.saturating_sub(1))
+                        .arg("WITHSCORES");
+                    self.query::<Vec<(String, f64)>>(&cmd).await
+                }),
+        )
+        .await?;
+        let mut members: Vec<(String, u64)> = shards
+            .into_iter()
+            .flatten()
+            .map(|(member, score)| (member, score_ms(score)))
+            .collect();
+        members.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        members.truncate(max);
+        Ok(members)
+    }
+
+    /// `take_due` (`retry_at` None) or `claim_due` over the shards of a spread schedule: the due
+    /// members of every shard are read at once, the earliest `max` of them picked, then taken with
+    /// one script per shard that skips any member another caller took or moved meanwhile.
+    async fn take_from_shards(
+        &self,
+        shards: &[String],
+        now_unix_ms: u64,
+        max: usize,
+        retry_at: Option<u64>,
+    ) -> Result<Vec<String>, StoreError> {
+        // A round whose picks all went to other callers is tried again (bounded), so that an empty
+        // answer means nothing was due, as with one sorted set.
+        for _ in 0..MAX_TAKE_ROUNDS {
+            let (n_picked, taken) = self.take_round(shards, now_unix_ms, max, retry_at).await?;
+            if n_picked == 0 || !taken.is_empty() {
+                return Ok(taken);
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    /// One round of [`take_from_shards`](Self::take_from_shards): how many members were picked,
+    /// and those this caller got.
+    async fn take_round(
+        &self,
+        shards: &[String],
+        now_unix_ms: u64,
+        max: usize,
+        retry_at: Option<u64>,
+    ) -> Result<(usize, Vec<String>), StoreError> {
+        let due = try_join_all(shards.iter().map(|key| async move {
+            let mut cmd = redis::cmd("ZRANGEBYSCORE");
+            cmd.arg(key)
+                .arg("-inf")
+                .arg(now_unix_ms)
+                .arg("WITHSCORES")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(max);
+            self.query::<Vec<(String, f64)>>(&cmd).await
+        }))
+        .await?;
+        let mut picked: Vec<(u64, String, usize)> = due
+            .into_iter()
+            .enumerate()
+            .flat_map(|(shard, members)| {
+                members
+                    .into_iter()
+                    .map(move |(member, score)| (score_ms(score), member, shard))
+            })
+            .collect();
+        if picked.is_empty() {
+            return Ok((0, Vec::new()));
+        }
+        picked.sort();
+        picked.truncate(max);
+        let mut per_shard: Vec<Vec<&str>> = vec![Vec::new(); shards.len()];
+        for (_, member, shard) in &picked {
+            per_shard[*shard].push(member);
+        }
+        let retry_arg = retry_at.map(|at| at.to_string()).unwrap_or_default();
+        // Not `try_join_all`: members a shard's script took are this caller's even if another
+        // shard's failed, and must be handed out (take_due removed them).
+        let results = join_all(
+            per_shard
+                .iter()
+                .enumerate()
+                .filter(|(_, members)| !members.is_empty())
+                .map(|(shard, members)| {
+                    let mut invocation = self.scripts.take_picked.key(&shards[shard]);
+                    invocation.arg(now_unix_ms).arg(&retry_arg);
+                    for member in members {
+                        invocation.arg(*member);
+                    }
+                    async move {
+                        let taken: Vec<String> = invocation.invoke_async(&mut self.conn()).await?;
+                        Ok::<_, StoreError>(taken)
+                    }
+                }),
+        )
+        .await;
+        let mut taken = std::collections::HashSet::new();
+        let mut failure = None;
+        for result in results {
+            match result {
+                Ok(members) => taken.extend(members),
+                Err(err) => failure = Some(err),
+            }
+        }
+        if let Some(err) = failure {
+            if taken.is_empty() {
+                return Err(err);
+            }
+            tracing::warn!(error = %err, "a schedule shard failed; handing out what the others gave");
+        }
+        let n_picked = picked.len();
+        Ok((
+            n_picked,
+            picked
+                .into_iter()
+                .map(|(_, member, _)| member)
+                .filter(|member| taken.contains(member))
+                .collect(),
+        ))
     }
 
     /// Runs a command that may block the connection for up to `block`, on a dedicated
@@ -354,6 +672,7 @@ impl LiveStore for RedisStore {
             Some(ttl) => positive_ms("ttl", ttl)?,
             None => 0,
         };
+        check_effect_groups(key, effects)?;
         let expected_arg = expected
             .map(|version| version.to_string())
             .unwrap_or_default();
@@ -367,14 +686,14 @@ impl LiveStore for RedisStore {
                     at_unix_ms,
                 } => {
                     invocation
-                        .key(self.keys.schedule(set))
+                        .key(self.keys.schedule(set, member))
                         .arg("s")
                         .arg(member.as_str())
                         .arg(*at_unix_ms);
                 }
                 Effect::Cancel { set, member } => {
                     invocation
-                        .key(self.keys.schedule(set))
+                        .key(self.keys.schedule(set, member))
                         .arg("c")
                         .arg(member.as_str())
                         .arg("");
@@ -669,9 +988,19 @@ impl LiveStore for RedisStore {
         Ok(groups)
     }
 
+    /// On a cluster, a publication reaches the subscribers of every node (the cluster bus carries it),
+    /// but its count is of the subscribers connected to the node that took it; it goes to the first
+    /// node of the URL, where every store's pub/sub connection is while that node is up, so the count
+    /// means what it means on one server. If that node is unreachable, it goes through the cluster
+    /// connection (delivered all the same; the count may then be low).
     async fn publish(&self, channel: &str, payload: Bytes) -> Result<u64, StoreError> {
         let mut cmd = redis::cmd("PUBLISH");
         cmd.arg(self.keys.channel(channel)).arg(payload.as_ref());
+        if let Some(publisher) = &self.publisher
+            && let Ok(count) = cmd.query_async::<u64>(&mut publisher.clone()).await
+        {
+            return Ok(count);
+        }
         self.query(&cmd).await
     }
 
@@ -681,13 +1010,15 @@ impl LiveStore for RedisStore {
 
     async fn schedule(&self, set: &str, member: &str, at_unix_ms: u64) -> Result<(), StoreError> {
         let mut cmd = redis::cmd("ZADD");
-        cmd.arg(self.keys.schedule(set)).arg(at_unix_ms).arg(member);
+        cmd.arg(self.keys.schedule(set, member))
+            .arg(at_unix_ms)
+            .arg(member);
         self.query::<()>(&cmd).await
     }
 
     async fn cancel(&self, set: &str, member: &str) -> Result<bool, StoreError> {
         let mut cmd = redis::cmd("ZREM");
-        cmd.arg(self.keys.schedule(set)).arg(member);
+        cmd.arg(self.keys.schedule(set, member)).arg(member);
         let n_removed: u64 = self.query(&cmd).await?;
         Ok(n_removed > 0)
     }
@@ -699,14 +1030,18 @@ impl LiveStore for RedisStore {
         max: usize,
     ) -> Result<Vec<String>, StoreError> {
         positive_max(max)?;
-        Ok(self
-            .scripts
-            .take_due
-            .key(self.keys.schedule(set))
-            .arg(now_unix_ms)
-            .arg(max)
-            .invoke_async(&mut self.conn())
-            .await?)
+        let shards = self.keys.schedule_keys(set);
+        if let [key] = shards.as_slice() {
+            return Ok(self
+                .scripts
+                .take_due
+                .key(key)
+                .arg(now_unix_ms)
+                .arg(max)
+                .invoke_async(&mut self.conn())
+                .await?);
+        }
+        self.take_from_shards(&shards, now_unix_ms, max, None).await
     }
 
     async fn claim_due(
@@ -718,54 +1053,41 @@ impl LiveStore for RedisStore {
     ) -> Result<Vec<String>, StoreError> {
         positive_max(max)?;
         let retry_at = now_unix_ms.saturating_add(positive_ms("retry_in", retry_in)?);
-        Ok(self
-            .scripts
-            .claim_due
-            .key(self.keys.schedule(set))
-            .arg(now_unix_ms)
-            .arg(max)
-            .arg(retry_at)
-            .invoke_async(&mut self.conn())
-            .await?)
+        let shards = self.keys.schedule_keys(set);
+        if let [key] = shards.as_slice() {
+            return Ok(self
+                .scripts
+                .claim_due
+                .key(key)
+                .arg(now_unix_ms)
+                .arg(max)
+                .arg(retry_at)
+                .invoke_async(&mut self.conn())
+                .await?);
+        }
+        self.take_from_shards(&shards, now_unix_ms, max, Some(retry_at))
+            .await
     }
 
     async fn next_due(&self, set: &str) -> Result<Option<(String, u64)>, StoreError> {
-        let mut cmd = redis::cmd("ZRANGE");
-        cmd.arg(self.keys.schedule(set))
-            .arg(0)
-            .arg(0)
-            .arg("WITHSCORES");
-        let first: Vec<(String, f64)> = self.query(&cmd).await?;
-        Ok(first.into_iter().next().map(|(member, score)| {
-            // Scores are the integers given to `schedule` (exact below 2^53).
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let at = score.max(0.0) as u64;
-            (member, at)
-        }))
+        let firsts = self.range_shards(set, 1).await?;
+        Ok(firsts.into_iter().next())
     }
 
     async fn schedule_len(&self, set: &str) -> Result<u64, StoreError> {
-        self.query(redis::cmd("ZCARD").arg(self.keys.schedule(set)))
-            .await
+        let counts = try_join_all(
+            self.keys
+                .schedule_keys(set)
+                .into_iter()
+                .map(|key| async move { self.query::<u64>(redis::cmd("ZCARD").arg(key)).await }),
+        )
+        .await?;
+        Ok(counts.into_iter().sum())
     }
 
     async fn scheduled(&self, set: &str, max: usize) -> Result<Vec<(String, u64)>, StoreError> {
         let max = positive_max(max)?;
-        let mut cmd = redis::cmd("ZRANGE");
-        cmd.arg(self.keys.schedule(set))
-            .arg(0)
-            .arg(max.saturating_sub(1))
-            .arg("WITHSCORES");
-        let members: Vec<(String, f64)> = self.query(&cmd).await?;
-        Ok(members
-            .into_iter()
-            .map(|(member, score)| {
-                // Scores are the integers given to `schedule` (exact below 2^53).
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-                let at = score.max(0.0) as u64;
-                (member, at)
-            })
-            .collect())
+        self.range_shards(set, max).await
     }
 
     async fn hit(&self, key: &str, window: Duration) -> Result<u64, StoreError> {

@@ -1,6 +1,7 @@
-//! Throwaway servers for tests: a `redis-server` and a PostgreSQL cluster, each started
-//! on a free TCP port of 127.0.0.1 in its own temporary directory and stopped (and
-//! removed) when dropped. Tests never touch servers running on the default ports.
+//! Throwaway servers for tests: a `redis-server`, a 3-primary Redis Cluster ([`RedisCluster`])
+//! and a PostgreSQL cluster, each started on free TCP ports of 127.0.0.1 in its own temporary
+//! directory and stopped (and removed) when dropped. Tests never touch servers running on the
+//! default ports. [`RedisStats`] reads a node's command counts, CPU and memory for measurements.
 //!
 //! The helpers are synchronous (they block for the few hundred milliseconds a start
 //! takes) so they work from any test, async or not.
@@ -205,7 +206,7 @@ impl RedisServer {
     fn try_start(binary: &Path) -> Result<Self, TestkitError> {
         let dir = TempDir::new("redis")?;
         let port = free_port()?;
-        let child = RedisServer::spawn(binary, port, &dir.path)?;
+        let child = RedisServer::spawn(binary, port, &dir.path, &[])?;
         Ok(RedisServer {
             child,
             port,
@@ -225,7 +226,7 @@ impl RedisServer {
         // The port may take a moment to be free again.
         let mut attempts = 0;
         loop {
-            match RedisServer::spawn(&self.binary, self.port, &self.dir.path) {
+            match RedisServer::spawn(&self.binary, self.port, &self.dir.path, &[]) {
                 Ok(child) => {
                     self.child = child;
                     return Ok(());
@@ -239,8 +240,9 @@ impl RedisServer {
         }
     }
 
-    /// Starts `redis-server` on `port` with its files in `dir` and waits until it answers PING.
-    fn spawn(binary: &Path, port: u16, dir: &Path) -> Result<Child, TestkitError> {
+    /// Starts `redis-server` on `port` with its files in `dir` (and `extra` arguments) and waits
+    /// until it answers PING.
+    fn spawn(binary: &Path, port: u16, dir: &Path, extra: &[&str]) -> Result<Child, TestkitError> {
         let log_path = dir.join("redis.log");
         let log = fs::OpenOptions::new()
             .create(true)
@@ -255,6 +257,7 @@ impl RedisServer {
             .args(REDIS_PERSISTENCE)
             .arg("--dir")
             .arg(dir)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err)
@@ -300,6 +303,369 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// What a Redis node reports about its work so far (`INFO commandstats`, `INFO cpu`, `INFO memory`,
+/// read with `redis-cli`): for measurements, as differences between two reads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RedisStats {
+    /// Calls per command (lower case; commands run inside scripts are counted too, and so is the
+    /// script call itself: `evalsha`).
+    pub calls: std::collections::BTreeMap<String, u64>,
+    /// CPU time the server used (user + system), microseconds.
+    pub cpu_us: u64,
+    /// Bytes of data the server holds (`used_memory`).
+    pub used_memory: u64,
+}
+
+impl RedisStats {
+    /// Reads the node on `port` of 127.0.0.1 (the default stats when redis-cli is missing).
+    pub fn read(port: u16) -> RedisStats {
+        let info = Command::new("redis-cli")
+            .args(["-p", &port.to_string(), "info", "all"])
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+            .unwrap_or_default();
+        let mut stats = RedisStats::default();
+        let mut cpu_seconds = 0.0f64;
+        for line in info.lines() {
+            if let Some((name, rest)) = line
+                .strip_prefix("cmdstat_")
+                .and_then(|line| line.split_once(':'))
+            {
+                let calls = rest
+                    .strip_prefix("calls=")
+                    .and_then(|rest| rest.split(',').next())
+                    .and_then(|calls| calls.parse().ok())
+                    .unwrap_or(0);
+                stats.calls.insert(name.to_owned(), calls);
+            } else if let Some(value) = line
+                .strip_prefix("used_cpu_user:")
+                .or_else(|| line.strip_prefix("used_cpu_sys:"))
+            {
+                cpu_seconds += value.trim().parse::<f64>().unwrap_or(0.0);
+            } else if let Some(value) = line.strip_prefix("used_memory:") {
+                stats.used_memory = value.trim().parse().unwrap_or(0);
+            }
+        }
+        stats.cpu_us = (cpu_seconds * 1e6) as u64;
+        stats
+    }
+
+    /// The sum of several nodes' stats (a cluster's primaries).
+    pub fn sum(all: &[RedisStats]) -> RedisStats {
+        let mut total = RedisStats::default();
+        for stats in all {
+            for (name, calls) in &stats.calls {
+                *total.calls.entry(name.clone()).or_insert(0) += calls;
+            }
+            total.cpu_us += stats.cpu_us;
+            total.used_memory += stats.used_memory;
+        }
+        total
+    }
+
+    /// What happened between `before` and `self`.
+    pub fn since(&self, before: &RedisStats) -> RedisStats {
+        RedisStats {
+            calls: self
+                .calls
+                .iter()
+                .map(|(name, calls)| {
+                    let earlier = before.calls.get(name).copied().unwrap_or(0);
+                    (name.clone(), calls.saturating_sub(earlier))
+                })
+                .filter(|(_, calls)| *calls > 0)
+                .collect(),
+            cpu_us: self.cpu_us.saturating_sub(before.cpu_us),
+            used_memory: self.used_memory.saturating_sub(before.used_memory),
+        }
+    }
+
+    /// Every command call, the calls of scripts' inner commands included.
+    pub fn total_calls(&self) -> u64 {
+        self.calls.values().sum()
+    }
+
+    /// Calls per unit of work, `n` units: `all X, cmd Y, ...` (inner commands of scripts included).
+    pub fn per(&self, n: f64) -> String {
+        let mut parts: Vec<String> = self
+            .calls
+            .iter()
+            .map(|(name, calls)| format!("{name} {:.2}", *calls as f64 / n))
+            .collect();
+        parts.insert(0, format!("all {:.1}", self.total_calls() as f64 / n));
+        parts.join(", ")
+    }
+}
+
+// ---------------------------------------------------------------- redis cluster
+
+/// A Redis Cluster of [`RedisCluster::MASTERS`] primaries (no replicas) on free ports of 127.0.0.1:
+/// `redis-server --cluster-enabled yes` per node (each in its own directory, with the append-only
+/// file like [`RedisServer`]), joined by `redis-cli --cluster create`, ready once every node reports
+/// `cluster_state:ok`. Killed and removed on drop.
+///
+/// A start takes a second or two; a test binary shares one with [`RedisCluster::shared`] and gives
+/// each test its own key prefix.
+#[derive(Debug)]
+pub struct RedisCluster {
+    nodes: Vec<(Child, u16)>,
+    binary: PathBuf,
+    dir: TempDir,
+}
+
+/// The arguments that make a `redis-server` a cluster node.
+const CLUSTER_NODE_ARGS: [&str; 6] = [
+    "--cluster-enabled",
+    "yes",
+    "--cluster-config-file",
+    "nodes.conf",
+    "--cluster-node-timeout",
+    "5000",
+];
+
+/// A free port `p` whose cluster bus port `p + 10000` is free too.
+fn cluster_port(taken: &[u16]) -> Result<u16, TestkitError> {
+    for _ in 0..200 {
+        let port = free_port()?;
+        if port > 55_000 || taken.contains(&port) {
+            continue;
+        }
+        if TcpListener::bind((Ipv4Addr::LOCALHOST, port + 10_000)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(TestkitError::NotReady {
+        server: "redis cluster",
+        reason: "no free port pair (p, p + 10000) found".to_owned(),
+        log: String::new(),
+    })
+}
+
+/// One command on a fresh connection to `port` (inline protocol), the raw reply: whatever arrives
+/// within half a second of the last byte, or up to `until` appearing.
+fn redis_raw(port: u16, command: &str, until: &[&str]) -> String {
+    let Ok(mut stream) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
+        return String::new();
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    if stream
+        .write_all(format!("{command}\r\n").as_bytes())
+        .is_err()
+    {
+        return String::new();
+    }
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = stream.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        reply.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&reply);
+        if until.iter().any(|marker| text.contains(marker)) {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&reply).into_owned()
+}
+
+impl RedisCluster {
+    /// How many primaries a test cluster has.
+    pub const MASTERS: usize = 3;
+
+    /// Starts the nodes, creates the cluster and waits until every node reports it ok.
+    pub fn start() -> Result<Self, TestkitError> {
+        let server = find_on_path("redis-server").ok_or(TestkitError::Missing {
+            binary: "redis-server",
+            package: "redis-server",
+        })?;
+        let cli = find_on_path("redis-cli").ok_or(TestkitError::Missing {
+            binary: "redis-cli",
+            package: "redis-tools",
+        })?;
+        let mut last_error = None;
+        for _ in 0..3 {
+            match RedisCluster::try_start(&server, &cli) {
+                Ok(cluster) => return Ok(cluster),
+                Err(err) => last_error = Some(err),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| TestkitError::NotReady {
+            server: "redis cluster",
+            reason: "no attempt made".to_owned(),
+            log: String::new(),
+        }))
+    }
+
+    fn try_start(server: &Path, cli: &Path) -> Result<Self, TestkitError> {
+        let dir = TempDir::new("redis-cluster")?;
+        let mut cluster = RedisCluster {
+            nodes: Vec::with_capacity(Self::MASTERS),
+            binary: server.to_owned(),
+            dir,
+        };
+        let mut ports = Vec::with_capacity(Self::MASTERS);
+        for _ in 0..Self::MASTERS {
+            ports.push(cluster_port(&ports)?);
+        }
+        for &port in &ports {
+            let node_dir = cluster.dir.path.join(port.to_string());
+            fs::create_dir_all(&node_dir).map_err(io_error("create a node directory"))?;
+            let child = RedisServer::spawn(server, port, &node_dir, &CLUSTER_NODE_ARGS)?;
+            cluster.nodes.push((child, port));
+        }
+        let mut create = Command::new(cli);
+        create.arg("--cluster").arg("create");
+        for port in &ports {
+            create.arg(format!("127.0.0.1:{port}"));
+        }
+        let output = create
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(io_error("run redis-cli --cluster create"))?;
+        let created_log = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() {
+            return Err(TestkitError::NotReady {
+                server: "redis cluster",
+                reason: format!("redis-cli --cluster create exited with {}", output.status),
+                log: created_log,
+            });
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ok = ports.iter().all(|&port| {
+                let info = redis_raw(port, "CLUSTER INFO", &["cluster_size:"]);
+                info.contains("cluster_state:ok")
+                    && info.contains(&format!("cluster_known_nodes:{}", Self::MASTERS))
+            });
+            if ok {
+                return Ok(cluster);
+            }
+            if Instant::now() > deadline {
+                return Err(TestkitError::NotReady {
+                    server: "redis cluster",
+                    reason: "cluster_state not ok on every node within 30 s".to_owned(),
+                    log: created_log,
+                });
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// One cluster for the whole test binary, started on first use. Its processes and files are
+    /// removed when the test process exits (a watchdog shell polls the process), since a static is
+    /// never dropped. Give each test its own key prefix.
+    pub fn shared() -> Result<&'static RedisCluster, TestkitError> {
+        static SHARED: std::sync::OnceLock<Result<&'static RedisCluster, String>> =
+            std::sync::OnceLock::new();
+        let shared = SHARED.get_or_init(|| {
+            let cluster = RedisCluster::start().map_err(|e| e.to_string())?;
+            let pids: Vec<String> = cluster
+                .nodes
+                .iter()
+                .map(|(child, _)| child.id().to_string())
+                .collect();
+            let script = format!(
+                "while kill -0 {parent} 2>/dev/null; do sleep 1; done; kill -9 {pids} 2>/dev/null; rm -rf '{dir}'",
+                parent = std::process::id(),
+                pids = pids.join(" "),
+                dir = cluster.dir.path.display(),
+            );
+            Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("spawn the cluster's watchdog: {e}"))?;
+            Ok(&*Box::leak(Box::new(cluster)))
+        });
+        shared.clone().map_err(|reason| TestkitError::NotReady {
+            server: "redis cluster",
+            reason,
+            log: String::new(),
+        })
+    }
+
+    /// Stops primary `index` as an operator would (SIGTERM: it writes its append-only file) and
+    /// starts it again on the same port and directory: it comes back with its data, its slots and its
+    /// place in the cluster (`nodes.conf`). Returns once every node reports `cluster_state:ok`.
+    pub fn restart_node(&mut self, index: usize) -> Result<(), TestkitError> {
+        let Some((child, port)) = self.nodes.get_mut(index) else {
+            return Err(TestkitError::NotReady {
+                server: "redis cluster",
+                reason: format!("no node {index}"),
+                log: String::new(),
+            });
+        };
+        let port = *port;
+        signal(child.id(), "TERM");
+        let _ = child.wait();
+        let node_dir = self.dir.path.join(port.to_string());
+        let mut attempts = 0;
+        let restarted = loop {
+            match RedisServer::spawn(&self.binary, port, &node_dir, &CLUSTER_NODE_ARGS) {
+                Ok(child) => break child,
+                Err(e) if attempts >= 20 => return Err(e),
+                Err(_) => {
+                    attempts += 1;
+                    thread::sleep(Duration::from_millis(100));
+                }
+            }
+        };
+        self.nodes[index].0 = restarted;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.ports().iter().all(|&port| {
+            redis_raw(port, "CLUSTER INFO", &["cluster_size:"]).contains("cluster_state:ok")
+        }) {
+            if Instant::now() > deadline {
+                return Err(TestkitError::NotReady {
+                    server: "redis cluster",
+                    reason: "cluster_state not ok within 30 s of a node's restart".to_owned(),
+                    log: tail_of(&node_dir.join("redis.log")),
+                });
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/`: the URL the services take.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .ports()
+            .iter()
+            .map(|port| format!("127.0.0.1:{port}"))
+            .collect();
+        format!("redis+cluster://{}/", hosts.join(","))
+    }
+
+    /// `redis://127.0.0.1:P/` of each node.
+    pub fn node_urls(&self) -> Vec<String> {
+        self.ports()
+            .iter()
+            .map(|port| format!("redis://127.0.0.1:{port}/"))
+            .collect()
+    }
+
+    /// The nodes' TCP ports.
+    pub fn ports(&self) -> Vec<u16> {
+        self.nodes.iter().map(|(_, port)| *port).collect()
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for (child, _) in &mut self.nodes {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -602,6 +968,39 @@ mod tests {
             }
         }
         String::from_utf8_lossy(&reply).into_owned()
+    }
+
+    /// The cluster starter gives a working 3-primary cluster: every slot served, keys on every node.
+    #[test]
+    fn redis_cluster_serves_every_slot() {
+        let cluster =
+            RedisCluster::start().expect("redis cluster (install: redis-server, redis-tools)");
+        let ports = cluster.ports();
+        assert_eq!(ports.len(), RedisCluster::MASTERS);
+        for &port in &ports {
+            let info = redis_raw(port, "CLUSTER INFO", &["cluster_size:"]);
+            assert!(info.contains("cluster_slots_assigned:16384"), "{info}");
+            assert!(info.contains("cluster_size:3"), "{info}");
+        }
+        // A key of a slot served elsewhere is redirected.
+        let replies: Vec<String> = ports
+            .iter()
+            .map(|&port| redis_command(port, "SET foo bar\r\n"))
+            .collect();
+        assert_eq!(
+            replies.iter().filter(|r| r.as_str() == "+OK\r\n").count(),
+            1,
+            "{replies:?}"
+        );
+        assert_eq!(
+            replies
+                .iter()
+                .filter(|r| r.starts_with("-MOVED 12182 "))
+                .count(),
+            2,
+            "{replies:?}"
+        );
+        assert!(cluster.url().starts_with("redis+cluster://127.0.0.1:"));
     }
 
     /// The test Redis persists like production: what was written before a restart is there after it.

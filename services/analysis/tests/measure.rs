@@ -114,6 +114,8 @@ async fn queue_overhead() {
     };
     let (stop, handle) = start_workers(&queue, "overhead", 1);
     let commands_before = redis_commands(&_server);
+    let stats_before = draughts_testkit::RedisStats::read(_server.port());
+    let wall = Instant::now();
     let fen = draughts_engine::Variant::International.start_fen();
     let mut total = hdrhistogram::Histogram::<u64>::new(3).unwrap();
     let mut to_start = hdrhistogram::Histogram::<u64>::new(3).unwrap();
@@ -155,6 +157,15 @@ async fn queue_overhead() {
     println!(
         "Redis commands per BestMove job (submit, worker, waiter, heartbeats and idle polls; commands inside scripts counted too): {}",
         per_job.join(", ")
+    );
+    let stats = draughts_testkit::RedisStats::read(_server.port()).since(&stats_before);
+    println!(
+        "Redis per BestMove job: {:.1} commands in all, {:.1} us of Redis CPU ({} jobs in {:.1} s, {:.0} jobs/s on one worker slot)",
+        stats.total_calls() as f64 / jobs,
+        stats.cpu_us as f64 / jobs,
+        n + 100,
+        wall.elapsed().as_secs_f64(),
+        jobs / wall.elapsed().as_secs_f64(),
     );
     println!(
         "queue overhead per BestMove job over {n} jobs (submit -> answer seen by the caller, minus the search's own whole milliseconds; {slow_searches} searches took 1 ms or more): p50 {} us, p99 {} us, max {} us; enqueue -> search start: p50 {} ms, p99 {} ms",

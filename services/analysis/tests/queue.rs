@@ -1,6 +1,7 @@
 //! The ONE behavioural suite of the analysis queue and its workers: every check is written once, generic
-//! over the live store, and run on the in-memory backend and on a real `redis-server` (started by the
-//! test on a free port through `draughts-testkit`).
+//! over the live store, and run on the in-memory backend, on a real `redis-server` and on a 3-primary
+//! Redis Cluster (started by the test on free ports through `draughts-testkit`; one cluster for the
+//! test binary, a key prefix per check).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,7 +10,7 @@ use draughts_analysis::contract::{Class, JobLimits, JobRecord, JobSpec, JobState
 use draughts_analysis::queue::{NewJob, Queue, QueueConfig, Submitted};
 use draughts_analysis::worker::{self, WorkerConfig};
 use draughts_store::{LiveStore, MemoryStore, RedisStore};
-use draughts_testkit::RedisServer;
+use draughts_testkit::{RedisCluster, RedisServer};
 
 #[derive(Debug)]
 pub struct Opened {
@@ -32,6 +33,19 @@ async fn open_redis() -> Opened {
     Opened {
         store: Arc::new(store),
         _server: Some(server),
+    }
+}
+
+async fn open_cluster() -> Opened {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let cluster = RedisCluster::shared().expect("start a redis cluster");
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let store = RedisStore::connect_cluster(&cluster.node_urls(), &format!("queue-suite-{n}:"))
+        .await
+        .expect("connect to the test redis cluster");
+    Opened {
+        store: Arc::new(store),
+        _server: None,
     }
 }
 
@@ -67,6 +81,7 @@ macro_rules! queue_suite {
 queue_suite! {
     memory => super::open_memory,
     redis => super::open_redis,
+    cluster => super::open_cluster,
 }
 
 mod checks {

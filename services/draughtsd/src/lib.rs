@@ -1,9 +1,9 @@
 //! The one-process platform: every service that exists, registered on one gRPC port.
 //!
 //! By default everything runs on embedded backends that need no server: live state and queues in
-//! memory (`memory://`), durable records in a SQLite file. Give `--redis-url redis://...` and
-//! `--database-url postgres://...` to run on Redis and PostgreSQL, as the separate services do in a
-//! deployment. Backends are connected (and migrated) at start, so a wrong URL fails fast.
+//! memory (`memory://`), durable records in a SQLite file. Give `--redis-url redis://...` (or
+//! `redis+cluster://host:port,host:port` for a Redis Cluster) and `--database-url postgres://...` to
+//! run on Redis and PostgreSQL, as the separate services do in a deployment. Backends are connected (and migrated) at start, so a wrong URL fails fast.
 
 pub mod computer;
 

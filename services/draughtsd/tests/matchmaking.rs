@@ -93,8 +93,20 @@ fn blitz() -> Option<pb::TimeControl> {
 async fn quick_pairing_across_replicas_and_the_lobby() {
     let redis = draughts_testkit::RedisServer::start().expect("redis-server");
     let pg = draughts_testkit::PostgresServer::start().expect("postgres");
-    let a = replica(&redis.url(), &pg.url()).await;
-    let b = replica(&redis.url(), &pg.url()).await;
+    pairing_and_lobby(&redis.url(), &pg.url()).await;
+}
+
+/// The same on a 3-primary Redis Cluster, both replicas given its `redis+cluster://` URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn quick_pairing_across_replicas_and_the_lobby_on_a_redis_cluster() {
+    let cluster = draughts_testkit::RedisCluster::start().expect("redis cluster");
+    let pg = draughts_testkit::PostgresServer::start().expect("postgres");
+    pairing_and_lobby(&cluster.url(), &pg.url()).await;
+}
+
+async fn pairing_and_lobby(redis_url: &str, pg_url: &str) {
+    let a = replica(redis_url, pg_url).await;
+    let b = replica(redis_url, pg_url).await;
     let (ca, cb) = (a.channel().await, b.channel().await);
 
     // Quick pairing: Ann waits on replica a, Bob joins on replica b.

@@ -1,5 +1,7 @@
 //! Opt-in measurement (`DRAUGHTS_MEASURE=1`): seek-to-game latency with concurrent clients on one
-//! draughtsd (memory, or Redis + PostgreSQL with `DRAUGHTS_MEASURE_REDIS=1`). `PAIRS` pairs of guests
+//! draughtsd (memory, or Redis + PostgreSQL with `DRAUGHTS_MEASURE_REDIS=1`, or a 3-primary Redis
+//! Cluster + PostgreSQL with `DRAUGHTS_MEASURE_CLUSTER=1`; with Redis it also prints Redis's commands
+//! and CPU per pairing, and each node's share). `PAIRS` pairs of guests
 //! (default 200); in each pair the first seeks, the second seeks 0-500 ms later (a compatible opponent
 //! is waiting), all pairs at once in one pool. Prints the latency of the second seeker of each pair
 //! (Seek sent -> Paired received) and of everyone.
@@ -49,15 +51,24 @@ async fn seek_to_game_latency() {
         .ok()
         .and_then(|p| p.parse().ok())
         .unwrap_or(200);
-    let servers = if std::env::var("DRAUGHTS_MEASURE_REDIS").is_ok() {
+    // Redis and PostgreSQL when asked (a 3-primary cluster with DRAUGHTS_MEASURE_CLUSTER=1): the
+    // servers, the live store's URL and its nodes' ports.
+    let cluster = std::env::var("DRAUGHTS_MEASURE_CLUSTER").is_ok();
+    let servers = if cluster {
+        let redis = draughts_testkit::RedisCluster::start().unwrap();
+        let pg = draughts_testkit::PostgresServer::start().unwrap();
+        let (url, ports) = (redis.url(), redis.ports());
+        Some((Box::new(redis) as Box<dyn std::any::Any>, pg, url, ports))
+    } else if std::env::var("DRAUGHTS_MEASURE_REDIS").is_ok() {
         let redis = draughts_testkit::RedisServer::start().unwrap();
         let pg = draughts_testkit::PostgresServer::start().unwrap();
-        Some((redis, pg))
+        let (url, ports) = (redis.url(), vec![redis.port()]);
+        Some((Box::new(redis) as Box<dyn std::any::Any>, pg, url, ports))
     } else {
         None
     };
     let (redis_url, pg_url) = match &servers {
-        Some((r, p)) => (r.url(), p.url()),
+        Some((_, p, url, _)) => (url.clone(), p.url()),
         None => ("memory://".to_owned(), "sqlite::memory:".to_owned()),
     };
     let mut config = draughtsd::Config::for_tests(&redis_url, &pg_url);
@@ -85,6 +96,22 @@ async fn seek_to_game_latency() {
             .token,
         );
     }
+    // With Redis: what it does idle (every service's timers and consumers polling) for 2 s, then
+    // during the pairings, to give Redis commands and CPU per pairing (seek to game for both players,
+    // the game's creation included).
+    let redis_ports = servers.as_ref().map(|(_, _, _, ports)| ports.clone());
+    let read_all = |ports: &[u16]| -> Vec<draughts_testkit::RedisStats> {
+        ports
+            .iter()
+            .map(|&port| draughts_testkit::RedisStats::read(port))
+            .collect()
+    };
+    let idle = redis_ports.as_ref().map(|ports| {
+        let before = draughts_testkit::RedisStats::sum(&read_all(ports));
+        std::thread::sleep(Duration::from_secs(2));
+        draughts_testkit::RedisStats::sum(&read_all(ports)).since(&before)
+    });
+    let stats_before = redis_ports.as_ref().map(|ports| read_all(ports));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for pair in tokens.chunks(2) {
@@ -105,15 +132,46 @@ async fn seek_to_game_latency() {
         seconds.push(b);
         everyone.extend([a, b]);
     }
+    let elapsed = started.elapsed();
+    if let (Some(ports), Some(before), Some(idle)) = (&redis_ports, &stats_before, &idle) {
+        let per_node: Vec<draughts_testkit::RedisStats> = read_all(ports)
+            .iter()
+            .zip(before)
+            .map(|(after, before)| after.since(before))
+            .collect();
+        let during = draughts_testkit::RedisStats::sum(&per_node);
+        let shares: Vec<String> = per_node
+            .iter()
+            .map(|node| {
+                format!(
+                    "{:.0}% of the commands, {:.0}% of the CPU",
+                    100.0 * node.total_calls() as f64 / during.total_calls().max(1) as f64,
+                    100.0 * node.cpu_us as f64 / during.cpu_us.max(1) as f64
+                )
+            })
+            .collect();
+        println!("Redis nodes: {}", shares.join(" / "));
+        let n = pairs as f64;
+        let idle_share = elapsed.as_secs_f64() / 2.0;
+        println!(
+            "Redis per pairing: {:.1} commands in all ({:.1} over idle), {:.0} us of Redis CPU ({:.0} us over idle); idle: {:.0} commands/s; {}",
+            during.total_calls() as f64 / n,
+            (during.total_calls() as f64 - idle.total_calls() as f64 * idle_share) / n,
+            during.cpu_us as f64 / n,
+            (during.cpu_us as f64 - idle.cpu_us as f64 * idle_share) / n,
+            idle.total_calls() as f64 / 2.0,
+            during.per(n),
+        );
+    }
     seconds.sort();
     everyone.sort();
     println!(
         "{pairs} pairs ({} clients) on {}, all paired in {:?}",
         pairs * 2,
-        if servers.is_some() {
-            "Redis + PostgreSQL"
-        } else {
-            "memory + SQLite"
+        match (&servers, cluster) {
+            (Some(_), true) => "a 3-primary Redis Cluster + PostgreSQL",
+            (Some(_), false) => "Redis + PostgreSQL",
+            (None, _) => "memory + SQLite",
         },
         started.elapsed()
     );

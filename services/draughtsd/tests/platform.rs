@@ -1,5 +1,6 @@
 //! The one-process platform serves every service on one port, on embedded backends by default and on
-//! Redis and PostgreSQL when their URLs are given (real servers started by the test on free ports).
+//! Redis (one server, or a 3-primary Redis Cluster) and PostgreSQL when their URLs are given (real
+//! servers started by the test on free ports).
 
 use draughts_proto::pb;
 use draughtsd::Config;
@@ -70,6 +71,16 @@ async fn redis_and_postgres_when_given() {
         draughts_testkit::RedisServer::start().expect("redis-server (install: redis-server)");
     let pg = draughts_testkit::PostgresServer::start().expect("postgres (install: postgresql)");
     exercise(config(&redis.url(), &pg.url())).await;
+}
+
+/// The whole platform on a 3-primary Redis Cluster (`redis+cluster://` URL): games with their
+/// clocks, the computer's moves through the analysis queue, ratings from `games.finished`.
+#[tokio::test]
+async fn a_redis_cluster_and_postgres_when_given() {
+    let cluster = draughts_testkit::RedisCluster::start()
+        .expect("redis cluster (install: redis-server, redis-tools)");
+    let pg = draughts_testkit::PostgresServer::start().expect("postgres (install: postgresql)");
+    exercise(config(&cluster.url(), &pg.url())).await;
 }
 
 #[tokio::test]

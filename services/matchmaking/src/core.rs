@@ -2,20 +2,21 @@
 //! pairings committed in two steps and finished by anyone after a crash. No tonic types here; the
 //! names and payloads are `draughts_proto::contract::matchmaking`.
 //!
-//! A seek is one ticket record (`mm-ticket:{id}`) and one member in each of its pools' schedules
-//! (`mm-pool:{pool}`), timed to lapse `seek_ttl` after the last renewal by a stream holding it. A wave
+//! A seek is one ticket record (`mm-ticket:{mm}<id>`) and one member in each of its pools' schedules
+//! (`mm-pool:{mm}<pool>`; `{mm}` is the hash tag that keeps them in one slot of a Redis Cluster),
+//! timed to lapse `seek_ttl` after the last renewal by a stream holding it. A wave
 //! of a pool, run by the replica holding the pool's lease, removes lapsed members (their tickets end
 //! `expired`), reads the pool's members in one round trip, pairs them ([`crate::pairing`]) and commits
 //! each pair:
 //! 1. claim: each ticket goes from `waiting` to `matching` by compare-and-set, refused when a newer
 //!    lease (a higher fencing token) has written the ticket; the first claim also schedules the pairing
-//!    in `mm-commits` 10 s ahead (in the same atomic write);
+//!    in `mm-commits:{mm}` 10 s ahead (in the same atomic write);
 //! 2. finish: both identities still known to Auth, neither player in a live game, then the game is
 //!    created through Games under an id derived from the two tickets (a retry finds the same game), and
-//!    both tickets become `paired`, their members leave every pool and the commit leaves `mm-commits`.
+//!    both tickets become `paired`, their members leave every pool and the commit leaves `mm-commits:{mm}`.
 //!    A failed check ends the offending ticket and puts the other back to `waiting`.
 //!
-//! A replica that dies between the steps leaves the commit due in `mm-commits`, which every replica's
+//! A replica that dies between the steps leaves the commit due in `mm-commits:{mm}`, which every replica's
 //! loop claims (each due member goes to one of them) and finishes the same way. A ticket is paired at
 //! most once: every step is a compare-and-set on its version.
 

@@ -445,6 +445,20 @@ macro_rules! suite {
                 }
             )*
         }
+        /// On a 3-primary Redis Cluster (one per test binary, a key prefix per check): every ticket
+        /// write with its pools and commits is one script in the `{mm}` slot.
+        mod cluster {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $check() {
+                    let cluster = draughts_testkit::RedisCluster::shared().expect("redis cluster (install: redis-server)");
+                    let prefix = format!("mm-{}:", stringify!($check));
+                    let live = draughts_store::open_live_store(&cluster.url(), &prefix).await.unwrap();
+                    super::$check(World::new(live)).await;
+                }
+            )*
+        }
     };
 }
 

@@ -131,6 +131,28 @@ async fn redis_and_postgres() {
     .await;
 }
 
+/// The same checks with the live store on a 3-primary Redis Cluster (`redis+cluster://` URL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_cluster_and_postgres() {
+    let cluster = draughts_testkit::RedisCluster::start()
+        .expect("redis cluster (install: redis-server, redis-tools)");
+    let pg = draughts_testkit::PostgresServer::start().expect("postgres (install: postgresql)");
+    let cluster_url = cluster.url();
+    run_all("redis_cluster_postgres", |name| {
+        let url = pg.create_database(name).unwrap();
+        let cluster_url = cluster_url.clone();
+        async move {
+            Backend {
+                live: draughts_store::open_live_store(&cluster_url, &format!("{name}:"))
+                    .await
+                    .unwrap(),
+                db: Database::connect(&url).await.unwrap(),
+            }
+        }
+    })
+    .await;
+}
+
 // ------------------------------------------------------------------ helpers
 
 fn test_config() -> RatingsConfig {

@@ -314,7 +314,7 @@ async fn a_finished_game_expires_from_redis_and_is_read_from_the_database() {
     play(&ch, &w, &id, "32-28").await;
     play(&ch, &b, &id, "19-23").await;
     resign(&ch, &w, &id).await;
-    let key = format!("test:kv:game:{id}");
+    let key = format!("test:kv:game:{{{id}}}");
     // Archived: the record gets its TTL, then it is gone from Redis.
     let mut ttl = -1i64;
     for _ in 0..100 {

@@ -632,7 +632,7 @@ async fn an_accepted_invitation_always_has_its_game() {
         .unwrap()
         .into_inner();
     assert_eq!(game.game_id, inv.invitation_id);
-    let key = format!("consent-heal:kv:game:{}", game.game_id);
+    let key = format!("consent-heal:kv:game:{{{}}}", game.game_id);
     let deleted = std::process::Command::new("redis-cli")
         .args(["-p", &redis.port().to_string(), "DEL", &key])
         .output()

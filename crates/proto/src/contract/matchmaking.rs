@@ -1,20 +1,24 @@
 //! Matchmaking's live state (`services/matchmaking`): every name and versioned payload it keeps in the
 //! live store. Written and read only by matchmaking replicas; several replicas share them on Redis.
 //!
+//! Names below: `<id>` stands for a value; `{mm}` is literal, a hash tag ([`GROUP_TAG`]): every name
+//! with it is in one group (`draughts_store::keys`), so the atomic writes of a ticket with its pools
+//! and commits are in one slot of a Redis Cluster (all of matchmaking's schedules on one primary).
+//!
 //! | name | kind | payload | what |
 //! |---|---|---|---|
-//! | `mm-ticket:{id}` | versioned key, TTL | [`Ticket`] | one quick-pairing seek (a Seek call, in one or more pools) and how it ended |
-//! | `mm-player:{player}` | versioned key, TTL | the ticket id (UTF-8) | the player's one seek, so a reconnect (to any replica) joins it |
-//! | `mm-pool:{pool}` | schedule | member [`Member`] (JSON text), time = when the seek lapses unless a stream renews it | a pool's waiting seeks, read in one round trip by the wave |
-//! | `mm-wave:{pool}` | versioned key, TTL | [`WaveLease`] | who runs the pool's waves; its version is the fencing token |
-//! | `mm-commits` | schedule | member [`Commit`] (JSON text), time = when another replica may finish it | pairings claimed but not finished: finished by any replica after a crash |
-//! | `mm-ticket-events:{id}` | pub/sub | `{"v":1}` | a wake-up: the ticket changed, re-read it |
+//! | `mm-ticket:{mm}<id>` | versioned key, TTL | [`Ticket`] | one quick-pairing seek (a Seek call, in one or more pools) and how it ended |
+//! | `mm-player:<player>` | versioned key, TTL | the ticket id (UTF-8) | the player's one seek, so a reconnect (to any replica) joins it |
+//! | `mm-pool:{mm}<pool>` | pinned schedule | member [`Member`] (JSON text), time = when the seek lapses unless a stream renews it | a pool's waiting seeks, read in one round trip by the wave |
+//! | `mm-wave:<pool>` | versioned key, TTL | [`WaveLease`] | who runs the pool's waves; its version is the fencing token |
+//! | `mm-commits:{mm}` | pinned schedule | member [`Commit`] (JSON text), time = when another replica may finish it | pairings claimed but not finished: finished by any replica after a crash |
+//! | `mm-ticket-events:<id>` | pub/sub | `{"v":1}` | a wake-up: the ticket changed, re-read it |
 //! | `mm-pokes` | pub/sub | `{"v":1,"pool":"<pool id>"}` ([`encode_poke`]) | a seek joined the pool: its wave runner may run a wave at once |
-//! | `mm-stats:{pool}` | versioned key | [`PoolStats`] | the pool's typical wait |
-//! | `mm-online` | schedule | member = player id, time = last seen + 60 s | players online |
-//! | `mm-lobby` | schedule | member = lobby seek id, time = its expiry | the lobby's open seeks |
-//! | `mm-lobby-of:{player}` | schedule | member = lobby seek id, time = its expiry | one player's lobby seeks (the per-player bound) |
-//! | `mm-lobby-seek:{id}` | versioned key, TTL = expiry | [`LobbySeek`] | a listed custom game (an open invitation of Games) |
+//! | `mm-stats:<pool>` | versioned key | [`PoolStats`] | the pool's typical wait |
+//! | `mm-online:{mm}` | pinned schedule | member = player id, time = last seen + 60 s | players online |
+//! | `mm-lobby:{mm}` | pinned schedule | member = lobby seek id, time = its expiry | the lobby's open seeks |
+//! | `mm-lobby-of:{mm}<player>` | pinned schedule | member = lobby seek id, time = its expiry | one player's lobby seeks (the per-player bound) |
+//! | `mm-lobby-seek:<id>` | versioned key, TTL = expiry | [`LobbySeek`] | a listed custom game (an open invitation of Games) |
 //!
 //! Every payload is JSON with `"v":1`; readers ignore unknown fields and refuse other versions
 //! ([`DecodeError::Version`]). Schedule members are payloads too: a member is written once (when the seek
@@ -28,7 +32,7 @@
 //! let text = mm::encode_member(&m);
 //! assert_eq!(mm::decode_member(&text).unwrap(), m);
 //! assert!(mm::decode_member(r#"{"v":2}"#).is_err());
-//! assert_eq!(mm::pool_set("english-3+2-rated"), "mm-pool:english-3+2-rated");
+//! assert_eq!(mm::pool_set("english-3+2-rated"), "mm-pool:{mm}english-3+2-rated");
 //! ```
 
 use serde::de::DeserializeOwned;
@@ -37,29 +41,33 @@ use serde::{Deserialize, Serialize};
 /// The schema version written.
 pub const VERSION: u32 = 1;
 
+/// Matchmaking's group: the hash tag of every name that a ticket write touches atomically (the ticket,
+/// its pools, the pending commits), so that each such write is in one slot of a Redis Cluster.
+pub const GROUP_TAG: &str = "{mm}";
+
 pub fn ticket_key(id: &str) -> String {
-    format!("mm-ticket:{id}")
+    format!("mm-ticket:{GROUP_TAG}{id}")
 }
 pub fn player_key(player: &str) -> String {
     format!("mm-player:{player}")
 }
 pub fn pool_set(pool: &str) -> String {
-    format!("mm-pool:{pool}")
+    format!("mm-pool:{GROUP_TAG}{pool}")
 }
 pub fn wave_key(pool: &str) -> String {
     format!("mm-wave:{pool}")
 }
-pub const COMMITS: &str = "mm-commits";
+pub const COMMITS: &str = "mm-commits:{mm}";
 pub fn ticket_channel(id: &str) -> String {
     format!("mm-ticket-events:{id}")
 }
 pub fn stats_key(pool: &str) -> String {
     format!("mm-stats:{pool}")
 }
-pub const ONLINE: &str = "mm-online";
-pub const LOBBY: &str = "mm-lobby";
+pub const ONLINE: &str = "mm-online:{mm}";
+pub const LOBBY: &str = "mm-lobby:{mm}";
 pub fn lobby_of(player: &str) -> String {
-    format!("mm-lobby-of:{player}")
+    format!("mm-lobby-of:{GROUP_TAG}{player}")
 }
 pub fn lobby_seek_key(id: &str) -> String {
     format!("mm-lobby-seek:{id}")

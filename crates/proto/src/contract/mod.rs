@@ -9,7 +9,7 @@
 //! | `player-events:{player_id}` | pub/sub | [`player::Signal`] | games (invitations, games started/finished) | games (`WatchPlayerEvents`) |
 //! | `players.linked` | stream | [`linked::LinkedV1`] | auth (`LinkGuest`) | games (`games-links`), ratings (`ratings-links`) |
 //!
-//! | `mm-ticket:{id}`, `mm-pool:{pool}`, `mm-wave:{pool}`, `mm-commits`, lobby and stats | keys, schedules, pub/sub | [`matchmaking`] (its own table) | matchmaking | matchmaking replicas |
+//! | `mm-ticket:{mm}<id>`, `mm-pool:{mm}<pool>`, `mm-wave:<pool>`, `mm-commits:{mm}`, lobby and stats | keys, schedules, pub/sub | [`matchmaking`] (its own table) | matchmaking | matchmaking replicas |
 //! | `analysis.jobs.computer`, `.interactive`, `.bulk` | streams (group `analysis-workers`), job records, events, cache | [`analysis`] (its own table) | analysis (API, workers) | analysis workers and API |
 //!
 //! # Versioning rules

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use draughts_store::{LiveStore, MemoryStore, RedisStore};
-use draughts_testkit::RedisServer;
+use draughts_testkit::{RedisCluster, RedisServer};
 
 pub type Store = Arc<dyn LiveStore>;
 
@@ -29,6 +29,20 @@ pub async fn open_redis() -> Opened {
     Opened {
         store: Arc::new(store),
         _server: Some(server),
+    }
+}
+
+/// A store on the test binary's shared 3-primary Redis Cluster, under a prefix of its own.
+pub async fn open_cluster() -> Opened {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let cluster = RedisCluster::shared().expect("start a redis cluster");
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let store = RedisStore::connect_cluster(&cluster.node_urls(), &format!("suite-{n}:"))
+        .await
+        .expect("connect to the test redis cluster");
+    Opened {
+        store: Arc::new(store),
+        _server: None,
     }
 }
 
@@ -59,6 +73,7 @@ macro_rules! live_store_suite {
                 take_due_is_exactly_once_under_concurrency,
                 schedule_cancel_and_next_due,
                 put_with_applies_effects_only_when_it_wins,
+                put_with_refuses_effects_outside_the_key_group,
                 claimed_due_members_come_back_unless_dealt_with,
                 rate_counter_resets_after_window,
                 errors_have_codes,
@@ -77,6 +92,7 @@ macro_rules! live_store_suite {
 live_store_suite! {
     memory => super::open_memory,
     redis => super::open_redis,
+    cluster => super::open_cluster,
 }
 
 /// Redis only: two prefixes on one server do not see each other.
@@ -107,6 +123,201 @@ async fn open_live_store_by_url() {
     assert!(format!("{memory:?}").contains("MemoryStore"));
     let bad = open_live_store("mongodb://x", "").await.unwrap_err();
     assert_eq!(bad.code(), ErrorCode::InvalidArgument);
+}
+
+/// Cluster only: the names of one group (a game's record, its stream, its deadline) are on one
+/// primary, the groups are spread over all three, and the URL of the services reaches the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_keeps_each_group_on_one_primary_and_spreads_the_groups() {
+    use draughts_store::{Bytes, Effect, open_live_store};
+    const N_GAMES: usize = 48;
+    let cluster = RedisCluster::shared().expect("start a redis cluster");
+    let store = open_live_store(&cluster.url(), "spread:").await.unwrap();
+    assert!(format!("{store:?}").contains("RedisStore"));
+    for n in 0..N_GAMES {
+        let id = format!("g{n}");
+        store
+            .put_with(
+                &format!("game:{{{id}}}"),
+                Bytes::from_static(b"state"),
+                None,
+                None,
+                &[Effect::Schedule {
+                    set: "deadlines".into(),
+                    member: id.clone(),
+                    at_unix_ms: 1_000 + n as u64,
+                }],
+            )
+            .await
+            .unwrap();
+        store
+            .append(&format!("moves:{{{id}}}"), Bytes::from_static(b"m"))
+            .await
+            .unwrap();
+    }
+    // Where each key is, asked of each node directly.
+    let mut holder = std::collections::HashMap::new();
+    let mut nodes_used = 0;
+    for url in cluster.node_urls() {
+        let client = ::redis::Client::open(url.as_str()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        let keys: Vec<String> = ::redis::cmd("KEYS")
+            .arg("spread:*")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        nodes_used += usize::from(!keys.is_empty());
+        for n in 0..N_GAMES {
+            let member = format!("g{n}");
+            for key in &keys {
+                let kind = if key.ends_with(&format!("kv:game:{{{member}}}")) {
+                    "kv"
+                } else if key.ends_with(&format!("stream:moves:{{{member}}}")) {
+                    "stream"
+                } else if key.ends_with("due:deadlines") {
+                    let score: Option<f64> = ::redis::cmd("ZSCORE")
+                        .arg(key)
+                        .arg(&member)
+                        .query_async(&mut conn)
+                        .await
+                        .unwrap();
+                    if score.is_none() {
+                        continue;
+                    }
+                    "deadline"
+                } else {
+                    continue;
+                };
+                holder.insert((member.clone(), kind), url.clone());
+            }
+        }
+    }
+    assert_eq!(
+        nodes_used,
+        RedisCluster::MASTERS,
+        "groups spread over every primary"
+    );
+    for n in 0..N_GAMES {
+        let member = format!("g{n}");
+        let at = |kind: &'static str| holder.get(&(member.clone(), kind)).cloned();
+        assert!(at("kv").is_some(), "{member} stored");
+        assert_eq!(
+            at("kv"),
+            at("stream"),
+            "{member}: record and stream together"
+        );
+        assert_eq!(
+            at("kv"),
+            at("deadline"),
+            "{member}: record and deadline together"
+        );
+    }
+    // The spread schedule reads as one.
+    assert_eq!(
+        store.schedule_len("deadlines").await.unwrap(),
+        N_GAMES as u64
+    );
+    assert_eq!(
+        store.next_due("deadlines").await.unwrap(),
+        Some(("g0".to_owned(), 1_000))
+    );
+    let due = store.take_due("deadlines", 1_009, 100).await.unwrap();
+    let expected: Vec<String> = (0..10).map(|n| format!("g{n}")).collect();
+    assert_eq!(due, expected, "earliest first across the shards");
+    let claimed = store
+        .claim_due("deadlines", 10_000, 5, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let expected: Vec<String> = (10..15).map(|n| format!("g{n}")).collect();
+    assert_eq!(claimed, expected);
+    assert_eq!(
+        store.schedule_len("deadlines").await.unwrap(),
+        N_GAMES as u64 - 10
+    );
+}
+
+/// Cluster only: a primary restarted (SIGTERM, then started again with its append-only file) loses
+/// nothing: every game and deadline is readable again, the pub/sub connection (on the restarted
+/// node) comes back with a `Gap`, and publications flow again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_survives_a_primary_restart() {
+    use draughts_store::{Bytes, Effect, Notice, open_live_store};
+    use futures_util::StreamExt;
+    use std::time::Instant;
+    const N_GAMES: usize = 32;
+    let mut cluster = RedisCluster::start().expect("start a redis cluster");
+    let store = open_live_store(&cluster.url(), "restart:").await.unwrap();
+    let mut watch = store.subscribe("events").await.unwrap();
+    for n in 0..N_GAMES {
+        store
+            .put_with(
+                &format!("game:{{g{n}}}"),
+                Bytes::from(format!("state {n}")),
+                None,
+                None,
+                &[Effect::Schedule {
+                    set: "deadlines".into(),
+                    member: format!("g{n}"),
+                    at_unix_ms: 1_000 + n as u64,
+                }],
+            )
+            .await
+            .unwrap();
+    }
+    // The first node: where the store's pub/sub connection and its publications are.
+    let cluster = tokio::task::spawn_blocking(move || {
+        cluster.restart_node(0).expect("restart a primary");
+        cluster
+    })
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for n in 0..N_GAMES {
+        let key = format!("game:{{g{n}}}");
+        loop {
+            match store.get(&key).await {
+                Ok(Some((value, 1))) => {
+                    assert_eq!(value, Bytes::from(format!("state {n}")));
+                    break;
+                }
+                Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => panic!("{key} after the restart: {other:?}"),
+            }
+        }
+    }
+    assert_eq!(
+        store.schedule_len("deadlines").await.unwrap(),
+        N_GAMES as u64
+    );
+    let mut gap = false;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no publication after the restart"
+        );
+        let _ = store.publish("events", Bytes::from_static(b"after")).await;
+        match tokio::time::timeout(Duration::from_millis(200), watch.next()).await {
+            Ok(Some(Notice::Gap)) => gap = true,
+            Ok(Some(Notice::Message(m))) if m == "after" => break,
+            Ok(None) => panic!("the subscription ended"),
+            _ => {}
+        }
+    }
+    assert!(gap, "the subscriber was told it may have missed messages");
+    drop(cluster);
+}
+
+/// A cluster URL whose nodes are gone is `Unavailable`, not a panic.
+#[tokio::test]
+async fn redis_cluster_down_is_unavailable() {
+    use draughts_store::{ErrorCode, open_live_store};
+    let port = draughts_testkit::free_port().unwrap();
+    let err = open_live_store(&format!("redis+cluster://127.0.0.1:{port}/"), "x:")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Unavailable, "{err}");
 }
 
 /// A Redis that is gone is `Unavailable`, not a panic.
@@ -1197,7 +1408,10 @@ pub mod checks {
     pub async fn put_with_applies_effects_only_when_it_wins(store: Store) {
         let mut watch = store.subscribe("game-events:7").await.unwrap();
         store.schedule("deadlines", "g7", 1_000).await.unwrap();
-        store.schedule("deadlines", "gone", 2_000).await.unwrap();
+        store
+            .schedule("deadlines", "{g7}:old", 2_000)
+            .await
+            .unwrap();
         let effects = [
             Effect::Schedule {
                 set: "deadlines".into(),
@@ -1206,7 +1420,7 @@ pub mod checks {
             },
             Effect::Cancel {
                 set: "deadlines".into(),
-                member: "gone".into(),
+                member: "{g7}:old".into(),
             },
             Effect::Schedule {
                 set: "archive".into(),
@@ -1219,13 +1433,13 @@ pub mod checks {
             },
         ];
         let v1 = store
-            .put_with("game:7", bytes("created"), None, None, &effects[..1])
+            .put_with("game:{g7}", bytes("created"), None, None, &effects[..1])
             .await
             .unwrap();
         assert_eq!(v1, 1);
         // A lost race applies no effect at all.
         let lost = store
-            .put_with("game:7", bytes("stale"), Some(5), None, &effects)
+            .put_with("game:{g7}", bytes("stale"), Some(5), None, &effects)
             .await
             .unwrap_err();
         assert!(
@@ -1240,7 +1454,7 @@ pub mod checks {
         );
         assert_eq!(
             store.next_due("deadlines").await.unwrap(),
-            Some(("gone".to_owned(), 2_000)),
+            Some(("{g7}:old".to_owned(), 2_000)),
             "the lost race cancelled nothing"
         );
         assert_eq!(store.next_due("archive").await.unwrap(), None);
@@ -1248,19 +1462,19 @@ pub mod checks {
         assert!(nothing.is_err(), "the lost race published nothing");
         // The winner applies every effect with the write.
         let v2 = store
-            .put_with("game:7", bytes("moved"), Some(v1), None, &effects)
+            .put_with("game:{g7}", bytes("moved"), Some(v1), None, &effects)
             .await
             .unwrap();
         assert_eq!(v2, 2);
         assert_eq!(
-            store.get("game:7").await.unwrap(),
+            store.get("game:{g7}").await.unwrap(),
             Some((bytes("moved"), 2))
         );
         assert_eq!(soon(watch.next()).await, message("seq 2"));
         assert_eq!(
             store.take_due("deadlines", 100_000, 10).await.unwrap(),
             vec!["g7".to_owned()],
-            "g7 rescheduled to 9000 and 'gone' cancelled"
+            "g7 rescheduled to 9000 and '{{g7}}:old' cancelled"
         );
         assert_eq!(
             store.take_due("archive", 100, 10).await.unwrap(),
@@ -1268,10 +1482,96 @@ pub mod checks {
         );
         // No effects: a plain compare-and-set.
         let v3 = store
-            .put_with("game:7", bytes("plain"), Some(v2), None, &[])
+            .put_with("game:{g7}", bytes("plain"), Some(v2), None, &[])
             .await
             .unwrap();
         assert_eq!(v3, 3);
+    }
+
+    pub async fn put_with_refuses_effects_outside_the_key_group(store: Store) {
+        // A spread schedule's member must be in the key's group ...
+        let elsewhere = store
+            .put_with(
+                "game:{g1}",
+                bytes("v"),
+                None,
+                None,
+                &[Effect::Schedule {
+                    set: "deadlines".into(),
+                    member: "g2".into(),
+                    at_unix_ms: 1,
+                }],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(elsewhere.code(), ErrorCode::InvalidArgument, "{elsewhere}");
+        let untagged = store
+            .put_with(
+                "game:g1",
+                bytes("v"),
+                None,
+                None,
+                &[Effect::Cancel {
+                    set: "deadlines".into(),
+                    member: "g1".into(),
+                }],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(untagged.code(), ErrorCode::InvalidArgument, "{untagged}");
+        assert_eq!(
+            store.get("game:{g1}").await.unwrap(),
+            None,
+            "nothing written"
+        );
+        assert_eq!(store.get("game:g1").await.unwrap(), None, "nothing written");
+        assert_eq!(store.schedule_len("deadlines").await.unwrap(), 0);
+        // ... a pinned schedule (a hash tag in its name) must be in the key's group, any member.
+        let member = r#"{"ticket":"t1","rating":1500}"#;
+        store
+            .put_with(
+                "ticket:{mm}t1",
+                bytes("waiting"),
+                None,
+                None,
+                &[
+                    Effect::Schedule {
+                        set: "pool:{mm}blitz".into(),
+                        member: member.into(),
+                        at_unix_ms: 5,
+                    },
+                    Effect::Publish {
+                        channel: "anywhere".into(),
+                        payload: bytes("x"),
+                    },
+                ],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            store.scheduled("pool:{mm}blitz", 10).await.unwrap(),
+            vec![(member.to_owned(), 5)]
+        );
+        let other_pool = store
+            .put_with(
+                "ticket:{mm}t2",
+                bytes("waiting"),
+                None,
+                None,
+                &[Effect::Schedule {
+                    set: "pool:{other}blitz".into(),
+                    member: member.into(),
+                    at_unix_ms: 5,
+                }],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            other_pool.code(),
+            ErrorCode::InvalidArgument,
+            "{other_pool}"
+        );
+        assert_eq!(store.get("ticket:{mm}t2").await.unwrap(), None);
     }
 
     pub async fn claimed_due_members_come_back_unless_dealt_with(store: Store) {

@@ -36,7 +36,7 @@ async fn main() -> anyhow::Result<()> {
     config.workers.validate()?;
     if config.backends.redis_url.starts_with("memory://") {
         anyhow::bail!(
-            "a separate worker needs the shared queue: give --redis-url redis://... (memory:// is one process only)"
+            "a separate worker needs the shared queue: give --redis-url redis://... or redis+cluster://... (memory:// is one process only)"
         );
     }
     let _telemetry =

@@ -1,7 +1,7 @@
 //! The stored form of a live game and the pure rules of play around the engine: turns, clocks, draw
 //! offers, aborts, results. No I/O here: [`super::service`] loads, calls these, and stores.
 //!
-//! Schema (JSON in the live store under `game:{id}`, field `v` = [`SCHEMA_VERSION`]): see [`GameRecord`].
+//! Schema (JSON in the live store under `game:{<id>}` (a hash tag), field `v` = [`SCHEMA_VERSION`]): see [`GameRecord`].
 //! It is read and rewritten on every move, so it is kept small: moves are compact ([`MoveRec`]) and
 //! move events are not stored but merged in when the history is read ([`GameRecord::timeline`]). Readers ignore
 //! unknown fields, so fields can be added without a version bump.

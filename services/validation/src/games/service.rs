@@ -3,11 +3,13 @@
 //! driven by a deadline schedule every replica polls, and finished games archived durably and published.
 //!
 //! Names (all built in [`keys`]):
-//! - `game:{id}`: the [`GameRecord`] as JSON, versioned.
+//! - `game:{<id>}` (the braces are a hash tag: the game's group, see `draughts_store::keys`): the
+//!   [`GameRecord`] as JSON, versioned.
 //! - `game-events:{id}` (pub/sub channel): payload = the record's last event seq, a wake-up only; watchers
 //!   re-read the record, which is the source of truth, so a lost message costs latency, never an event.
 //! - `player-games:{player}`: JSON list of the player's ongoing game ids, versioned.
-//! - `game-deadlines` (schedule): game id -> when the side to move's flag falls.
+//! - `game-deadlines` (spread schedule: each game id in its game's group): game id -> when the side to
+//!   move's flag falls.
 //! - `game-archive` (schedule): game id -> finished game to archive (set BEFORE the finishing write, so a
 //!   crash right after it still archives: at-least-once, made idempotent by the game id).
 //! - `games.finished` (stream): one entry per finished game, the event ratings and analysis consume.
@@ -34,8 +36,11 @@ use super::watch::Watchers;
 
 /// Key and stream names used by the games service.
 pub mod keys {
+    /// In the game's own group (hash tag `{id}`), with its entries in the spread schedules
+    /// (members: the game id), so that a move, its deadline and its computer turn are one atomic
+    /// write in one slot of a Redis Cluster.
     pub fn game(id: &str) -> String {
-        format!("game:{id}")
+        format!("game:{{{id}}}")
     }
     pub fn events(id: &str) -> String {
         format!("game-events:{id}")
