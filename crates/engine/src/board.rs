@@ -254,13 +254,21 @@ impl fmt::Display for Algebraic {
     }
 }
 
-/// Movement geometry used by the generator: four directions, each a constant shift plus a mask that
-/// removes squares which wrapped around an edge. Directions `d` and `d ^ 2` are opposite.
+/// Movement geometry used by the generator: up to eight directions, each a constant shift plus a mask that
+/// removes squares which wrapped around an edge. Directions `d` and `d ^ 2` are opposite. Directions 0-3
+/// are the ones pieces move along (diagonals; Turkish: orthogonals); Frisian adds captures along ranks and
+/// files as directions 4-7.
 pub(crate) trait Geometry {
-    const SHIFT: [i32; 4];
-    const STEP_MASK: [u64; 4];
+    /// Number of capture directions: 4, or 8 on the Frisian board.
+    const N_DIRS: usize;
+    /// Bit set of every capture direction.
+    const ALL_DIRS: u8;
+    const SHIFT: [i32; 8];
+    const STEP_MASK: [u64; 8];
     /// Diagonal boards have ghosts and at most 55 bits; the orthogonal board uses all 64.
     const BOARD: &'static Board;
+    /// The Frisian king-move limit applies (docs/rules.md §11.5).
+    const KING_MOVE_LIMIT: bool = false;
 }
 
 #[inline(always)]
@@ -272,16 +280,55 @@ pub(crate) fn step<G: Geometry>(b: u64, d: usize) -> u64 {
 /// 10x10: up-left, up-right, down-right, down-left.
 pub(crate) struct Diag10;
 impl Geometry for Diag10 {
-    const SHIFT: [i32; 4] = [-6, -5, 6, 5];
-    const STEP_MASK: [u64; 4] = [TEN.mask; 4];
+    const N_DIRS: usize = 4;
+    const ALL_DIRS: u8 = 0b1111;
+    const SHIFT: [i32; 8] = [-6, -5, 6, 5, 0, 0, 0, 0];
+    const STEP_MASK: [u64; 8] = [TEN.mask, TEN.mask, TEN.mask, TEN.mask, 0, 0, 0, 0];
     const BOARD: &'static Board = &TEN;
+}
+
+/// The squares of the 10x10 board's leftmost and rightmost dark square of each row (PDN 1, 6, 11, ... and
+/// 5, 10, 15, ...): a step along a row that lands there has wrapped around the edge.
+const fn row_ends(first: bool) -> u64 {
+    let mut m = 0u64;
+    let mut row = 0u8;
+    while row < 10 {
+        let i = if first { 0 } else { 4 };
+        m |= 1u64 << (row * 5 + i + row / 2);
+        row += 1;
+    }
+    m
+}
+
+/// Frisian 10x10 (docs/rules.md §11.2): the four diagonals of [`Diag10`], then up, right, down, left over
+/// the dark squares two ranks or two files away (a row holds five dark squares one bit apart; two rows down
+/// is eleven bits with the ghost layout).
+pub(crate) struct Frisian10;
+impl Geometry for Frisian10 {
+    const N_DIRS: usize = 8;
+    const ALL_DIRS: u8 = 0xFF;
+    const SHIFT: [i32; 8] = [-6, -5, 6, 5, -11, 1, 11, -1];
+    const STEP_MASK: [u64; 8] = [
+        TEN.mask,
+        TEN.mask,
+        TEN.mask,
+        TEN.mask,
+        TEN.mask,
+        TEN.mask & !row_ends(true),
+        TEN.mask,
+        TEN.mask & !row_ends(false),
+    ];
+    const BOARD: &'static Board = &TEN;
+    const KING_MOVE_LIMIT: bool = true;
 }
 
 /// 8x8 diagonal (also the mirrored board, which shares the layout).
 pub(crate) struct Diag8;
 impl Geometry for Diag8 {
-    const SHIFT: [i32; 4] = [-5, -4, 5, 4];
-    const STEP_MASK: [u64; 4] = [EIGHT.mask; 4];
+    const N_DIRS: usize = 4;
+    const ALL_DIRS: u8 = 0b1111;
+    const SHIFT: [i32; 8] = [-5, -4, 5, 4, 0, 0, 0, 0];
+    const STEP_MASK: [u64; 8] = [EIGHT.mask, EIGHT.mask, EIGHT.mask, EIGHT.mask, 0, 0, 0, 0];
     const BOARD: &'static Board = &EIGHT;
 }
 
@@ -291,8 +338,10 @@ const FILE_H: u64 = FILE_A << 7;
 /// Turkish: up, right, down, left.
 pub(crate) struct Ortho;
 impl Geometry for Ortho {
-    const SHIFT: [i32; 4] = [-8, 1, 8, -1];
-    const STEP_MASK: [u64; 4] = [!0, !FILE_A, !0, !FILE_H];
+    const N_DIRS: usize = 4;
+    const ALL_DIRS: u8 = 0b1111;
+    const SHIFT: [i32; 8] = [-8, 1, 8, -1, 0, 0, 0, 0];
+    const STEP_MASK: [u64; 8] = [!0, !FILE_A, !0, !FILE_H, 0, 0, 0, 0];
     const BOARD: &'static Board = &TURKISH;
 }
 
@@ -335,7 +384,7 @@ mod tests {
     fn neighbours<G: Geometry>(n: u32) -> Vec<String> {
         let b = G::BOARD;
         let m = b.square(n).unwrap().mask();
-        (0..4)
+        (0..G::N_DIRS)
             .filter_map(|d| {
                 let t = step::<G>(m, d);
                 (t != 0).then(|| b.algebraic(Square::from_mask(t)).to_string())
@@ -357,14 +406,31 @@ mod tests {
             let b = G::BOARD;
             for sq in b.squares() {
                 let (f, r) = b.coords(sq);
-                for d in 0..4 {
+                for d in 0..G::N_DIRS {
                     let t = step::<G>(sq.mask(), d);
                     if t != 0 {
                         assert_eq!(t.count_ones(), 1);
                         let (tf, tr) = b.coords(Square::from_mask(t));
-                        assert!((i32::from(tf) - i32::from(f)).abs() <= 1);
-                        assert!((i32::from(tr) - i32::from(r)).abs() <= 1);
+                        let (df, dr) = (i32::from(tf) - i32::from(f), i32::from(tr) - i32::from(r));
+                        if d < 4 {
+                            assert!(df.abs() <= 1 && dr.abs() <= 1);
+                        } else {
+                            // Frisian orthogonal steps: two files along the row or two ranks along the file.
+                            assert!((df.abs() == 2 && dr == 0) || (df == 0 && dr.abs() == 2));
+                        }
                         assert_eq!(step::<G>(t, d ^ 2), sq.mask());
+                    } else if d >= 4 {
+                        // no step only where the square two files or ranks away is off the board
+                        let (tf, tr) = match d {
+                            4 => (i32::from(f), i32::from(r) + 2),
+                            5 => (i32::from(f) + 2, i32::from(r)),
+                            6 => (i32::from(f), i32::from(r) - 2),
+                            _ => (i32::from(f) - 2, i32::from(r)),
+                        };
+                        assert!(
+                            !(0..10).contains(&tf) || !(0..10).contains(&tr),
+                            "{sq:?} {d}"
+                        );
                     }
                 }
             }
@@ -372,5 +438,13 @@ mod tests {
         check::<Diag10>();
         check::<Diag8>();
         check::<Ortho>();
+        check::<Frisian10>();
+        // Frisian: square 28 (e5) also reaches e7 (18), g5 (29), e3 (38), c5 (27); 6 (a9) c9 and a7.
+        assert_eq!(
+            neighbours::<Frisian10>(28),
+            vec!["d6", "f6", "f4", "d4", "e7", "g5", "e3", "c5"]
+        );
+        assert_eq!(neighbours::<Frisian10>(6), vec!["b10", "b8", "c9", "a7"]);
+        assert_eq!(neighbours::<Frisian10>(5), vec!["i9", "j8", "h10"]);
     }
 }

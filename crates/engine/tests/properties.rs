@@ -451,6 +451,14 @@ proptest! {
                 Precedence::KingFirst => {
                     prop_assert!(captures.iter().all(|m| m.is_king_move() == first.is_king_move()), "{}", show(&pos));
                 }
+                Precedence::Frisian => {
+                    // docs/rules.md §11.3: one value (a man 100, a king 199), and one kind of mover.
+                    let value = |m: &Move| 100 * m.n_captured() as usize + 99 * n_kings(m);
+                    prop_assert!(
+                        captures.iter().all(|m| value(m) == value(first) && m.is_king_move() == first.is_king_move()),
+                        "{}", show(&pos)
+                    );
+                }
                 Precedence::Free => {}
             }
             if pos.rule_set().rules().precedence == Precedence::Italian {
