@@ -263,8 +263,13 @@ pub(crate) trait Geometry {
     const N_DIRS: usize;
     /// Bit set of every capture direction.
     const ALL_DIRS: u8;
-    const SHIFT: [i32; 8];
-    const STEP_MASK: [u64; 8];
+    /// Directions 0-3 (kept as four-entry tables, as the boards without orthogonal captures had them: a
+    /// uniform mask table folds to a constant in the generator's loops).
+    const SHIFT: [i32; 4];
+    const STEP_MASK: [u64; 4];
+    /// Directions 4-7 (Frisian only; unused where `N_DIRS` is 4).
+    const SHIFT_ORTHO: [i32; 4] = [0; 4];
+    const STEP_MASK_ORTHO: [u64; 4] = [0; 4];
     /// Diagonal boards have ghosts and at most 55 bits; the orthogonal board uses all 64.
     const BOARD: &'static Board;
     /// The Frisian king-move limit applies (docs/rules.md §11.5).
@@ -273,8 +278,14 @@ pub(crate) trait Geometry {
 
 #[inline(always)]
 pub(crate) fn step<G: Geometry>(b: u64, d: usize) -> u64 {
-    let s = G::SHIFT[d];
-    (if s > 0 { b << s } else { b >> -s }) & G::STEP_MASK[d]
+    // The four-direction boards index exactly as before the Frisian geometry existed (resolved at compile
+    // time), so their generated code is unchanged.
+    let (s, mask) = if G::N_DIRS == 4 || d < 4 {
+        (G::SHIFT[d], G::STEP_MASK[d])
+    } else {
+        (G::SHIFT_ORTHO[d - 4], G::STEP_MASK_ORTHO[d - 4])
+    };
+    (if s > 0 { b << s } else { b >> -s }) & mask
 }
 
 /// 10x10: up-left, up-right, down-right, down-left.
@@ -282,8 +293,8 @@ pub(crate) struct Diag10;
 impl Geometry for Diag10 {
     const N_DIRS: usize = 4;
     const ALL_DIRS: u8 = 0b1111;
-    const SHIFT: [i32; 8] = [-6, -5, 6, 5, 0, 0, 0, 0];
-    const STEP_MASK: [u64; 8] = [TEN.mask, TEN.mask, TEN.mask, TEN.mask, 0, 0, 0, 0];
+    const SHIFT: [i32; 4] = [-6, -5, 6, 5];
+    const STEP_MASK: [u64; 4] = [TEN.mask; 4];
     const BOARD: &'static Board = &TEN;
 }
 
@@ -307,12 +318,10 @@ pub(crate) struct Frisian10;
 impl Geometry for Frisian10 {
     const N_DIRS: usize = 8;
     const ALL_DIRS: u8 = 0xFF;
-    const SHIFT: [i32; 8] = [-6, -5, 6, 5, -11, 1, 11, -1];
-    const STEP_MASK: [u64; 8] = [
-        TEN.mask,
-        TEN.mask,
-        TEN.mask,
-        TEN.mask,
+    const SHIFT: [i32; 4] = [-6, -5, 6, 5];
+    const STEP_MASK: [u64; 4] = [TEN.mask; 4];
+    const SHIFT_ORTHO: [i32; 4] = [-11, 1, 11, -1];
+    const STEP_MASK_ORTHO: [u64; 4] = [
         TEN.mask,
         TEN.mask & !row_ends(true),
         TEN.mask,
@@ -327,8 +336,8 @@ pub(crate) struct Diag8;
 impl Geometry for Diag8 {
     const N_DIRS: usize = 4;
     const ALL_DIRS: u8 = 0b1111;
-    const SHIFT: [i32; 8] = [-5, -4, 5, 4, 0, 0, 0, 0];
-    const STEP_MASK: [u64; 8] = [EIGHT.mask, EIGHT.mask, EIGHT.mask, EIGHT.mask, 0, 0, 0, 0];
+    const SHIFT: [i32; 4] = [-5, -4, 5, 4];
+    const STEP_MASK: [u64; 4] = [EIGHT.mask; 4];
     const BOARD: &'static Board = &EIGHT;
 }
 
@@ -340,8 +349,8 @@ pub(crate) struct Ortho;
 impl Geometry for Ortho {
     const N_DIRS: usize = 4;
     const ALL_DIRS: u8 = 0b1111;
-    const SHIFT: [i32; 8] = [-8, 1, 8, -1, 0, 0, 0, 0];
-    const STEP_MASK: [u64; 8] = [!0, !FILE_A, !0, !FILE_H, 0, 0, 0, 0];
+    const SHIFT: [i32; 4] = [-8, 1, 8, -1];
+    const STEP_MASK: [u64; 4] = [!0, !FILE_A, !0, !FILE_H];
     const BOARD: &'static Board = &TURKISH;
 }
 

@@ -255,7 +255,7 @@ fn perft_rec<G: Geometry>(
     gen_list::<G>(pos, list, count);
     let mut total = 0;
     for mv in list.iter() {
-        let child = pos.play_unchecked(mv);
+        let child = pos.play_in::<G>(mv);
         total += perft_rec::<G>(&child, depth - 1, count, rest);
     }
     total
@@ -575,6 +575,27 @@ impl Position {
     /// playing anything else gives a meaningless (but memory-safe) position.
     #[inline]
     pub fn play_unchecked(&self, mv: &Move) -> Position {
+        let mut next = self.play_pieces(mv);
+        if self.rules.variant().is_frisian() {
+            next.update_runs(self.side, mv);
+        }
+        next
+    }
+
+    /// [`Position::play_unchecked`] for a generator that knows its geometry: the Frisian king-move count
+    /// is kept only where the rule applies, decided at compile time (perft's hot path).
+    #[inline(always)]
+    pub(crate) fn play_in<G: Geometry>(&self, mv: &Move) -> Position {
+        let mut next = self.play_pieces(mv);
+        if G::KING_MOVE_LIMIT {
+            next.update_runs(self.side, mv);
+        }
+        next
+    }
+
+    /// The pieces after a move: the mover's piece, the captured ones, a crowning, the side to move.
+    #[inline(always)]
+    fn play_pieces(&self, mv: &Move) -> Position {
         let from = 1u64 << mv.from;
         let to = 1u64 << mv.to;
         let mut next = *self;
@@ -590,9 +611,6 @@ impl Position {
             next.kings |= to;
         }
         next.side = !self.side;
-        if self.rules.variant().is_frisian() {
-            next.update_runs(self.side, mv);
-        }
         next
     }
 
