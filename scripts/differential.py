@@ -512,7 +512,7 @@ def _work_unit(binary, variant, kind, rng, max_plies, sample_p, results):
             if not ours:
                 break
             mv = rng.choice(ours)
-            if history and rng.random() < 0.7:
+            if history and rng.random() < 0.85:
                 # Favour quiet king moves, the same king again where it can, so that the king-move limit
                 # (three in a row) is reached often.
                 quiet_kings = [m for m in ours if not m["captured"] and pieces[parse_sq(m["from"])][1]]
