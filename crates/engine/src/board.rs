@@ -274,6 +274,9 @@ pub(crate) trait Geometry {
     const BOARD: &'static Board;
     /// The Frisian king-move limit applies (docs/rules.md §11.5).
     const KING_MOVE_LIMIT: bool = false;
+    /// Per bit: the squares one step away in any capture direction (used by the eight-direction board's
+    /// man captures; empty where it is not used).
+    const NEIGHBOURS: [u64; 64] = [0; 64];
 }
 
 #[inline(always)]
@@ -311,6 +314,37 @@ const fn row_ends(first: bool) -> u64 {
     m
 }
 
+/// The union of the eight steps of every square of the Frisian board (see [`Geometry::NEIGHBOURS`]).
+const fn frisian_neighbours() -> [u64; 64] {
+    let shifts = [-6i32, -5, 6, 5, -11, 1, 11, -1];
+    let masks = [
+        TEN.mask,
+        TEN.mask,
+        TEN.mask,
+        TEN.mask,
+        TEN.mask,
+        TEN.mask & !row_ends(true),
+        TEN.mask,
+        TEN.mask & !row_ends(false),
+    ];
+    let mut out = [0u64; 64];
+    let mut bit = 0;
+    while bit < 64 {
+        let b = 1u64 << bit;
+        if TEN.mask & b != 0 {
+            let mut d = 0;
+            while d < 8 {
+                let s = shifts[d];
+                let t = if s > 0 { b << s } else { b >> -s };
+                out[bit] |= t & masks[d];
+                d += 1;
+            }
+        }
+        bit += 1;
+    }
+    out
+}
+
 /// Frisian 10x10 (docs/rules.md §11.2): the four diagonals of [`Diag10`], then up, right, down, left over
 /// the dark squares two ranks or two files away (a row holds five dark squares one bit apart; two rows down
 /// is eleven bits with the ghost layout).
@@ -329,6 +363,7 @@ impl Geometry for Frisian10 {
     ];
     const BOARD: &'static Board = &TEN;
     const KING_MOVE_LIMIT: bool = true;
+    const NEIGHBOURS: [u64; 64] = frisian_neighbours();
 }
 
 /// 8x8 diagonal (also the mirrored board, which shares the layout).
@@ -448,6 +483,11 @@ mod tests {
         check::<Diag8>();
         check::<Ortho>();
         check::<Frisian10>();
+        for sq in TEN.squares() {
+            let m = sq.mask();
+            let all = (0..8).fold(0, |acc, d| acc | step::<Frisian10>(m, d));
+            assert_eq!(Frisian10::NEIGHBOURS[sq.0 as usize], all, "{sq:?}");
+        }
         // Frisian: square 28 (e5) also reaches e7 (18), g5 (29), e3 (38), c5 (27); 6 (a9) c9 and a7.
         assert_eq!(
             neighbours::<Frisian10>(28),

@@ -232,62 +232,99 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
         let empty = self.empty_now(captured);
         let jumpable = self.men_jumpable & !captured;
         let mut any = false;
-        // Eight directions (Frisian): find the ones with a jump first, with every shift a constant, and
-        // visit only those; the four-direction boards keep their loop as it was.
-        let with_jump = if G::N_DIRS == 8 {
-            jump_dirs::<G>(cur, jumpable, empty)
-        } else {
-            0xFF
-        };
-        for d in 0..G::N_DIRS {
-            if self.man_capture_dirs & with_jump & (1 << d) == 0 {
-                continue;
-            }
-            let over = step::<G>(cur, d) & jumpable;
-            if over == 0 {
-                continue;
-            }
-            let land = step::<G>(over, d) & empty;
-            if land == 0 {
-                continue;
-            }
-            any = true;
-            let is_king = over & self.opp_kings != 0;
-            let n2 = n + 1;
-            let nk2 = n_kings + u32::from(is_king);
-            let order2 = if is_king {
-                order | Self::order_bit(n)
-            } else {
-                order
-            };
-            self.sink.jump(land, over);
-            if land & self.promo_row != 0 {
-                match self.promotion {
-                    Promotion::EndsMove => {
-                        self.emit(from, land, captured | over, n2, nk2, order2, true, false)
-                    }
-                    Promotion::Continue => self.king_jump(
-                        from,
-                        land,
-                        captured | over,
-                        n2,
-                        nk2,
-                        order2,
-                        G::ALL_DIRS & !(1 << (d ^ 2)),
-                        true,
-                        false,
-                    ),
-                    Promotion::AtEnd => self.man_jump(from, land, captured | over, n2, nk2, order2),
+        if G::N_DIRS == 8 {
+            // Eight directions (Frisian): visit the jumpable neighbours, not the directions. Every step is
+            // a constant shift in the bit layout, so the square beyond a neighbour `o` of `s` is
+            // `2o - s`, valid where it is a neighbour of `o` too.
+            let s = cur.trailing_zeros() as i32;
+            let mut c = G::NEIGHBOURS[s as usize & 63] & jumpable;
+            while c != 0 {
+                let over = c & c.wrapping_neg();
+                c &= c - 1;
+                let o = over.trailing_zeros() as i32;
+                let l = 2 * o - s;
+                if !(0..64).contains(&l) {
+                    continue;
                 }
-            } else {
-                self.man_jump(from, land, captured | over, n2, nk2, order2);
+                let land = (1u64 << l) & G::NEIGHBOURS[o as usize] & empty;
+                if land == 0 {
+                    continue;
+                }
+                let d = dir_of_shift::<G>(o - s);
+                if self.man_capture_dirs & (1 << d) == 0 {
+                    continue;
+                }
+                any = true;
+                self.man_jump_over(from, captured, n, n_kings, order, d, over, land);
             }
-            self.sink.unjump();
+        } else {
+            for d in 0..G::N_DIRS {
+                if self.man_capture_dirs & (1 << d) == 0 {
+                    continue;
+                }
+                let over = step::<G>(cur, d) & jumpable;
+                if over == 0 {
+                    continue;
+                }
+                let land = step::<G>(over, d) & empty;
+                if land == 0 {
+                    continue;
+                }
+                any = true;
+                self.man_jump_over(from, captured, n, n_kings, order, d, over, land);
+            }
         }
         if !any && n > 0 {
             let promoted = cur & self.promo_row != 0;
             self.emit(from, cur, captured, n, n_kings, order, promoted, false);
         }
+    }
+
+    /// One jump of a man in direction `d` over `over` to `land`, and the rest of its chain.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn man_jump_over(
+        &mut self,
+        from: u64,
+        captured: u64,
+        n: u32,
+        n_kings: u32,
+        order: u32,
+        d: usize,
+        over: u64,
+        land: u64,
+    ) {
+        let is_king = over & self.opp_kings != 0;
+        let n2 = n + 1;
+        let nk2 = n_kings + u32::from(is_king);
+        let order2 = if is_king {
+            order | Self::order_bit(n)
+        } else {
+            order
+        };
+        self.sink.jump(land, over);
+        if land & self.promo_row != 0 {
+            match self.promotion {
+                Promotion::EndsMove => {
+                    self.emit(from, land, captured | over, n2, nk2, order2, true, false)
+                }
+                Promotion::Continue => self.king_jump(
+                    from,
+                    land,
+                    captured | over,
+                    n2,
+                    nk2,
+                    order2,
+                    G::ALL_DIRS & !(1 << (d ^ 2)),
+                    true,
+                    false,
+                ),
+                Promotion::AtEnd => self.man_jump(from, land, captured | over, n2, nk2, order2),
+            }
+        } else {
+            self.man_jump(from, land, captured | over, n2, nk2, order2);
+        }
+        self.sink.unjump();
     }
 
     /// Whether a king standing on `at` (after the jumps in `captured`) can jump in one of `dirs`.
@@ -456,22 +493,22 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
     }
 }
 
-/// The directions (as bits) in which a piece on `at` can jump an adjacent piece of `jumpable` onto an
-/// `empty` square: all eight tested with constant shifts (no table lookups, no branches per direction).
+/// The direction whose step is the shift `k` (a neighbour's bit minus the square's bit).
 #[inline(always)]
-fn jump_dirs<G: Geometry>(at: u64, jumpable: u64, empty: u64) -> u8 {
-    let mut dirs = 0u8;
-    macro_rules! test {
-        ($($d:literal)*) => {
-            $(
-                if $d < G::N_DIRS && step::<G>(step::<G>(at, $d) & jumpable, $d) & empty != 0 {
-                    dirs |= 1 << $d;
-                }
-            )*
+fn dir_of_shift<G: Geometry>(k: i32) -> usize {
+    let mut d = 0;
+    while d < G::N_DIRS {
+        let s = if d < 4 {
+            G::SHIFT[d]
+        } else {
+            G::SHIFT_ORTHO[d - 4]
         };
+        if s == k {
+            return d;
+        }
+        d += 1;
     }
-    test!(0 1 2 3 4 5 6 7);
-    dirs
+    0
 }
 
 /// Whether the side to move has any capture (fast bitboard test, no chains built).
