@@ -157,6 +157,16 @@ pub static POOL: Weights = Weights { ..RUSSIAN };
 /// Portuguese: the spanish rules.
 pub static PORTUGUESE: Weights = Weights { ..SPANISH };
 
+/// Frisian (docs/rules.md §11): international's shape; two kings usually beat a lone king within the seven
+/// moves the rule gives them, so a lone king holds only against one piece.
+pub static FRISIAN: Weights = Weights {
+    lone_king_holds: 1,
+    ..INTERNATIONAL
+};
+
+/// Frysk!: Frisian from five men a side.
+pub static FRYSK: Weights = Weights { ..FRISIAN };
+
 impl Weights {
     /// The weight table of a variant.
     pub fn of(variant: Variant) -> &'static Weights {
@@ -174,6 +184,8 @@ impl Weights {
             Variant::Killer => &KILLER,
             Variant::Pool => &POOL,
             Variant::Portuguese => &PORTUGUESE,
+            Variant::Frisian => &FRISIAN,
+            Variant::Frysk => &FRYSK,
         }
     }
 }

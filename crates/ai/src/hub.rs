@@ -153,6 +153,7 @@ pub fn parse_position(rules: RuleSet, text: &str) -> Result<Position, HubError> 
         pieces,
         halfmove: None,
         fullmove: None,
+        king_moves: None,
     };
     Position::from_parsed_fen(&fen, rules).map_err(HubError::Position)
 }

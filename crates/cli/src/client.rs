@@ -35,7 +35,8 @@ pub struct ClientArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct Target {
-    /// Rule set: international, english, italian, russian, brazilian, spanish, czech or turkish.
+    /// Rule set: international, english, italian, russian, brazilian, spanish, czech, turkish,
+    /// antidraughts, breakthrough, killer, pool, portuguese, frisian or frysk.
     #[arg(long, short = 'v')]
     pub(crate) variant: String,
     /// Position in PDN FEN (default: the start position).

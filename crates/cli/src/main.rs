@@ -52,7 +52,8 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct PositionArgs {
-    /// Rule set: international, english, italian, russian, brazilian, spanish, czech or turkish.
+    /// Rule set: international, english, italian, russian, brazilian, spanish, czech, turkish,
+    /// antidraughts, breakthrough, killer, pool, portuguese, frisian or frysk.
     #[arg(long, short = 'v')]
     variant: String,
     /// Position in PDN FEN (default: the variant's start position).

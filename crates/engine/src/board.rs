@@ -254,32 +254,123 @@ impl fmt::Display for Algebraic {
     }
 }
 
-/// Movement geometry used by the generator: four directions, each a constant shift plus a mask that
-/// removes squares which wrapped around an edge. Directions `d` and `d ^ 2` are opposite.
+/// Movement geometry used by the generator: up to eight directions, each a constant shift plus a mask that
+/// removes squares which wrapped around an edge. Directions `d` and `d ^ 2` are opposite. Directions 0-3
+/// are the ones pieces move along (diagonals; Turkish: orthogonals); Frisian adds captures along ranks and
+/// files as directions 4-7.
 pub(crate) trait Geometry {
+    /// Number of capture directions: 4, or 8 on the Frisian board.
+    const N_DIRS: usize;
+    /// Bit set of every capture direction.
+    const ALL_DIRS: u8;
+    /// Directions 0-3 (kept as four-entry tables, as the boards without orthogonal captures had them: a
+    /// uniform mask table folds to a constant in the generator's loops).
     const SHIFT: [i32; 4];
     const STEP_MASK: [u64; 4];
+    /// Directions 4-7 (Frisian only; unused where `N_DIRS` is 4).
+    const SHIFT_ORTHO: [i32; 4] = [0; 4];
+    const STEP_MASK_ORTHO: [u64; 4] = [0; 4];
     /// Diagonal boards have ghosts and at most 55 bits; the orthogonal board uses all 64.
     const BOARD: &'static Board;
+    /// The Frisian king-move limit applies (docs/rules.md §11.5).
+    const KING_MOVE_LIMIT: bool = false;
+    /// Per bit: the squares one step away in any capture direction (used by the eight-direction board's
+    /// man captures; empty where it is not used).
+    const NEIGHBOURS: [u64; 64] = [0; 64];
 }
 
 #[inline(always)]
 pub(crate) fn step<G: Geometry>(b: u64, d: usize) -> u64 {
-    let s = G::SHIFT[d];
-    (if s > 0 { b << s } else { b >> -s }) & G::STEP_MASK[d]
+    // The four-direction boards index exactly as before the Frisian geometry existed (resolved at compile
+    // time), so their generated code is unchanged.
+    let (s, mask) = if G::N_DIRS == 4 || d < 4 {
+        (G::SHIFT[d], G::STEP_MASK[d])
+    } else {
+        (G::SHIFT_ORTHO[d - 4], G::STEP_MASK_ORTHO[d - 4])
+    };
+    (if s > 0 { b << s } else { b >> -s }) & mask
 }
 
 /// 10x10: up-left, up-right, down-right, down-left.
 pub(crate) struct Diag10;
 impl Geometry for Diag10 {
+    const N_DIRS: usize = 4;
+    const ALL_DIRS: u8 = 0b1111;
     const SHIFT: [i32; 4] = [-6, -5, 6, 5];
     const STEP_MASK: [u64; 4] = [TEN.mask; 4];
     const BOARD: &'static Board = &TEN;
 }
 
+/// The squares of the 10x10 board's leftmost and rightmost dark square of each row (PDN 1, 6, 11, ... and
+/// 5, 10, 15, ...): a step along a row that lands there has wrapped around the edge.
+const fn row_ends(first: bool) -> u64 {
+    let mut m = 0u64;
+    let mut row = 0u8;
+    while row < 10 {
+        let i = if first { 0 } else { 4 };
+        m |= 1u64 << (row * 5 + i + row / 2);
+        row += 1;
+    }
+    m
+}
+
+/// The union of the eight steps of every square of the Frisian board (see [`Geometry::NEIGHBOURS`]).
+const fn frisian_neighbours() -> [u64; 64] {
+    let shifts = [-6i32, -5, 6, 5, -11, 1, 11, -1];
+    let masks = [
+        TEN.mask,
+        TEN.mask,
+        TEN.mask,
+        TEN.mask,
+        TEN.mask,
+        TEN.mask & !row_ends(true),
+        TEN.mask,
+        TEN.mask & !row_ends(false),
+    ];
+    let mut out = [0u64; 64];
+    let mut bit = 0;
+    while bit < 64 {
+        let b = 1u64 << bit;
+        if TEN.mask & b != 0 {
+            let mut d = 0;
+            while d < 8 {
+                let s = shifts[d];
+                let t = if s > 0 { b << s } else { b >> -s };
+                out[bit] |= t & masks[d];
+                d += 1;
+            }
+        }
+        bit += 1;
+    }
+    out
+}
+
+/// Frisian 10x10 (docs/rules.md §11.2): the four diagonals of [`Diag10`], then up, right, down, left over
+/// the dark squares two ranks or two files away (a row holds five dark squares one bit apart; two rows down
+/// is eleven bits with the ghost layout).
+pub(crate) struct Frisian10;
+impl Geometry for Frisian10 {
+    const N_DIRS: usize = 8;
+    const ALL_DIRS: u8 = 0xFF;
+    const SHIFT: [i32; 4] = [-6, -5, 6, 5];
+    const STEP_MASK: [u64; 4] = [TEN.mask; 4];
+    const SHIFT_ORTHO: [i32; 4] = [-11, 1, 11, -1];
+    const STEP_MASK_ORTHO: [u64; 4] = [
+        TEN.mask,
+        TEN.mask & !row_ends(true),
+        TEN.mask,
+        TEN.mask & !row_ends(false),
+    ];
+    const BOARD: &'static Board = &TEN;
+    const KING_MOVE_LIMIT: bool = true;
+    const NEIGHBOURS: [u64; 64] = frisian_neighbours();
+}
+
 /// 8x8 diagonal (also the mirrored board, which shares the layout).
 pub(crate) struct Diag8;
 impl Geometry for Diag8 {
+    const N_DIRS: usize = 4;
+    const ALL_DIRS: u8 = 0b1111;
     const SHIFT: [i32; 4] = [-5, -4, 5, 4];
     const STEP_MASK: [u64; 4] = [EIGHT.mask; 4];
     const BOARD: &'static Board = &EIGHT;
@@ -291,6 +382,8 @@ const FILE_H: u64 = FILE_A << 7;
 /// Turkish: up, right, down, left.
 pub(crate) struct Ortho;
 impl Geometry for Ortho {
+    const N_DIRS: usize = 4;
+    const ALL_DIRS: u8 = 0b1111;
     const SHIFT: [i32; 4] = [-8, 1, 8, -1];
     const STEP_MASK: [u64; 4] = [!0, !FILE_A, !0, !FILE_H];
     const BOARD: &'static Board = &TURKISH;
@@ -335,7 +428,7 @@ mod tests {
     fn neighbours<G: Geometry>(n: u32) -> Vec<String> {
         let b = G::BOARD;
         let m = b.square(n).unwrap().mask();
-        (0..4)
+        (0..G::N_DIRS)
             .filter_map(|d| {
                 let t = step::<G>(m, d);
                 (t != 0).then(|| b.algebraic(Square::from_mask(t)).to_string())
@@ -357,14 +450,31 @@ mod tests {
             let b = G::BOARD;
             for sq in b.squares() {
                 let (f, r) = b.coords(sq);
-                for d in 0..4 {
+                for d in 0..G::N_DIRS {
                     let t = step::<G>(sq.mask(), d);
                     if t != 0 {
                         assert_eq!(t.count_ones(), 1);
                         let (tf, tr) = b.coords(Square::from_mask(t));
-                        assert!((i32::from(tf) - i32::from(f)).abs() <= 1);
-                        assert!((i32::from(tr) - i32::from(r)).abs() <= 1);
+                        let (df, dr) = (i32::from(tf) - i32::from(f), i32::from(tr) - i32::from(r));
+                        if d < 4 {
+                            assert!(df.abs() <= 1 && dr.abs() <= 1);
+                        } else {
+                            // Frisian orthogonal steps: two files along the row or two ranks along the file.
+                            assert!((df.abs() == 2 && dr == 0) || (df == 0 && dr.abs() == 2));
+                        }
                         assert_eq!(step::<G>(t, d ^ 2), sq.mask());
+                    } else if d >= 4 {
+                        // no step only where the square two files or ranks away is off the board
+                        let (tf, tr) = match d {
+                            4 => (i32::from(f), i32::from(r) + 2),
+                            5 => (i32::from(f) + 2, i32::from(r)),
+                            6 => (i32::from(f), i32::from(r) - 2),
+                            _ => (i32::from(f) - 2, i32::from(r)),
+                        };
+                        assert!(
+                            !(0..10).contains(&tf) || !(0..10).contains(&tr),
+                            "{sq:?} {d}"
+                        );
                     }
                 }
             }
@@ -372,5 +482,18 @@ mod tests {
         check::<Diag10>();
         check::<Diag8>();
         check::<Ortho>();
+        check::<Frisian10>();
+        for sq in TEN.squares() {
+            let m = sq.mask();
+            let all = (0..8).fold(0, |acc, d| acc | step::<Frisian10>(m, d));
+            assert_eq!(Frisian10::NEIGHBOURS[sq.0 as usize], all, "{sq:?}");
+        }
+        // Frisian: square 28 (e5) also reaches e7 (18), g5 (29), e3 (38), c5 (27); 6 (a9) c9 and a7.
+        assert_eq!(
+            neighbours::<Frisian10>(28),
+            vec!["d6", "f6", "f4", "d4", "e7", "g5", "e3", "c5"]
+        );
+        assert_eq!(neighbours::<Frisian10>(6), vec!["b10", "b8", "c9", "a7"]);
+        assert_eq!(neighbours::<Frisian10>(5), vec!["i9", "j8", "h10"]);
     }
 }

@@ -1,4 +1,5 @@
-//! FEN as PDN uses it: `W:W31-50:B1-20`, `B:WK4,29:B8,K12`, optional lidraughts `:H0:F1` counters.
+//! FEN as PDN uses it: `W:W31-50:B1-20`, `B:WK4,29:B8,K12`, optional lidraughts `:H0:F1` counters and,
+//! for Frisian, lidraughts' king-move field `:+0+328` (Black's count and king square, then White's).
 //!
 //! Parsing is syntax only ([`Fen`]); [`crate::Position::from_fen`] resolves the squares against a board.
 
@@ -72,6 +73,9 @@ pub struct Fen {
     pub halfmove: Option<u32>,
     /// lidraughts `F`: the move number, when given.
     pub fullmove: Option<u32>,
+    /// Frisian king-move counts (lidraughts' `+` field, docs/rules.md §5.3, §11.5), White's then Black's:
+    /// how many non-capturing moves in a row the king on that square made; `None` when not given.
+    pub king_moves: Option<[(u8, Option<SquareRef>); 2]>,
 }
 
 /// A FEN that does not parse, with the offending text.
@@ -120,6 +124,7 @@ impl FromStr for Fen {
             pieces: Vec::new(),
             halfmove: None,
             fullmove: None,
+            king_moves: None,
         };
         let mut seen = [false; 2];
         for field in fields {
@@ -144,9 +149,38 @@ impl FromStr for Fen {
                     );
                     continue;
                 }
+                Some('+') => {
+                    if fen.king_moves.is_some() {
+                        return Err(err("the king-move counts are given twice".into()));
+                    }
+                    let (black, white) = rest.split_once('+').ok_or_else(|| {
+                        err(format!(
+                            "king-move counts are '+<black count><square>+<white count><square>', got '{field}'"
+                        ))
+                    })?;
+                    let one = |t: &str| -> Result<(u8, Option<SquareRef>), FenError> {
+                        let t = t.trim();
+                        let mut cs = t.chars();
+                        let count = cs
+                            .next()
+                            .and_then(|c| c.to_digit(10))
+                            .ok_or_else(|| err(format!("bad king-move count in '{field}'")))?;
+                        let sq = cs.as_str();
+                        let sq = if sq.is_empty() {
+                            None
+                        } else {
+                            Some(SquareRef::parse(sq).ok_or_else(|| {
+                                err(format!("bad king-move square '{sq}' in '{field}'"))
+                            })?)
+                        };
+                        Ok((count as u8, sq))
+                    };
+                    fen.king_moves = Some([one(white)?, one(black)?]);
+                    continue;
+                }
                 _ => {
                     return Err(err(format!(
-                        "each field after the side to move must start with W, B, H or F, got '{field}'"
+                        "each field after the side to move must start with W, B, H, F or +, got '{field}'"
                     )));
                 }
             };
@@ -233,6 +267,19 @@ impl crate::Position {
                     out.push_str(&board.algebraic(sq).to_string());
                 } else {
                     out.push_str(&board.number(sq).to_string());
+                }
+            }
+        }
+        // Frisian king-move counts, only when one is running (lidraughts' field, docs/rules.md §11.5).
+        let runs = [Color::Black, Color::White].map(|c| self.king_run(c));
+        if runs.iter().any(Option::is_some) {
+            out.push(':');
+            for run in runs {
+                out.push('+');
+                if let Some((sq, n)) = run {
+                    out.push_str(&format!("{n}{}", board.number(sq)));
+                } else {
+                    out.push('0');
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! A game: the position, its history, the draw rules in force and the result.
 
 use crate::position::{Move, Position, PositionError};
-use crate::variant::{Color, Goal, ProgressReset, RuleSet, Variant};
+use crate::variant::{Color, EndgameRule, Goal, ProgressReset, RuleSet, Variant};
 use crate::{Fen, ResolveError};
 
 /// Why a game was won.
@@ -249,13 +249,24 @@ impl Game {
         Ok(result)
     }
 
-    /// FMJD endgame classes (when the rule is on): a lone king against at most three pieces including
-    /// a king. Returns the limit in moves per side: 16 for three pieces, 5 for one or two.
+    /// Endgame classes. FMJD (docs/rules.md §4.3): a lone king against at most three pieces including
+    /// a king; the limit in moves per side is 16 for three pieces, 5 for one or two. Frisian (§11.6): only
+    /// kings, two against one (7 moves each) or one against one (2 moves each).
     fn endgame_class(&self) -> Option<u16> {
-        if !self.rule_set().draw_rules().endgame {
-            return None;
-        }
         let p = &self.position;
+        match self.rule_set().draw_rules().endgame {
+            EndgameRule::None => return None,
+            EndgameRule::Frisian => {
+                let (wm, wk) = p.material(Color::White);
+                let (bm, bk) = p.material(Color::Black);
+                return match (wm + bm, wk, bk) {
+                    (0, 1, 1) => Some(2),
+                    (0, 2, 1) | (0, 1, 2) => Some(7),
+                    _ => None,
+                };
+            }
+            EndgameRule::Fmjd => {}
+        }
         let class = |strong: Color| -> Option<u16> {
             let (wm, wk) = p.material(strong.opposite());
             let (sm, sk) = p.material(strong);

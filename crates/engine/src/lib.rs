@@ -1,4 +1,4 @@
-//! The rules of draughts: thirteen variants, their move generation, notation and game state.
+//! The rules of draughts: fifteen variants, their move generation, notation and game state.
 //!
 //! The crate is pure: no I/O, no async, no dependency on the services' transports.
 //!
@@ -29,6 +29,6 @@ pub use game::{DrawReason, Game, GameError, GameResult, GameStatus, WinReason};
 pub use notation::{MoveText, MoveTextError, ResolveError};
 pub use position::{Count, Move, MovePath, Piece, PlayError, Position, PositionError, Role};
 pub use variant::{
-    Color, DrawRules, Goal, NoProgress, NotationStyle, OptionError, Precedence, ProgressReset,
-    Promotion, Removal, RuleOptions, RuleSet, Rules, UnknownVariant, Variant,
+    Color, DrawRules, EndgameRule, Goal, NoProgress, NotationStyle, OptionError, Precedence,
+    ProgressReset, Promotion, Removal, RuleOptions, RuleSet, Rules, UnknownVariant, Variant,
 };

@@ -66,7 +66,7 @@ pub(crate) fn man_move_dirs(turkish: bool, side: Color) -> u8 {
 pub(crate) fn man_capture_dirs(pos: &Position) -> u8 {
     let rules = pos.rule_set().rules();
     if rules.men_capture_backward {
-        0b1111
+        0xFF
     } else {
         man_move_dirs(rules.board == crate::BoardKind::Turkish, pos.side_to_move())
     }
@@ -117,7 +117,7 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
         let own_men = own & !own_kings;
         // Men that have a first jump.
         let mut starters = 0u64;
-        for d in 0..4 {
+        for d in 0..G::N_DIRS {
             if self.man_capture_dirs & (1 << d) != 0 {
                 let r = d ^ 2;
                 starters |= own_men & step::<G>(step::<G>(self.empty, r) & self.men_jumpable, r);
@@ -136,7 +136,7 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
             let from = k & k.wrapping_neg();
             k &= k - 1;
             self.empty = empty0 | from;
-            self.king_jump(from, from, 0, 0, 0, 0, 0b1111, false, true);
+            self.king_jump(from, from, 0, 0, 0, 0, G::ALL_DIRS, false, true);
         }
         self.empty = empty0;
         if self.sink.has_captures() && pos.rule_set().mandatory_capture() {
@@ -163,7 +163,7 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
                 self.sink.quiet(Move::new(from, to, 0, 0, false, promotes));
             }
         }
-        let mut k = own_kings;
+        let mut k = own_kings & !blocked_king::<G>(pos);
         while k != 0 {
             let from = k & k.wrapping_neg();
             k &= k - 1;
@@ -201,14 +201,20 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
         promoted: bool,
         mover_king: bool,
     ) {
-        let key = match self.precedence {
-            Precedence::Free => 0,
-            Precedence::MostPieces => n,
-            Precedence::MostPiecesThenKings => (n << 8) | n_kings,
-            Precedence::Italian => {
-                (n << 24) | (u32::from(mover_king) << 23) | (n_kings << 16) | king_order
+        let key = if G::N_DIRS == 8 {
+            // The Frisian board (only the Frisian rules use it), docs/rules.md §11.3: a man 100, a king
+            // 199; at equal value a king's capture.
+            ((100 * n + 99 * n_kings) << 1) | u32::from(mover_king)
+        } else {
+            match self.precedence {
+                Precedence::Free | Precedence::Frisian => 0,
+                Precedence::MostPieces => n,
+                Precedence::MostPiecesThenKings => (n << 8) | n_kings,
+                Precedence::Italian => {
+                    (n << 24) | (u32::from(mover_king) << 23) | (n_kings << 16) | king_order
+                }
+                Precedence::KingFirst => u32::from(mover_king),
             }
-            Precedence::KingFirst => u32::from(mover_king),
         };
         self.sink.capture(
             Move::new(from, to, captured, n as u8, mover_king, promoted),
@@ -226,50 +232,47 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
         let empty = self.empty_now(captured);
         let jumpable = self.men_jumpable & !captured;
         let mut any = false;
-        for d in 0..4 {
-            if self.man_capture_dirs & (1 << d) == 0 {
-                continue;
-            }
-            let over = step::<G>(cur, d) & jumpable;
-            if over == 0 {
-                continue;
-            }
-            let land = step::<G>(over, d) & empty;
-            if land == 0 {
-                continue;
-            }
-            any = true;
-            let is_king = over & self.opp_kings != 0;
-            let n2 = n + 1;
-            let nk2 = n_kings + u32::from(is_king);
-            let order2 = if is_king {
-                order | Self::order_bit(n)
-            } else {
-                order
-            };
-            self.sink.jump(land, over);
-            if land & self.promo_row != 0 {
-                match self.promotion {
-                    Promotion::EndsMove => {
-                        self.emit(from, land, captured | over, n2, nk2, order2, true, false)
-                    }
-                    Promotion::Continue => self.king_jump(
-                        from,
-                        land,
-                        captured | over,
-                        n2,
-                        nk2,
-                        order2,
-                        0b1111 & !(1 << (d ^ 2)),
-                        true,
-                        false,
-                    ),
-                    Promotion::AtEnd => self.man_jump(from, land, captured | over, n2, nk2, order2),
+        if G::N_DIRS == 8 {
+            // Eight directions (Frisian): visit the jumpable neighbours, not the directions. Every step is
+            // a constant shift in the bit layout, so the square beyond a neighbour `o` of `s` is
+            // `2o - s`, valid where it is a neighbour of `o` too.
+            let s = cur.trailing_zeros() as i32;
+            let mut c = G::NEIGHBOURS[s as usize & 63] & jumpable;
+            while c != 0 {
+                let over = c & c.wrapping_neg();
+                c &= c - 1;
+                let o = over.trailing_zeros() as i32;
+                let l = 2 * o - s;
+                if !(0..64).contains(&l) {
+                    continue;
                 }
-            } else {
-                self.man_jump(from, land, captured | over, n2, nk2, order2);
+                let land = (1u64 << l) & G::NEIGHBOURS[o as usize] & empty;
+                if land == 0 {
+                    continue;
+                }
+                let d = dir_of_shift::<G>(o - s);
+                if self.man_capture_dirs & (1 << d) == 0 {
+                    continue;
+                }
+                any = true;
+                self.man_jump_over(from, captured, n, n_kings, order, d, over, land);
             }
-            self.sink.unjump();
+        } else {
+            for d in 0..G::N_DIRS {
+                if self.man_capture_dirs & (1 << d) == 0 {
+                    continue;
+                }
+                let over = step::<G>(cur, d) & jumpable;
+                if over == 0 {
+                    continue;
+                }
+                let land = step::<G>(over, d) & empty;
+                if land == 0 {
+                    continue;
+                }
+                any = true;
+                self.man_jump_over(from, captured, n, n_kings, order, d, over, land);
+            }
         }
         if !any && n > 0 {
             let promoted = cur & self.promo_row != 0;
@@ -277,11 +280,58 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
         }
     }
 
+    /// One jump of a man in direction `d` over `over` to `land`, and the rest of its chain.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn man_jump_over(
+        &mut self,
+        from: u64,
+        captured: u64,
+        n: u32,
+        n_kings: u32,
+        order: u32,
+        d: usize,
+        over: u64,
+        land: u64,
+    ) {
+        let is_king = over & self.opp_kings != 0;
+        let n2 = n + 1;
+        let nk2 = n_kings + u32::from(is_king);
+        let order2 = if is_king {
+            order | Self::order_bit(n)
+        } else {
+            order
+        };
+        self.sink.jump(land, over);
+        if land & self.promo_row != 0 {
+            match self.promotion {
+                Promotion::EndsMove => {
+                    self.emit(from, land, captured | over, n2, nk2, order2, true, false)
+                }
+                Promotion::Continue => self.king_jump(
+                    from,
+                    land,
+                    captured | over,
+                    n2,
+                    nk2,
+                    order2,
+                    G::ALL_DIRS & !(1 << (d ^ 2)),
+                    true,
+                    false,
+                ),
+                Promotion::AtEnd => self.man_jump(from, land, captured | over, n2, nk2, order2),
+            }
+        } else {
+            self.man_jump(from, land, captured | over, n2, nk2, order2);
+        }
+        self.sink.unjump();
+    }
+
     /// Whether a king standing on `at` (after the jumps in `captured`) can jump in one of `dirs`.
     fn king_can_jump(&self, at: u64, captured: u64, dirs: u8) -> bool {
         let empty = self.empty_now(captured);
         let jumpable = self.opp & !captured;
-        for d in 0..4 {
+        for d in 0..G::N_DIRS {
             if dirs & (1 << d) == 0 {
                 continue;
             }
@@ -321,7 +371,7 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
         let empty = self.empty_now(captured);
         let jumpable = self.opp & !captured;
         let mut any = false;
-        for d in 0..4 {
+        for d in 0..G::N_DIRS {
             if dirs & (1 << d) == 0 {
                 continue;
             }
@@ -359,7 +409,7 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
                     n2,
                     nk2,
                     order2,
-                    0b1111 & !back,
+                    G::ALL_DIRS & !back,
                     promoted,
                     mover_king,
                 );
@@ -379,11 +429,11 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
                 l = step::<G>(l, d) & empty2;
             }
             let (straight, turns) = if self.split_landings {
-                (false, 0b1111 & !back)
+                (false, G::ALL_DIRS & !back)
             } else {
                 (
                     self.king_can_jump(last, captured2, 1 << d),
-                    0b1111 & !(back | (1 << d)),
+                    G::ALL_DIRS & !(back | (1 << d)),
                 )
             };
             let mut turning = 0u64;
@@ -443,6 +493,24 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
     }
 }
 
+/// The direction whose step is the shift `k` (a neighbour's bit minus the square's bit).
+#[inline(always)]
+fn dir_of_shift<G: Geometry>(k: i32) -> usize {
+    let mut d = 0;
+    while d < G::N_DIRS {
+        let s = if d < 4 {
+            G::SHIFT[d]
+        } else {
+            G::SHIFT_ORTHO[d - 4]
+        };
+        if s == k {
+            return d;
+        }
+        d += 1;
+    }
+    0
+}
+
 /// Whether the side to move has any capture (fast bitboard test, no chains built).
 pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
     let rules = pos.rule_set().rules();
@@ -456,7 +524,7 @@ pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
     };
     let own_men = own & !kings;
     let dirs = man_capture_dirs(pos);
-    for d in 0..4 {
+    for d in 0..G::N_DIRS {
         if dirs & (1 << d) != 0 {
             let r = d ^ 2;
             if own_men & step::<G>(step::<G>(empty, r) & men_jumpable, r) != 0 {
@@ -468,7 +536,7 @@ pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
     if own_kings == 0 {
         return false;
     }
-    for d in 0..4 {
+    for d in 0..G::N_DIRS {
         let mut front = step::<G>(own_kings, d);
         let mut blockers = front & !empty;
         if rules.flying_kings {
@@ -484,6 +552,17 @@ pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
         }
     }
     false
+}
+
+/// The king of the side to move that may make no more non-capturing moves (docs/rules.md §11.5: it made
+/// the limit of them in a row while its side has men), as a bit; 0 when none, and always 0 where the rule
+/// does not apply (resolved at compile time).
+#[inline(always)]
+pub(crate) fn blocked_king<G: Geometry>(pos: &Position) -> u64 {
+    if !G::KING_MOVE_LIMIT {
+        return 0;
+    }
+    pos.blocked_king()
 }
 
 /// Number of quiet moves (used when there is no capture, or captures are optional).
@@ -503,7 +582,7 @@ pub(crate) fn count_quiet<G: Geometry>(pos: &Position) -> u64 {
             n += u64::from((step::<G>(own_men, d) & empty).count_ones());
         }
     }
-    let own_kings = own & kings;
+    let own_kings = own & kings & !blocked_king::<G>(pos);
     if own_kings != 0 {
         for d in 0..4 {
             let mut front = step::<G>(own_kings, d) & empty;

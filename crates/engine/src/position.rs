@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::board::{Bitboard, Board, BoardKind, Diag8, Diag10, Geometry, Ortho, Square};
+use crate::board::{Bitboard, Board, BoardKind, Diag8, Diag10, Frisian10, Geometry, Ortho, Square};
 use crate::fen::{Fen, FenError, SquareRef};
 use crate::movegen::{self, Gen, ListSink, PathSink};
 use crate::variant::{Color, Goal, RuleSet, Variant};
@@ -171,6 +171,10 @@ pub enum PositionError {
         square: String,
         variant: Variant,
     },
+    /// A king-move count (the FEN's `+` field) that does not fit the position: only Frisian counts them,
+    /// from 1 to the limit, for a king of that colour on the square named (docs/rules.md §11.5, §8.6).
+    #[error("bad king-move count for {color}: {why}")]
+    BadKingMoves { color: &'static str, why: String },
 }
 
 /// A position: pieces, side to move and the rules in force. Always valid (built through
@@ -182,6 +186,10 @@ pub struct Position {
     kings: u64,
     side: Color,
     rules: RuleSet,
+    /// Frisian king-move runs (docs/rules.md §11.5), White's then Black's: `bit << 2 | count`, the square
+    /// of the king that made `count` (1..=3) non-capturing moves in a row; 0 for none. Always 0 in the other
+    /// variants.
+    runs: [u8; 2],
 }
 
 impl fmt::Debug for Position {
@@ -193,6 +201,7 @@ impl fmt::Debug for Position {
 macro_rules! dispatch {
     ($self:expr, $f:ident $(, $arg:expr)*) => {
         match $self.rules.rules().board {
+            BoardKind::Ten if $self.rules.variant().is_frisian() => $f::<Frisian10>($self $(, $arg)*),
             BoardKind::Ten => $f::<Diag10>($self $(, $arg)*),
             BoardKind::Eight | BoardKind::EightMirrored => $f::<Diag8>($self $(, $arg)*),
             BoardKind::Turkish => $f::<Ortho>($self $(, $arg)*),
@@ -246,7 +255,7 @@ fn perft_rec<G: Geometry>(
     gen_list::<G>(pos, list, count);
     let mut total = 0;
     for mv in list.iter() {
-        let child = pos.play_unchecked(mv);
+        let child = pos.play_in::<G>(mv);
         total += perft_rec::<G>(&child, depth - 1, count, rest);
     }
     total
@@ -291,6 +300,7 @@ impl Position {
             kings: 0,
             side: fen.side,
             rules,
+            runs: [0; 2],
         };
         for p in &fen.pieces {
             let sq = resolve_square(board, p.square, variant)?;
@@ -356,7 +366,80 @@ impl Position {
                 });
             }
         }
+        if let Some(runs) = &fen.king_moves {
+            for (i, color) in [Color::White, Color::Black].into_iter().enumerate() {
+                pos.runs[i] = pos.check_run(color, runs[i].0, runs[i].1, board)?;
+            }
+        }
         Ok(pos)
+    }
+
+    /// Validates one side's king-move count from a FEN (docs/rules.md §8.6) and encodes it.
+    fn check_run(
+        &self,
+        color: Color,
+        count: u8,
+        square: Option<SquareRef>,
+        board: &Board,
+    ) -> Result<u8, PositionError> {
+        let bad = |why: String| PositionError::BadKingMoves {
+            color: color.name(),
+            why,
+        };
+        if count == 0 {
+            return Ok(0);
+        }
+        let limit = match self.rules.rules().king_move_limit {
+            Some(l) => l,
+            None => {
+                return Err(bad(format!(
+                    "only frisian limits a king's moves, not {}",
+                    self.variant()
+                )));
+            }
+        };
+        if count > limit {
+            return Err(bad(format!("{count} moves in a row, the limit is {limit}")));
+        }
+        let sq = square.ok_or_else(|| bad(format!("{count} moves but no square")))?;
+        let sq = resolve_square(board, sq, self.variant())?;
+        let own = self.pieces(color).0;
+        if own & self.kings & sq.mask() == 0 {
+            return Err(bad(format!(
+                "no {} king on {}",
+                color.name(),
+                board.number(sq)
+            )));
+        }
+        // Without men the rule does not apply (§11.5): nothing to remember.
+        if own & !self.kings == 0 {
+            return Ok(0);
+        }
+        Ok((sq.0 << 2) | count)
+    }
+
+    /// Frisian: the king of `color` that made non-capturing moves in a row, and how many (docs/rules.md
+    /// §11.5); `None` when that side's last move was no such king move (and always in other variants).
+    pub fn king_run(&self, color: Color) -> Option<(Square, u8)> {
+        let r = self.runs[usize::from(color == Color::Black)];
+        (r != 0).then_some((Square(r >> 2), r & 3))
+    }
+
+    /// The king of the side to move that may not make a non-capturing move now (docs/rules.md §11.5), as a
+    /// bit; 0 when none.
+    #[inline]
+    pub(crate) fn blocked_king(&self) -> u64 {
+        let r = self.runs[usize::from(self.side == Color::Black)];
+        let limit = match self.rules.rules().king_move_limit {
+            Some(l) => l,
+            None => return 0,
+        };
+        let (own, _) = self.own_opp();
+        if r & 3 >= limit && own & !self.kings != 0 {
+            1u64 << (r >> 2)
+        } else {
+            0
+        }
     }
 
     pub fn rule_set(&self) -> RuleSet {
@@ -492,6 +575,27 @@ impl Position {
     /// playing anything else gives a meaningless (but memory-safe) position.
     #[inline]
     pub fn play_unchecked(&self, mv: &Move) -> Position {
+        let mut next = self.play_pieces(mv);
+        if self.rules.variant().is_frisian() {
+            next.update_runs(self.side, mv);
+        }
+        next
+    }
+
+    /// [`Position::play_unchecked`] for a generator that knows its geometry: the Frisian king-move count
+    /// is kept only where the rule applies, decided at compile time (perft's hot path).
+    #[inline(always)]
+    pub(crate) fn play_in<G: Geometry>(&self, mv: &Move) -> Position {
+        let mut next = self.play_pieces(mv);
+        if G::KING_MOVE_LIMIT {
+            next.update_runs(self.side, mv);
+        }
+        next
+    }
+
+    /// The pieces after a move: the mover's piece, the captured ones, a crowning, the side to move.
+    #[inline(always)]
+    fn play_pieces(&self, mv: &Move) -> Position {
         let from = 1u64 << mv.from;
         let to = 1u64 << mv.to;
         let mut next = *self;
@@ -510,12 +614,44 @@ impl Position {
         next
     }
 
+    /// docs/rules.md §11.5: after `mover` played `mv`, its king-move run grows (the same king moved again
+    /// without capturing) or starts (another king) or ends (a man moved, or a capture); the other side's
+    /// run is forgotten when its king was taken. A side without men has no run.
+    #[cold]
+    fn update_runs(&mut self, mover: Color, mv: &Move) {
+        let (me, them) = match mover {
+            Color::White => (0, 1),
+            Color::Black => (1, 0),
+        };
+        let men = |bb: u64| bb & !self.kings;
+        let (own, opp) = match mover {
+            Color::White => (self.white, self.black),
+            Color::Black => (self.black, self.white),
+        };
+        self.runs[me] = if mv.is_king_move() && !mv.is_capture() && men(own) != 0 {
+            let r = self.runs[me];
+            let count = if r != 0 && r >> 2 == mv.from {
+                (r & 3) + 1
+            } else {
+                1
+            };
+            (mv.to << 2) | count.min(3)
+        } else {
+            0
+        };
+        let r = self.runs[them];
+        if r != 0 && (mv.captured & (1u64 << (r >> 2)) != 0 || men(opp) == 0) {
+            self.runs[them] = 0;
+        }
+    }
+
     /// The same position with the other side to move (for analysis; not a legal move).
     pub fn with_side_to_move(&self, side: Color) -> Position {
         Position { side, ..*self }
     }
 
-    /// A 64-bit hash of pieces and side to move (not of the rules), for repetition detection and tables.
+    /// A 64-bit hash of pieces, side to move and Frisian king-move runs (not of the rules), for repetition
+    /// detection and tables.
     /// Computed from the bitboards by a strong mixer, so it needs no incremental upkeep.
     pub fn hash(&self) -> u64 {
         let side = match self.side {
@@ -524,7 +660,12 @@ impl Position {
         };
         let mut h = mix(self.white ^ side);
         h = mix(h ^ self.black.rotate_left(17));
-        mix(h ^ self.kings.rotate_left(41))
+        h = mix(h ^ self.kings.rotate_left(41));
+        if self.runs != [0; 2] {
+            // Frisian king-move runs change the legal moves (docs/rules.md §11.5).
+            h = mix(h ^ u64::from(u16::from_le_bytes(self.runs)));
+        }
+        h
     }
 
     /// perft: the number of leaf positions of the legal move tree `depth` plies deep.

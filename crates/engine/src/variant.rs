@@ -1,4 +1,4 @@
-//! The eight rule sets as data tables, and the house-rule options.
+//! The rule sets as data tables, and the house-rule options.
 //!
 //! Each [`Rules`] field cites the rule it encodes by its article in `docs/rules.md`, the product's rule book
 //! (which cites the federation rules and rule pages it was written from).
@@ -68,10 +68,14 @@ pub enum Variant {
     Pool,
     /// Portuguese draughts (docs/rules.md §10.2).
     Portuguese,
+    /// Frisian draughts: orthogonal captures too, capture by value (docs/rules.md §11).
+    Frisian,
+    /// Frysk!: Frisian draughts from five men a side (docs/rules.md §11.8).
+    Frysk,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 13] = [
+    pub const ALL: [Variant; 15] = [
         Variant::International,
         Variant::English,
         Variant::Italian,
@@ -85,6 +89,8 @@ impl Variant {
         Variant::Killer,
         Variant::Pool,
         Variant::Portuguese,
+        Variant::Frisian,
+        Variant::Frysk,
     ];
 
     /// The stable key (`international`, `english`, ...).
@@ -103,12 +109,14 @@ impl Variant {
             Variant::Killer => "killer",
             Variant::Pool => "pool",
             Variant::Portuguese => "portuguese",
+            Variant::Frisian => "frisian",
+            Variant::Frysk => "frysk",
         }
     }
 
     /// The PDN `GameType` tag number (docs/rules.md §5.6). Antidraughts, breakthrough and killer have none
     /// of their own: they are international draughts on its board and numbering (20), told apart by the
-    /// PDN `Variant` tag ([`Variant::key`]).
+    /// PDN `Variant` tag ([`Variant::key`]); frysk is Frisian (40) with a `Variant` tag, likewise.
     pub fn pdn_game_type(self) -> u8 {
         match self {
             Variant::International
@@ -124,26 +132,32 @@ impl Variant {
             Variant::Brazilian => 26,
             Variant::Czech => 29,
             Variant::Turkish => 30,
+            Variant::Frisian | Variant::Frysk => 40,
         }
     }
 
     /// The rule table of this variant.
+    #[inline(always)]
     pub fn rules(self) -> &'static Rules {
-        match self {
-            Variant::International => &INTERNATIONAL,
-            Variant::English => &ENGLISH,
-            Variant::Italian => &ITALIAN,
-            Variant::Russian => &RUSSIAN,
-            Variant::Brazilian => &BRAZILIAN,
-            Variant::Spanish => &SPANISH,
-            Variant::Czech => &CZECH,
-            Variant::Turkish => &TURKISH,
-            Variant::Antidraughts => &ANTIDRAUGHTS,
-            Variant::Breakthrough => &BREAKTHROUGH,
-            Variant::Killer => &KILLER,
-            Variant::Pool => &POOL,
-            Variant::Portuguese => &PORTUGUESE,
-        }
+        // One load from a table in `Variant` order (the declaration order of the enum).
+        static TABLE: [&Rules; Variant::ALL.len()] = [
+            &INTERNATIONAL,
+            &ENGLISH,
+            &ITALIAN,
+            &RUSSIAN,
+            &BRAZILIAN,
+            &SPANISH,
+            &CZECH,
+            &TURKISH,
+            &ANTIDRAUGHTS,
+            &BREAKTHROUGH,
+            &KILLER,
+            &POOL,
+            &PORTUGUESE,
+            &FRISIAN,
+            &FRYSK,
+        ];
+        TABLE[self as usize]
     }
 
     /// The FEN of the start position.
@@ -152,7 +166,9 @@ impl Variant {
             Variant::International
             | Variant::Antidraughts
             | Variant::Breakthrough
-            | Variant::Killer => "W:W31-50:B1-20",
+            | Variant::Killer
+            | Variant::Frisian => "W:W31-50:B1-20",
+            Variant::Frysk => "W:W46-50:B1-5",
             Variant::English | Variant::Pool => "B:W21-32:B1-12",
             Variant::Turkish => {
                 "W:Wa2,b2,c2,d2,e2,f2,g2,h2,a3,b3,c3,d3,e3,f3,g3,h3:Ba6,b6,c6,d6,e6,f6,g6,h6,a7,b7,c7,d7,e7,f7,g7,h7"
@@ -180,7 +196,8 @@ impl Variant {
     }
 
     /// Whether a game scores two points (`2-0`, `1-1`) rather than one (`1-0`, `1/2-1/2`)
-    /// (docs/rules.md §5.5): the FMJD-scored games, international, brazilian and the 10x10 variants.
+    /// (docs/rules.md §5.5): the FMJD-scored games, international, brazilian and the 10x10 variants
+    /// (Frisian too, docs/rules.md §11.7).
     pub fn scores_two_points(self) -> bool {
         matches!(
             self,
@@ -189,7 +206,16 @@ impl Variant {
                 | Variant::Antidraughts
                 | Variant::Breakthrough
                 | Variant::Killer
+                | Variant::Frisian
+                | Variant::Frysk
         )
+    }
+
+    /// Whether this is Frisian draughts or Frysk! (orthogonal captures, value precedence, the king-move
+    /// limit: docs/rules.md §11).
+    #[inline(always)]
+    pub fn is_frisian(self) -> bool {
+        matches!(self, Variant::Frisian | Variant::Frysk)
     }
 
     /// The result as PDN and the players write it for this variant (docs/rules.md §5.5), from White's side:
@@ -215,7 +241,7 @@ impl fmt::Display for Variant {
 /// An unknown variant key.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown variant '{0}' (expected one of: international, english, italian, russian, brazilian, spanish, czech, turkish, antidraughts, breakthrough, killer, pool, portuguese)"
+    "unknown variant '{0}' (expected one of: international, english, italian, russian, brazilian, spanish, czech, turkish, antidraughts, breakthrough, killer, pool, portuguese, frisian, frysk)"
 )]
 pub struct UnknownVariant(pub String);
 
@@ -237,6 +263,8 @@ impl FromStr for Variant {
             "killer" => Variant::Killer,
             "pool" | "american-pool" | "23" => Variant::Pool,
             "portuguese" | "28" => Variant::Portuguese,
+            "frisian" | "40" => Variant::Frisian,
+            "frysk" | "frysk!" => Variant::Frysk,
             _ => return Err(UnknownVariant(s.to_string())),
         };
         Ok(v)
@@ -288,6 +316,9 @@ pub enum Precedence {
     Italian,
     /// If any king can capture, a king must capture; otherwise free (czech).
     KingFirst,
+    /// Frisian: the highest value, a man 100 and a king 199 (n kings weigh more than 2n-1 men and less than
+    /// 2n); at equal value a capture by a king (docs/rules.md §11.3).
+    Frisian,
 }
 
 /// What resets the no-progress counter.
@@ -306,15 +337,25 @@ pub struct NoProgress {
     pub reset: ProgressReset,
 }
 
+/// The endgame draw rule in force.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndgameRule {
+    None,
+    /// FMJD endgame rules: three pieces with a king against a lone king, 16 moves each; two pieces with
+    /// a king (or one king) against a lone king, 5 moves each (docs/rules.md §4.3).
+    Fmjd,
+    /// Frisian: two kings against one king, 7 moves each; one king against one king, 2 moves each
+    /// (docs/rules.md §11.6).
+    Frisian,
+}
+
 /// The draw rules a game enforces (besides an agreed draw, always available).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DrawRules {
     /// Threefold repetition of the same position with the same side to move.
     pub repetition: bool,
     pub no_progress: Option<NoProgress>,
-    /// FMJD endgame rules: three pieces with a king against a lone king, 16 moves each; two pieces with
-    /// a king (or one king) against a lone king, 5 moves each.
-    pub endgame: bool,
+    pub endgame: EndgameRule,
 }
 
 /// How moves are written.
@@ -358,6 +399,12 @@ pub struct Rules {
     pub killer: bool,
     /// docs/rules.md §5.
     pub notation: NotationStyle,
+    /// docs/rules.md §11.2: men and kings also capture along ranks and files (over the dark squares two
+    /// files or two ranks away).
+    pub orthogonal_captures: bool,
+    /// docs/rules.md §11.5: while its side has men, one king may make at most this many non-capturing
+    /// moves in a row.
+    pub king_move_limit: Option<u8>,
 }
 
 const KINGS_ONLY_25: Option<NoProgress> = Some(NoProgress {
@@ -371,7 +418,7 @@ const FORTY: Option<NoProgress> = Some(NoProgress {
 const FORTY_RULES: DrawRules = DrawRules {
     repetition: false,
     no_progress: FORTY,
-    endgame: false,
+    endgame: EndgameRule::None,
 };
 
 pub static INTERNATIONAL: Rules = Rules {
@@ -388,11 +435,13 @@ pub static INTERNATIONAL: Rules = Rules {
     draw: DrawRules {
         repetition: true,
         no_progress: KINGS_ONLY_25,
-        endgame: true,
+        endgame: EndgameRule::Fmjd,
     },
     goal: Goal::Normal,
     killer: false,
     notation: NotationStyle::Numeric,
+    orthogonal_captures: false,
+    king_move_limit: None,
 };
 
 pub static BRAZILIAN: Rules = Rules {
@@ -415,7 +464,7 @@ pub static RUSSIAN: Rules = Rules {
             moves: 15,
             reset: ProgressReset::CaptureOrManMove,
         }),
-        endgame: false,
+        endgame: EndgameRule::None,
     },
     notation: NotationStyle::Algebraic(':'),
     ..INTERNATIONAL
@@ -438,6 +487,8 @@ pub static ENGLISH: Rules = Rules {
     goal: Goal::Normal,
     killer: false,
     notation: NotationStyle::Numeric,
+    orthogonal_captures: false,
+    king_move_limit: None,
 };
 
 pub static ITALIAN: Rules = Rules {
@@ -482,11 +533,13 @@ pub static TURKISH: Rules = Rules {
     draw: DrawRules {
         repetition: true,
         no_progress: None,
-        endgame: false,
+        endgame: EndgameRule::None,
     },
     goal: Goal::Normal,
     killer: false,
     notation: NotationStyle::Algebraic('x'),
+    orthogonal_captures: false,
+    king_move_limit: None,
 };
 
 pub static ANTIDRAUGHTS: Rules = Rules {
@@ -494,7 +547,7 @@ pub static ANTIDRAUGHTS: Rules = Rules {
     draw: DrawRules {
         repetition: true,
         no_progress: KINGS_ONLY_25,
-        endgame: false,
+        endgame: EndgameRule::None,
     },
     goal: Goal::Lose,
     ..INTERNATIONAL
@@ -506,7 +559,7 @@ pub static BREAKTHROUGH: Rules = Rules {
     draw: DrawRules {
         repetition: true,
         no_progress: None,
-        endgame: false,
+        endgame: EndgameRule::None,
     },
     goal: Goal::FirstKing,
     ..INTERNATIONAL
@@ -518,7 +571,7 @@ pub static KILLER: Rules = Rules {
     draw: DrawRules {
         repetition: true,
         no_progress: KINGS_ONLY_25,
-        endgame: false,
+        endgame: EndgameRule::None,
     },
     killer: true,
     ..INTERNATIONAL
@@ -533,7 +586,7 @@ pub static POOL: Rules = Rules {
     draw: DrawRules {
         repetition: true,
         no_progress: None,
-        endgame: false,
+        endgame: EndgameRule::None,
     },
     notation: NotationStyle::Numeric,
     ..INTERNATIONAL
@@ -542,6 +595,29 @@ pub static POOL: Rules = Rules {
 pub static PORTUGUESE: Rules = Rules {
     variant: Variant::Portuguese,
     ..SPANISH
+};
+
+/// Frisian draughts (docs/rules.md §11): international's board, men, flying kings, promotion at the end of a
+/// chain and strike, with orthogonal captures, the value precedence, the king-move limit and its own endgame
+/// draws.
+pub static FRISIAN: Rules = Rules {
+    variant: Variant::Frisian,
+    precedence: Precedence::Frisian,
+    draw: DrawRules {
+        repetition: true,
+        no_progress: None,
+        endgame: EndgameRule::Frisian,
+    },
+    orthogonal_captures: true,
+    king_move_limit: Some(3),
+    ..INTERNATIONAL
+};
+
+/// Frysk!: Frisian from five men a side on the first rows (docs/rules.md §11.8).
+pub static FRYSK: Rules = Rules {
+    variant: Variant::Frysk,
+    pieces_per_side: 5,
+    ..FRISIAN
 };
 
 /// House-rule options (docs/rules.md §7).
@@ -722,5 +798,18 @@ impl RuleSet {
 impl From<Variant> for RuleSet {
     fn from(v: Variant) -> RuleSet {
         RuleSet::new(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_finds_its_own_rule_table() {
+        for (i, v) in Variant::ALL.into_iter().enumerate() {
+            assert_eq!(v as usize, i, "Variant::ALL is in declaration order");
+            assert_eq!(v.rules().variant, v);
+        }
     }
 }

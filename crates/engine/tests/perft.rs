@@ -184,3 +184,7 @@ fn turkish() {
 fn killer() {
     check(Variant::Killer);
 }
+#[test]
+fn frisian() {
+    check(Variant::Frisian);
+}

@@ -451,6 +451,14 @@ proptest! {
                 Precedence::KingFirst => {
                     prop_assert!(captures.iter().all(|m| m.is_king_move() == first.is_king_move()), "{}", show(&pos));
                 }
+                Precedence::Frisian => {
+                    // docs/rules.md §11.3: one value (a man 100, a king 199), and one kind of mover.
+                    let value = |m: &Move| 100 * m.n_captured() as usize + 99 * n_kings(m);
+                    prop_assert!(
+                        captures.iter().all(|m| value(m) == value(first) && m.is_king_move() == first.is_king_move()),
+                        "{}", show(&pos)
+                    );
+                }
                 Precedence::Free => {}
             }
             if pos.rule_set().rules().precedence == Precedence::Italian {
@@ -681,4 +689,67 @@ fn parsers_never_panic_on_random_text() {
             Ok(())
         })
         .unwrap();
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// Frisian king-move counts along random games that favour quiet king moves (docs/rules.md §11.5):
+    /// the count names a king of its side and is at most 3; a king held at 3 while its side has men makes
+    /// no quiet move; the FEN carries the count (round trip); and the count follows the moves played.
+    #[test]
+    fn frisian_king_move_counts_follow_the_game(
+        seed in any::<u64>(),
+        frysk in any::<bool>(),
+        fen_index in 0usize..3,
+    ) {
+        let variant = if frysk { Variant::Frysk } else { Variant::Frisian };
+        // Starts with kings and men on both sides, so the limit matters early.
+        let fens = [
+            "W:WK46,K50,31,32,33:BK5,K1,18,19,20",
+            "W:WK47,36,37,38:BK4,13,14,15",
+            "B:WK48,K49,35:BK3,11,12",
+        ];
+        let mut pos = Position::from_fen(variant, fens[fen_index]).unwrap();
+        let mut rng = SplitMix(seed);
+        for _ in 0..120 {
+            let side = pos.side_to_move();
+            let moves = pos.legal_moves();
+            if moves.is_empty() {
+                break;
+            }
+            let has_men = pos.material(side).0 > 0;
+            if let Some((sq, n)) = pos.king_run(side) {
+                prop_assert!((1..=3).contains(&n), "{}", pos.to_fen());
+                prop_assert!(pos.pieces(side).contains(sq) && pos.kings().contains(sq), "{}", pos.to_fen());
+                prop_assert!(has_men, "a count for a side without men: {}", pos.to_fen());
+                if n == 3 {
+                    prop_assert!(
+                        moves.iter().all(|m| m.is_capture() || m.from() != sq),
+                        "{}: the held king moves quietly", pos.to_fen()
+                    );
+                }
+            }
+            prop_assert_eq!(Position::from_fen(variant, &pos.to_fen()).unwrap(), pos);
+            let quiet_kings: Vec<&Move> = moves.iter().filter(|m| m.is_king_move() && !m.is_capture()).collect();
+            let mv = if !quiet_kings.is_empty() && rng.below(4) != 0 {
+                *quiet_kings[rng.below(quiet_kings.len())]
+            } else {
+                moves[rng.below(moves.len())]
+            };
+            let before = pos.king_run(side);
+            pos = pos.play(&mv).unwrap();
+            let after = pos.king_run(side);
+            let men_after = pos.material(side).0 > 0;
+            if mv.is_king_move() && !mv.is_capture() && men_after {
+                let n = match before {
+                    Some((sq, n)) if sq == mv.from() => n + 1,
+                    _ => 1,
+                };
+                prop_assert_eq!(after, Some((mv.to(), n)));
+            } else {
+                prop_assert_eq!(after, None);
+            }
+        }
+    }
 }

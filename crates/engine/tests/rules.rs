@@ -20,8 +20,8 @@ use draughts_engine::{
 };
 
 use Variant::{
-    Antidraughts, Brazilian, Breakthrough, Czech, English, International, Italian, Killer, Pool,
-    Portuguese, Russian, Spanish, Turkish,
+    Antidraughts, Brazilian, Breakthrough, Czech, English, Frisian, Frysk, International, Italian,
+    Killer, Pool, Portuguese, Russian, Spanish, Turkish,
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -167,10 +167,11 @@ fn first_to_move_in_the_start_position() {
         };
         let p = Position::start(v);
         assert_eq!(p.side_to_move(), want, "{v}");
-        // "pieces": 20 each on 10x10, 16 each in turkish, 12 each elsewhere; all men.
+        // "pieces": 20 each on 10x10, 16 each in turkish, 5 in frysk (§11.8), 12 each elsewhere; all men.
         let n = match v {
-            International | Antidraughts | Breakthrough | Killer => 20,
+            International | Antidraughts | Breakthrough | Killer | Frisian => 20,
             Turkish => 16,
+            Frysk => 5,
             _ => 12,
         };
         assert_eq!(p.material(Color::White), (n, 0), "{v}");
@@ -427,7 +428,10 @@ fn no_mandatory_capture_option() {
         })
     ));
     for v in Variant::ALL {
-        let ten = matches!(v, International | Antidraughts | Breakthrough | Killer);
+        let ten = matches!(
+            v,
+            International | Antidraughts | Breakthrough | Killer | Frisian | Frysk
+        );
         assert_eq!(RuleSet::with_options(v, opts).is_ok(), !ten, "{v}");
     }
 }
@@ -569,7 +573,15 @@ fn promote_mid_capture_option() {
     for v in Variant::ALL {
         let ok = matches!(
             v,
-            International | Brazilian | Turkish | Antidraughts | Breakthrough | Killer | Pool
+            International
+                | Brazilian
+                | Turkish
+                | Antidraughts
+                | Breakthrough
+                | Killer
+                | Pool
+                | Frisian
+                | Frysk
         );
         let r = RuleSet::with_options(v, opts);
         assert_eq!(r.is_ok(), ok, "{v}: {r:?}");
@@ -1000,11 +1012,11 @@ fn impossible_positions_are_refused_with_a_clear_message() {
 
 #[test]
 fn result_notation_per_variant() {
-    // §5.5: two points a game in international and brazilian, one point elsewhere.
+    // §5.5: two points a game in international and brazilian (and frisian, §11.7), one point elsewhere.
     for v in Variant::ALL {
         let (w, d, b) = if matches!(
             v,
-            International | Brazilian | Antidraughts | Breakthrough | Killer
+            International | Brazilian | Antidraughts | Breakthrough | Killer | Frisian | Frysk
         ) {
             ("2-0", "1-1", "0-2")
         } else {
@@ -1026,10 +1038,13 @@ fn result_notation_per_variant() {
 fn stored_keys_are_strict() {
     for v in Variant::ALL {
         assert_eq!(Variant::from_key(v.key()), Ok(v));
-        // GameType 20 is international; antidraughts, breakthrough and killer share it (§5.6).
+        // GameType 20 is international; antidraughts, breakthrough and killer share it; frysk shares
+        // frisian's 40 (§5.6).
         let by_number = Variant::from_pdn_game_type(v.pdn_game_type());
         if matches!(v, Antidraughts | Breakthrough | Killer) {
             assert_eq!(by_number, Some(International));
+        } else if v == Frysk {
+            assert_eq!(by_number, Some(Frisian));
         } else {
             assert_eq!(by_number, Some(v));
         }
@@ -1510,4 +1525,231 @@ fn portuguese_plays_the_spanish_rules() {
             "{fen}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Frisian draughts and Frysk! (docs/rules.md §11)
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn frisian_men_capture_along_ranks_and_files() {
+    // §11.2. White man e5 (28). Along rank 5 the dark squares are a5 c5 e5 g5 i5 (26..30); along file e
+    // they are e9 e7 e5 e3 e1 (8 18 28 38 48). A black man on each neighbour in turn: the man jumps it
+    // to the next dark square of the line. International has no such capture: the man just moves.
+    check(Frisian, "W:W28:B29", &["28x30"]);
+    check(Frisian, "W:W28:B27", &["28x26"]);
+    check(Frisian, "W:W28:B18", &["28x8"]);
+    check(Frisian, "W:W28:B38", &["28x48"]);
+    check(International, "W:W28:B29", &["28-22", "28-23"]);
+    // No wrap round the edge: j6 (25) ends row 4 and a5 (26) starts row 5 (one bit apart in the layout);
+    // they are not neighbours on a rank, so j6 just moves to i7 (20).
+    check(Frisian, "W:W25:B26", &["25-20"]);
+    // Nor off the board: a man on the first row has no neighbour below (black kings, as no black man
+    // stands on row 1).
+    check(Frisian, "W:W48:BK38,K49", &["48x28", "48x50"]);
+    // Quiet moves stay diagonal and forward (§11.2): e5 to d6 (22) or f6 (23) only.
+    check(Frisian, "W:W28:B1", &["28-22", "28-23"]);
+}
+
+#[test]
+fn frisian_kings_capture_along_ranks_and_files_at_any_distance() {
+    // §11.2. White king a1 (46): rank 1 is a1 c1 e1 g1 i1 (46..50), file a is a1 a3 a5 a7 a9 (46 36 26 16 6).
+    // Black kings on e1 (48) and a5 (26): the king sees over the free c1 / a3, jumps, and lands on any
+    // free dark square beyond: g1 or i1, a7 or a9. Its diagonal (41 37 .. 5) is free but captures come first.
+    check(
+        Frisian,
+        "W:WK46:BK48,K26",
+        &["46x49", "46x50", "46x16", "46x6"],
+    );
+    // A chain turns from a rank to a file: a1 along rank 1 over e1 (48) to g1 (49), then up file g
+    // (39 29 19 9) over g5 (29) to g7 (19) or g9 (9). Two pieces beat one: only the chain.
+    check(Frisian, "W:WK46:BK48,29", &["46x19", "46x9"]);
+    // Kings move quietly along diagonals only: a king on e1 (48) with nothing to take goes to d2 c3 b4 a5
+    // (42 37 31 26) or f2 g3 h4 i5 j6 (43 39 34 30 25).
+    check(
+        Frisian,
+        "W:WK48:B1",
+        &[
+            "48-42", "48-37", "48-31", "48-26", "48-43", "48-39", "48-34", "48-30", "48-25",
+        ],
+    );
+}
+
+#[test]
+fn frisian_precedence_by_value() {
+    // §11.3: a man 100, a king 199.
+    // White man a1 (46) can take b2 (41) and d4 (32) to e5 (28): two men, 200. White man i1 (50) can take
+    // the king on i3 (40) up file i to i5 (30): 199. Two men beat one king.
+    check(Frisian, "W:W46,50:B41,32,K40", &["46x28"]);
+    // One king (199) beats one man (100).
+    check(Frisian, "W:W46,50:B41,K40", &["50x30"]);
+    // Two kings (398: i3 and i7, up file i to i9, 10) beat three men (300: b2, d4, d6 to c7, 17).
+    check(Frisian, "W:W46,50:B41,32,22,K40,K20", &["50x10"]);
+    // Three kings (597: i3, i7, then h8 (14) to g7 (19)) beat five men (500: b2, d4, d6, b8, then along
+    // rank 9 c9 (7) to e9 (8)): n kings outweigh 2n-1 men. (A king at one and a half men, pydraughts'
+    // count, would take the five men here.)
+    check(Frisian, "W:W46,50:B41,32,22,11,7,K40,K20,K14", &["50x19"]);
+    // Equal value: a king's capture rather than a man's. White man a1 (46) takes b2 (41) to c3 (37); the
+    // white king i1 (50) takes h2 (44) and may stop on any of g3..a9 (39 33 28 22 17 11 6): one man each,
+    // so only the king's captures are legal.
+    check(
+        Frisian,
+        "W:W46,K50:B41,44",
+        &["50x39", "50x33", "50x28", "50x22", "50x17", "50x11", "50x6"],
+    );
+    // International counts pieces only (both take one, either may).
+    let p = pos(International, "W:W46,K50:B41,44");
+    assert_eq!(p.legal_moves().len(), 8);
+}
+
+#[test]
+fn frisian_a_king_makes_at_most_three_quiet_moves_in_a_row() {
+    // §11.5. White king a1 (46) and man i1 (50); Black only a king on b10 (1) that shuttles to a9 (6) and
+    // back (never in reach). The white king goes a1-b2-a1-b2: after its third quiet move it may not move
+    // quietly, so White must move the man (to h2 44 or j2 45).
+    let mut g = game(Frisian, "W:WK46,50:BK1");
+    for (i, m) in ["46-41", "1-6", "41-46", "6-1", "46-41", "1-6"]
+        .iter()
+        .enumerate()
+    {
+        g.play_text(m)
+            .unwrap_or_else(|e| panic!("ply {}: {m}: {e}", i + 1));
+    }
+    let p = *g.position();
+    assert_eq!(texts(&p), sorted(&["50-44", "50-45"]));
+    assert_eq!(p.king_run(Color::White), Some((sq(&p, "41"), 3)));
+    assert_eq!(p.to_fen(), "W:WK41,50:BK6:+0+341");
+    // The man moves (to j2: on h2 it would be taken from a9); the king is free again.
+    g.play_text("50-45").unwrap();
+    g.play_text("6-1").unwrap();
+    let p = *g.position();
+    assert_eq!(p.king_run(Color::White), None);
+    assert!(texts(&p).contains(&"41-46".to_string()));
+    // The same position without the count (a FEN without the field) has no limit.
+    let fresh = pos(Frisian, "W:WK41,50:BK6");
+    assert!(texts(&fresh).contains(&"41-46".to_string()));
+    // The FEN field is read back: the king on 41 is held.
+    check(Frisian, "W:WK41,50:BK6:+0+341", &["50-44", "50-45"]);
+    // International has no such rule.
+    let mut g = game(International, "W:WK46,50:BK1");
+    for m in ["46-41", "1-6", "41-46", "6-1", "46-41", "1-6"] {
+        g.play_text(m).unwrap();
+    }
+    assert!(texts(g.position()).contains(&"41-46".to_string()));
+}
+
+#[test]
+fn frisian_king_limit_is_per_king_frees_on_capture_and_lapses_without_men() {
+    // §11.5. Another king's move starts a new count: two white kings a1 (46) and c1 (47), a man i1 (50).
+    let mut g = game(Frisian, "W:WK46,K47,50:BK1");
+    for m in [
+        "46-41", "1-6", "41-46", "6-1", "47-42", "1-6", "46-41", "6-1",
+    ] {
+        g.play_text(m).unwrap_or_else(|e| panic!("{m}: {e}"));
+    }
+    // a1's count restarted at one when c1 moved: a1 (now on 41) may move twice more.
+    assert_eq!(
+        g.position().king_run(Color::White),
+        Some((sq(g.position(), "41"), 1))
+    );
+    // Held king, but a capture is always allowed (and here mandatory): a black man on c3 (37).
+    check(
+        Frisian,
+        "W:WK41,50:BK6,37:+0+341",
+        &["41x32", "41x28", "41x23", "41x19", "41x14", "41x10", "41x5"],
+    );
+    // A side with only kings is never held: the same count, no white man.
+    let p = pos(Frisian, "W:WK41:BK6:+0+341");
+    assert_eq!(p.king_run(Color::White), None);
+    assert!(texts(&p).contains(&"41-46".to_string()));
+    // A held king that is the side's only movable piece: no legal move, the side has lost (§2.3). White
+    // king b2 (41) held; the man a5 (26) can only step to b6 (21), taken, and cannot take it (c7, 17, is
+    // taken too); the king cannot take b6 up file b either (b8, 11, is taken).
+    let g = game(Frisian, "W:WK41,26:B21,17,11:+0+341");
+    assert_eq!(
+        g.status(),
+        win(Color::Black, WinReason::NoMoves),
+        "{:?}",
+        g.position().legal_moves()
+    );
+}
+
+#[test]
+fn frisian_king_move_counts_in_fen_are_checked() {
+    // §8.6.
+    for fen in [
+        "W:WK41,50:BK6:+0+342", // no white king on 42
+        "W:WK41,50:BK6:+0+441", // beyond the limit
+        "W:WK41,50:BK6:+0+3",   // no square
+        "W:WK41,50:BK6:+341+0", // 41 is not a black king
+    ] {
+        assert!(
+            matches!(refused(Frisian, fen), PositionError::BadKingMoves { .. }),
+            "{fen}"
+        );
+    }
+    // Only Frisian counts them; a zero count is accepted everywhere.
+    assert!(matches!(
+        refused(International, "W:WK41,50:BK6:+0+141"),
+        PositionError::BadKingMoves { .. }
+    ));
+    assert_eq!(
+        pos(International, "W:WK41,50:BK6:+0+0"),
+        pos(International, "W:WK41,50:BK6")
+    );
+    assert!(Position::from_fen(Frisian, "W:WK41,50:BK6:+0+341:+0+0").is_err());
+    assert!(Position::from_fen(Frisian, "W:WK41,50:BK6:+x+341").is_err());
+    // A running count is part of the position and of its hash (§2.5).
+    let a = pos(Frisian, "W:WK41,50:BK6:+0+241");
+    let b = pos(Frisian, "W:WK41,50:BK6");
+    assert_ne!(a, b);
+    assert_ne!(a.hash(), b.hash());
+    assert_eq!(pos(Frisian, &a.to_fen()), a);
+}
+
+#[test]
+fn frisian_endgame_draws() {
+    // §11.6. One king each (White c1 47, Black b10 1): a draw after two moves each. Black's b10 and a9
+    // (1, 6) are out of reach of any capture; White's c1 and d2 (47, 42) are on none of their lines.
+    let mut g = game(Frisian, "W:WK47:BK1");
+    let last = play_cycles(&mut g, &["47-42", "42-47"], &["1-6", "6-1"], 4);
+    assert_eq!(last, draw(DrawReason::Endgame { moves: 2 }));
+    // Two kings against one: seven moves each. White a1 (46) stays; c1 tours d2 e1 f2 g1 and back; no
+    // position occurs three times.
+    let mut g = game(Frisian, "W:WK46,K47:BK1");
+    let white = [
+        "47-42", "42-48", "48-43", "43-49", "49-43", "43-48", "48-42",
+    ];
+    let status = play_cycles(&mut g, &white, &["1-6", "6-1"], 13);
+    assert_eq!(status, GameStatus::Ongoing);
+    assert_eq!(
+        play_cycles(&mut g, &["1-6"], &[], 1),
+        draw(DrawReason::Endgame { moves: 7 })
+    );
+    // With a man on the board neither rule applies.
+    let mut g = game(Frisian, "W:WK47,50:BK1");
+    let status = play_cycles(&mut g, &["47-42", "42-47"], &["1-6", "6-1"], 6);
+    assert_eq!(status, GameStatus::Ongoing);
+}
+
+#[test]
+fn frysk_five_men_a_side() {
+    // §11.8: W:W46-50:B1-5, Frisian rules. a1 (46) goes to b2 (41) only; c1 e1 g1 i1 (47..50) each two ways.
+    let p = check(
+        Frysk,
+        Frysk.start_fen(),
+        &[
+            "46-41", "47-41", "47-42", "48-42", "48-43", "49-43", "49-44", "50-44", "50-45",
+        ],
+    );
+    assert_eq!(p.material(Color::White), (5, 0));
+    // Orthogonal captures as in frisian.
+    check(Frysk, "W:W28:B29", &["28x30"]);
+    // At most five pieces a side (§8.1).
+    assert!(matches!(
+        refused(Frysk, "W:W41-46:B1-5"),
+        PositionError::TooManyPieces { max: 5, .. }
+    ));
+    assert_eq!(Frysk.pdn_game_type(), 40);
+    assert_eq!("frysk!".parse::<Variant>(), Ok(Frysk));
 }

@@ -16,7 +16,7 @@ pub fn variant(v: i32) -> Result<Variant, ApiError> {
     Ok(match v {
         pb::Variant::Unspecified => {
             return Err(ApiError::InvalidArgument(
-                "rules.variant is required (international, english, italian, russian, brazilian, spanish, czech, turkish, antidraughts, breakthrough, killer, pool or portuguese)".into(),
+                "rules.variant is required (international, english, italian, russian, brazilian, spanish, czech, turkish, antidraughts, breakthrough, killer, pool, portuguese, frisian or frysk)".into(),
             ));
         }
         pb::Variant::International => Variant::International,
@@ -32,6 +32,8 @@ pub fn variant(v: i32) -> Result<Variant, ApiError> {
         pb::Variant::Killer => Variant::Killer,
         pb::Variant::Pool => Variant::Pool,
         pb::Variant::Portuguese => Variant::Portuguese,
+        pb::Variant::Frisian => Variant::Frisian,
+        pb::Variant::Frysk => Variant::Frysk,
     })
 }
 
@@ -51,6 +53,8 @@ pub fn variant_to_wire(v: Variant) -> pb::Variant {
         Variant::Killer => pb::Variant::Killer,
         Variant::Pool => pb::Variant::Pool,
         Variant::Portuguese => pb::Variant::Portuguese,
+        Variant::Frisian => pb::Variant::Frisian,
+        Variant::Frysk => pb::Variant::Frysk,
     }
 }
 

@@ -215,6 +215,12 @@ mod tests {
         // A Variant tag that disagrees with the GameType number is ignored.
         let game = parse("[GameType \"21\"][Variant \"killer\"] 11-15 *", None).unwrap();
         assert_eq!(game.rules.variant(), Variant::English);
+        // Frisian is GameType 40; frysk shares it with its Variant tag (docs/rules.md §5.6, §11.8).
+        let game = parse("[GameType \"40\"] 32-28 *", None).unwrap();
+        assert_eq!(game.rules.variant(), Variant::Frisian);
+        let game = parse("[GameType \"40\"][Variant \"frysk\"] 46-41 *", None).unwrap();
+        assert_eq!(game.rules.variant(), Variant::Frysk);
+        assert_eq!(game.moves, ["46-41"]);
     }
 
     #[test]

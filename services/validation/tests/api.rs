@@ -71,6 +71,8 @@ async fn list_moves_in_every_variant() {
         (pb::Variant::Killer, 9),
         (pb::Variant::Pool, 7),
         (pb::Variant::Portuguese, 7),
+        (pb::Variant::Frisian, 9),
+        (pb::Variant::Frysk, 9),
     ] {
         let r = c
             .list_moves(pb::ListMovesRequest {
