@@ -34,6 +34,8 @@ const VARIANTS = {
   killer: { size: 10, pieces: 40, mirrored: false },
   pool: { size: 8, pieces: 24, mirrored: false },
   portuguese: { size: 8, pieces: 24, mirrored: true },
+  frisian: { size: 10, pieces: 40, mirrored: false },
+  frysk: { size: 10, pieces: 10, mirrored: false },
 };
 
 /** The variant keys of the proto's `Variant` enum (VARIANT_FOO = n -> "foo"), read from the proto. */

@@ -21,6 +21,8 @@ const LABELS: Record<string, string> = {
   killer: "Killer (10×10)",
   pool: "American pool checkers",
   portuguese: "Portuguese",
+  frisian: "Frisian (10×10, orthogonal captures)",
+  frysk: "Frysk! (Frisian, five men a side)",
 };
 
 /** Every variant of the generated `Variant` enum, in its order (the lobby offers them all). */
