@@ -140,12 +140,18 @@ async fn pairing_and_lobby(redis_url: &str, pg_url: &str) {
     ];
     assert!(names.contains(&"Ann".to_owned()) && names.contains(&"Bob".to_owned()));
     assert!(!game.rated);
-    // In a game: seeking again is refused.
+    // The same seek opened again (a stream that broke at the pairing) is told of its pairing.
+    let mut reopened = seek(&ca, &ann, POOL).await;
+    match outcome(&mut reopened).await {
+        pb::seek_event::Kind::Paired(p) => assert_eq!(p.game_id, p1.game_id),
+        other => panic!("the pairing again, not {other:?}"),
+    }
+    // In a game: seeking another pool is refused.
     let refused = MatchmakingClient::new(ca.clone())
         .seek(authed(
             &ann,
             pb::SeekRequest {
-                pool_ids: vec![POOL.into()],
+                pool_ids: vec!["english-5+3-casual".into()],
                 rating_range: None,
             },
         ))
