@@ -154,7 +154,10 @@ impl Reconciler {
             }
         };
         let rows = sqlx::query(
-            "SELECT f.game_id, f.finished_at_ms, f.event, f.variant, f.white_id, f.black_id, f.outcome, f.rated, f.record \
+            // The stored game (`record`, its whole move list) only for rows without an `event`: a
+            // page of 500 whole games was most of the reconciler's memory.
+            "SELECT f.game_id, f.finished_at_ms, f.event, f.variant, f.white_id, f.black_id, f.outcome, f.rated, \
+                    CASE WHEN f.event IS NULL THEN f.record ELSE NULL END AS record \
              FROM finished_games f \
              WHERE (f.finished_at_ms > $1 OR (f.finished_at_ms = $1 AND f.game_id > $2)) AND f.finished_at_ms < $3 \
                AND NOT EXISTS (SELECT 1 FROM rating_games r WHERE r.game_id = f.game_id) \
