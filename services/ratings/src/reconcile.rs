@@ -18,8 +18,10 @@
 //! stored game (`record`): options, players' guest/computer flags and the time control, each with a
 //! default when absent.
 //!
-//! Games the policies do not rate (aborted, casual, ...) have no `rating_games` row and are looked at
-//! again by every sweep whose margin covers them; they are never rated.
+//! Casual games are not read at all unless casual games are rated (`--casual-games rate`): on a
+//! platform where most games are casual, every sweep re-read an hour of them. Other games the
+//! policies do not rate (aborted, against the computer, ...) have no `rating_games` row and are looked
+//! at again by every sweep whose margin covers them; they are never rated.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -65,6 +67,8 @@ pub struct Reconciler {
     delay_ms: u64,
     margin_ms: u64,
     page_rows: usize,
+    /// Whether casual games are rated (`--casual-games rate`): else the sweep does not read them.
+    casual_rated: bool,
     sweep: Arc<Mutex<Option<Sweep>>>,
 }
 
@@ -95,6 +99,7 @@ impl Reconciler {
             delay_ms: config.reconcile_delay_ms,
             margin_ms: config.reconcile_margin_ms,
             page_rows: PAGE_ROWS,
+            casual_rated: config.casual_games == crate::config::Policy::Rate,
             sweep: Arc::new(Mutex::new(None)),
         }
     }
@@ -160,6 +165,7 @@ impl Reconciler {
                     CASE WHEN f.event IS NULL THEN f.record ELSE NULL END AS record \
              FROM finished_games f \
              WHERE (f.finished_at_ms > $1 OR (f.finished_at_ms = $1 AND f.game_id > $2)) AND f.finished_at_ms < $3 \
+               AND (f.rated <> 0 OR $5 <> 0) \
                AND NOT EXISTS (SELECT 1 FROM rating_games r WHERE r.game_id = f.game_id) \
              ORDER BY f.finished_at_ms, f.game_id LIMIT $4",
         )
@@ -167,6 +173,7 @@ impl Reconciler {
         .bind(sweep.after_id.clone())
         .bind(sweep.end_ms)
         .bind(i64::try_from(self.page_rows).unwrap_or(i64::MAX))
+        .bind(i64::from(self.casual_rated))
         .fetch_all(self.core.database().pool())
         .await?;
         let mut report = ReconcileReport {
