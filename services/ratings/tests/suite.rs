@@ -1053,6 +1053,24 @@ async fn games_lost_from_the_stream_are_reconciled(b: Backend) {
     archive_row(&b.db, &late, true).await;
     let report = reconciler.sweep(now + 1000).await.unwrap();
     assert_eq!((report.scanned, report.applied.recorded), (1, 1));
+    // A casual game is not even read while casual games are not rated; it is when they are.
+    let casual = FinishedGame {
+        rated: false,
+        ..game("casual1", "rp2", "rp3", Outcome::Draw, watermark - 500_000)
+    };
+    archive_row(&b.db, &casual, true).await;
+    let report = reconciler.sweep(now + 1500).await.unwrap();
+    assert_eq!((report.scanned, report.applied.recorded), (0, 0));
+    let mut rating_casual = config.clone();
+    rating_casual.casual_games = draughts_ratings::Policy::Rate;
+    let casual_reconciler = Reconciler::new(
+        RatingsCore::new(b.db.clone(), &rating_casual)
+            .await
+            .unwrap(),
+        &rating_casual,
+    );
+    let report = casual_reconciler.sweep(now + 1600).await.unwrap();
+    assert_eq!(report.scanned, 1, "read when casual games are rated");
     // Outside the margin: not looked at again (the watermark is the promise).
     let ancient = game(
         "ancient1",
@@ -1064,6 +1082,6 @@ async fn games_lost_from_the_stream_are_reconciled(b: Backend) {
     archive_row(&b.db, &ancient, true).await;
     let report = reconciler.sweep(now + 2000).await.unwrap();
     assert_eq!(report.applied.recorded, 0);
-    assert_eq!(count(&b.db, "SELECT COUNT(*) FROM rating_games").await, 41);
+    assert_eq!(count(&b.db, "SELECT COUNT(*) FROM rating_games").await, 42);
     assert_counted_once(&b.db).await;
 }
