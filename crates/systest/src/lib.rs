@@ -444,6 +444,16 @@ impl Platform {
     }
 }
 
+impl Drop for Platform {
+    /// Every process is killed (by its [`Node`]'s drop, after this); the logs are kept only when the
+    /// test is failing, for its report.
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.logs);
+        }
+    }
+}
+
 async fn create_key(
     channel: &Channel,
     owner: &str,
