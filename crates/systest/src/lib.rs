@@ -579,15 +579,8 @@ where
     }
 }
 
-/// `message` with `authorization: Bearer token`.
-pub fn authed<T>(token: &str, message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {token}").parse().expect("ascii token"),
-    );
-    request
-}
+/// `message` with `authorization: Bearer token` (the test kit's one helper).
+pub use draughts_testkit::games::authed;
 
 /// An identity-provider token for subject `sub` (player id `player:<sub>`), signed with [`JWT_KEY`].
 pub fn player_token(sub: &str, name: &str) -> String {
