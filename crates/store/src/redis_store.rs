@@ -66,7 +66,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_IDLE_BLOCKING: usize = 8;
 /// Upper bound on `XAUTOCLAIM` round trips in one `claim_idle` call.
 const MAX_CLAIM_ROUNDS: usize = 64;
-/// Most rounds of a spread schedule's `take_due`/`claim_due` whose picks all went to others.
+/// Most rounds of a spread schedule's `take_due`/`claim_due` (a round is repeated when some of
+/// its picks went to other callers).
 const MAX_TAKE_ROUNDS: usize = 8;
 /// Response timeout of the cluster connections of blocking reads: longer than any `BLOCK`
 /// (`query_blocking` bounds each read by its own `BLOCK` plus [`BLOCKING_GRACE`]).
@@ -521,15 +522,31 @@ impl RedisStore {
         max: usize,
         retry_at: Option<u64>,
     ) -> Result<Vec<String>, StoreError> {
-        // A round whose picks all went to other callers is tried again (bounded), so that an empty
-        // answer means nothing was due, as with one sorted set.
+        // Picks that went to other callers are made up for by another round (bounded), so that, as
+        // with one sorted set, a caller gets `max` members whenever that many are due and fewer
+        // only when no more are.
+        let mut got: Vec<String> = Vec::new();
         for _ in 0..MAX_TAKE_ROUNDS {
-            let (n_picked, taken) = self.take_round(shards, now_unix_ms, max, retry_at).await?;
-            if n_picked == 0 || !taken.is_empty() {
-                return Ok(taken);
+            let wanted = max - got.len();
+            let (n_picked, taken) = match self
+                .take_round(shards, now_unix_ms, wanted, retry_at)
+                .await
+            {
+                Ok(round) => round,
+                // Members already taken are this caller's: they are handed out, not lost.
+                Err(err) if !got.is_empty() => {
+                    tracing::warn!(error = %err, "a later schedule round failed; handing out what was taken");
+                    return Ok(got);
+                }
+                Err(err) => return Err(err),
+            };
+            let all_taken = taken.len() == n_picked;
+            got.extend(taken);
+            if n_picked == 0 || all_taken || got.len() >= max {
+                break;
             }
         }
-        Ok(Vec::new())
+        Ok(got)
     }
 
     /// One round of [`take_from_shards`](Self::take_from_shards): how many members were picked,
