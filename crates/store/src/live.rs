@@ -256,6 +256,18 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
     /// Appends `payload` to `stream` (creating it) and returns the new entry's id.
     async fn append(&self, stream: &str, payload: Bytes) -> Result<EntryId, StoreError>;
 
+    /// [`append`](LiveStore::append) and, in the same atomic step, publishes `message` on `channel`
+    /// (one Lua script on Redis: one round trip where the two commands would be two). A subscriber
+    /// woken by the message finds the entry already in the stream: the way a work queue wakes its
+    /// idle consumers without a second round trip.
+    async fn append_and_publish(
+        &self,
+        stream: &str,
+        payload: Bytes,
+        channel: &str,
+        message: Bytes,
+    ) -> Result<EntryId, StoreError>;
+
     /// Creates consumer group `group` on `stream` (creating the stream), starting at the
     /// beginning of the stream. Idempotent: an existing group is left as it is.
     async fn ensure_group(&self, stream: &str, group: &str) -> Result<(), StoreError>;

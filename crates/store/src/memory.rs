@@ -373,6 +373,19 @@ impl LiveStore for MemoryStore {
         Ok(id)
     }
 
+    async fn append_and_publish(
+        &self,
+        stream: &str,
+        payload: Bytes,
+        channel: &str,
+        message: Bytes,
+    ) -> Result<EntryId, StoreError> {
+        // The entry is in the stream before the message is sent (append returns first).
+        let id = self.append(stream, payload).await?;
+        self.lock().publish(channel, message);
+        Ok(id)
+    }
+
     async fn ensure_group(&self, stream: &str, group: &str) -> Result<(), StoreError> {
         let mut state = self.lock();
         state

@@ -182,6 +182,14 @@ end
 return count
 ";
 
+/// XADD then PUBLISH. KEYS[1] = stream; ARGV[1] = payload field, ARGV[2] = payload, ARGV[3] =
+/// channel, ARGV[4] = message. Returns the entry's id.
+const APPEND_PUBLISH_SCRIPT: &str = r"
+local id = redis.call('XADD', KEYS[1], '*', ARGV[1], ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return id
+";
+
 #[derive(Clone)]
 struct Scripts {
     put_with: Script,
@@ -191,6 +199,7 @@ struct Scripts {
     claim_due: Script,
     take_picked: Script,
     hit: Script,
+    append_publish: Script,
 }
 
 /// A connection of either kind; commands and scripts run on it the same way.
@@ -435,6 +444,7 @@ impl RedisStore {
                 claim_due: Script::new(CLAIM_DUE_SCRIPT),
                 take_picked: Script::new(TAKE_PICKED_SCRIPT),
                 hit: Script::new(HIT_SCRIPT),
+                append_publish: Script::new(APPEND_PUBLISH_SCRIPT),
             }),
         }
     }
@@ -771,6 +781,23 @@ impl LiveStore for RedisStore {
             .arg(STREAM_PAYLOAD_FIELD)
             .arg(payload.as_ref());
         let id: String = self.query(&cmd).await?;
+        parse_id(&id)
+    }
+
+    async fn append_and_publish(
+        &self,
+        stream: &str,
+        payload: Bytes,
+        channel: &str,
+        message: Bytes,
+    ) -> Result<EntryId, StoreError> {
+        let mut invocation = self.scripts.append_publish.key(self.keys.stream(stream));
+        invocation
+            .arg(STREAM_PAYLOAD_FIELD)
+            .arg(payload.as_ref())
+            .arg(self.keys.channel(channel))
+            .arg(message.as_ref());
+        let id: String = invocation.invoke_async(&mut self.conn()).await?;
         parse_id(&id)
     }
 

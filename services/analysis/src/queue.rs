@@ -25,8 +25,8 @@ use draughts_store::{EntryId, LiveStore, StoreError, Version, now_unix_ms};
 use sha2::Digest;
 
 use crate::contract::{
-    self, CachedResult, Class, JobEntry, JobEvent, JobRecord, JobSpec, JobState, VERSION, decode,
-    encode,
+    self, CachedResult, Class, Finished, JobEntry, JobEvent, JobRecord, JobSpec, JobState, VERSION,
+    decode, encode,
 };
 use crate::error::{AnalysisError, AnalysisResult};
 
@@ -212,38 +212,77 @@ impl Queue {
             if !change(&mut record) {
                 return Ok(Some((record, false, version)));
             }
-            record.expires_ms = self.expires_ms();
-            let mut effects = vec![draughts_store::Effect::Publish {
-                channel: contract::events_channel(job_id),
-                payload: encode(&JobEvent {
-                    v: VERSION,
-                    state: record.state,
-                })
-                .into(),
-            }];
-            if record.state.is_final() {
-                effects.push(draughts_store::Effect::Publish {
-                    channel: contract::FINISHED_CHANNEL.into(),
-                    payload: job_id.to_owned().into(),
-                });
-            }
-            match self
-                .live
-                .put_with(
-                    &contract::job_key(job_id),
-                    encode(&record).into(),
-                    Some(version),
-                    Some(self.ttl()),
-                    &effects,
-                )
-                .await
-            {
-                Ok(version) => return Ok(Some((record, true, version))),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
+            match self.write(job_id, &mut record, version).await? {
+                Some(version) => return Ok(Some((record, true, version))),
+                None => continue,
             }
         }
         Err(AnalysisError::Contended)
+    }
+
+    /// One compare-and-set of a record already read at `version` (no read, no retry): the record
+    /// after `change` and its new version, or `None` when it changed meanwhile (or `change` changed
+    /// nothing).
+    pub async fn update_once(
+        &self,
+        job_id: &str,
+        (mut record, version): (JobRecord, Version),
+        change: impl FnOnce(&mut JobRecord) -> bool,
+    ) -> AnalysisResult<Option<(JobRecord, Version)>> {
+        if !change(&mut record) {
+            return Ok(None);
+        }
+        Ok(self
+            .write(job_id, &mut record, version)
+            .await?
+            .map(|version| (record, version)))
+    }
+
+    /// Writes a changed record over `version` with its wake-ups (the job's event; when it is final,
+    /// the finished notice). `None`: the record is no longer at `version`.
+    async fn write(
+        &self,
+        job_id: &str,
+        record: &mut JobRecord,
+        version: Version,
+    ) -> AnalysisResult<Option<Version>> {
+        record.expires_ms = self.expires_ms();
+        let mut effects = vec![draughts_store::Effect::Publish {
+            channel: contract::events_channel(job_id),
+            payload: encode(&JobEvent {
+                v: VERSION,
+                state: record.state,
+            })
+            .into(),
+        }];
+        if record.state.is_final() {
+            // A computer move's caller answers from the notice: no read after the wake-up.
+            let carried = (record.class == Class::ComputerMove).then(|| Box::new(record.clone()));
+            effects.push(draughts_store::Effect::Publish {
+                channel: contract::FINISHED_CHANNEL.into(),
+                payload: encode(&Finished {
+                    v: VERSION,
+                    job_id: job_id.to_owned(),
+                    record: carried,
+                })
+                .into(),
+            });
+        }
+        match self
+            .live
+            .put_with(
+                &contract::job_key(job_id),
+                encode(&*record).into(),
+                Some(version),
+                Some(self.ttl()),
+                &effects,
+            )
+            .await
+        {
+            Ok(version) => Ok(Some(version)),
+            Err(StoreError::Conflict { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Submits a job: from the cache, merged into an identical pending job, or queued.
@@ -365,26 +404,33 @@ impl Queue {
                 retry_after_secs: 5,
             });
         }
-        self.enqueue_entry(record.class, &record.job_id).await?;
+        self.enqueue_entry(record.class, &record.job_id, Some(&record))
+            .await?;
         metrics::counter!("analysis_jobs_submitted_total", "class" => record.class.name())
             .increment(1);
         Ok(Submitted::Queued(record))
     }
 
-    /// Appends the job's entry to its class stream and wakes an idle worker.
-    pub(crate) async fn enqueue_entry(&self, class: Class, job_id: &str) -> AnalysisResult<()> {
+    /// Appends the job's entry to its class stream and wakes an idle worker, in one step. `first`:
+    /// the record as first written (version 1) of a new job, carried in the entry.
+    pub(crate) async fn enqueue_entry(
+        &self,
+        class: Class,
+        job_id: &str,
+        first: Option<&JobRecord>,
+    ) -> AnalysisResult<()> {
+        let entry = JobEntry {
+            v: VERSION,
+            job_id: job_id.to_owned(),
+            record: first.map(|record| Box::new(record.clone())),
+        };
         self.live
-            .append(
+            .append_and_publish(
                 class.stream(),
-                encode(&JobEntry {
-                    v: VERSION,
-                    job_id: job_id.to_owned(),
-                })
-                .into(),
+                encode(&entry).into(),
+                contract::WAKE_CHANNEL,
+                class.name().into(),
             )
-            .await?;
-        self.live
-            .publish(contract::WAKE_CHANNEL, class.name().into())
             .await?;
         Ok(())
     }

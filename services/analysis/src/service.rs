@@ -24,7 +24,7 @@ const BEST_MOVE_POLL: Duration = Duration::from_millis(200);
 /// per call), dispatched to the waiting calls by job id. A lost wake-up costs a poll interval.
 #[derive(Clone, Debug)]
 pub struct Waiter {
-    waiting: Arc<Mutex<HashMap<String, tokio::sync::oneshot::Sender<()>>>>,
+    waiting: Arc<Mutex<HashMap<String, tokio::sync::oneshot::Sender<Option<JobRecord>>>>>,
 }
 
 impl Waiter {
@@ -44,21 +44,27 @@ impl Waiter {
                     let Some(waiting) = waiting.upgrade() else {
                         return;
                     };
-                    let senders: Vec<_> = {
-                        let mut waiting = waiting.lock().expect("waiter lock");
-                        match notice {
-                            draughts_store::Notice::Message(job_id) => waiting
-                                .remove(String::from_utf8_lossy(&job_id).as_ref())
-                                .into_iter()
-                                .collect(),
-                            // Wake-ups may have been lost: every caller re-reads its record.
-                            draughts_store::Notice::Gap => {
-                                waiting.drain().map(|(_, sender)| sender).collect()
+                    match notice {
+                        draughts_store::Notice::Message(payload) => {
+                            let notice = contract::Finished::read(&payload);
+                            let sender =
+                                waiting.lock().expect("waiter lock").remove(&notice.job_id);
+                            if let Some(sender) = sender {
+                                let _ = sender.send(notice.record.map(|record| *record));
                             }
                         }
-                    };
-                    for sender in senders {
-                        let _ = sender.send(());
+                        // Wake-ups may have been lost: every caller re-reads its record.
+                        draughts_store::Notice::Gap => {
+                            let senders: Vec<_> = waiting
+                                .lock()
+                                .expect("waiter lock")
+                                .drain()
+                                .map(|(_, sender)| sender)
+                                .collect();
+                            for sender in senders {
+                                let _ = sender.send(None);
+                            }
+                        }
                     }
                 }
                 if waiting.strong_count() == 0 {
@@ -69,7 +75,8 @@ impl Waiter {
         waiter
     }
 
-    fn register(&self, job_id: &str) -> tokio::sync::oneshot::Receiver<()> {
+    /// The caller's wake-up: the final record when the notice carries it.
+    fn register(&self, job_id: &str) -> tokio::sync::oneshot::Receiver<Option<JobRecord>> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.waiting
             .lock()
@@ -310,8 +317,16 @@ impl AnalysisCore {
             let step = BEST_MOVE_POLL.min(deadline - now);
             match finished.as_mut() {
                 Some(rx) => {
-                    if tokio::time::timeout(step, rx).await.is_ok() {
+                    if let Ok(woken) = tokio::time::timeout(step, rx).await {
                         finished = None;
+                        // The notice of a computer move carries its final record: no read.
+                        if let Ok(Some(last)) = woken
+                            && last.job_id == job_id
+                            && last.state.is_final()
+                        {
+                            record = last;
+                            continue;
+                        }
                     }
                 }
                 None => tokio::time::sleep(step).await,

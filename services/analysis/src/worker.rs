@@ -271,15 +271,15 @@ impl Slot {
         entry: Entry,
         searcher: Option<Searcher>,
     ) -> Option<Searcher> {
-        let job_id = match decode::<JobEntry>(&entry.payload) {
-            Ok(job) => job.job_id,
+        let (job_id, first) = match decode::<JobEntry>(&entry.payload) {
+            Ok(job) => (job.job_id, job.record.map(|record| *record)),
             Err(e) => {
                 tracing::warn!(error = %e, id = %entry.id, "unreadable job entry dropped");
                 self.ack(class, &entry).await;
                 return searcher;
             }
         };
-        match self.start(&job_id).await {
+        match self.start(&job_id, first).await {
             Ok(Start::Run(started)) => {
                 self.running.fetch_add(1, Ordering::Relaxed);
                 let (record, version) = *started;
@@ -309,15 +309,41 @@ impl Slot {
         }
     }
 
-    /// Decides whether this slot runs the job, and marks it RUNNING if so.
-    async fn start(&self, job_id: &str) -> AnalysisResult<Start> {
+    /// Decides whether this slot runs the job, and marks it RUNNING if so. `first`: the record as
+    /// first written, carried by a new job's entry.
+    async fn start(&self, job_id: &str, first: Option<JobRecord>) -> AnalysisResult<Start> {
         let live = self.queue.live();
+        let lease = contract::run_lease(job_id);
+        let lease_time = self.queue.config().run_lease();
+        let max_attempts = self.queue.config().max_attempts;
+        let me = self.consumer.clone();
+        let now = now_unix_ms();
+        if let Some(first) = first {
+            // A new job: the lease and the compare-and-set against the first version go out together
+            // (one round trip of latency, no read). The set fails if anything changed the record
+            // since (a merge, a cancel, another slot starting it): then the record is read below.
+            let (leased, marked) = tokio::join!(
+                live.lease(&lease, &self.consumer, lease_time),
+                self.queue.update_once(job_id, (first, FIRST_VERSION), |r| {
+                    mark_running(r, &me, now, max_attempts)
+                })
+            );
+            match (leased, marked) {
+                (Ok(true), Ok(Some((record, version)))) => {
+                    return self.started(job_id, record, version).await;
+                }
+                // Another slot holds the lease (it took the entry over while this one was paused):
+                // it will find the record changed and start the next attempt itself.
+                (Ok(false), Ok(Some(_))) => return Ok(Start::Busy),
+                // The record changed, or a call failed: decide from the record.
+                _ => {}
+            }
+        }
         // The record's read and the run lease go out together (one round trip of latency): a lease
         // taken for a job with nothing left to run is released again.
-        let lease = contract::run_lease(job_id);
         let (loaded, leased) = tokio::join!(
             self.queue.load(job_id),
-            live.lease(&lease, &self.consumer, self.queue.config().run_lease())
+            live.lease(&lease, &self.consumer, lease_time)
         );
         let leased = leased?;
         let loaded = match loaded {
@@ -332,54 +358,50 @@ impl Slot {
         if !leased {
             return Ok(Start::Busy);
         }
-        let (record, version) = loaded;
-        let max_attempts = self.queue.config().max_attempts;
-        let me = self.consumer.clone();
-        let now = now_unix_ms();
         let updated = self
             .queue
-            .update_versioned(job_id, Some((record, version)), |r| {
-                if r.state.is_final() {
-                    return false;
-                }
-                if r.attempts >= max_attempts {
-                    let reason = r
-                        .error
-                        .clone()
-                        .unwrap_or_else(|| format!("its worker was lost {} times", r.attempts));
-                    r.state = JobState::Failed;
-                    r.error = Some(format!("gave up after {} attempts: {reason}", r.attempts));
-                    r.finished_ms = now;
-                    r.progress = None;
-                    return true;
-                }
-                r.state = JobState::Running;
-                r.attempts += 1;
-                r.worker = Some(me.clone());
-                r.started_ms = now;
-                r.progress = None;
-                true
+            .update_versioned(job_id, Some(loaded), |r| {
+                mark_running(r, &me, now, max_attempts)
             })
             .await?;
         match updated {
-            Some((record, true, version)) if record.state == JobState::Running => {
-                Ok(Start::Run(Box::new((record, version))))
-            }
-            Some((record, _, _)) => {
-                let _ = live.release(&lease, &self.consumer).await;
-                if record.state == JobState::Failed {
-                    metrics::counter!("analysis_jobs_failed_total").increment(1);
-                    self.queue
-                        .release_fingerprint(&record.fingerprint, job_id)
-                        .await;
-                }
-                Ok(Start::Done)
-            }
+            Some((record, true, version)) => self.started(job_id, record, version).await,
+            Some((record, false, _)) => self.not_started(job_id, &record).await,
             None => {
                 let _ = live.release(&lease, &self.consumer).await;
                 Ok(Start::Done)
             }
         }
+    }
+
+    /// After this slot's compare-and-set of [`mark_running`] won: run it, or (out of attempts) it
+    /// is FAILED now.
+    async fn started(
+        &self,
+        job_id: &str,
+        record: JobRecord,
+        version: Version,
+    ) -> AnalysisResult<Start> {
+        if record.state == JobState::Running {
+            return Ok(Start::Run(Box::new((record, version))));
+        }
+        self.not_started(job_id, &record).await
+    }
+
+    /// The job is not this slot's to run (final, or just marked FAILED): release its lease.
+    async fn not_started(&self, job_id: &str, record: &JobRecord) -> AnalysisResult<Start> {
+        let _ = self
+            .queue
+            .live()
+            .release(&contract::run_lease(job_id), &self.consumer)
+            .await;
+        if record.state == JobState::Failed {
+            metrics::counter!("analysis_jobs_failed_total").increment(1);
+            self.queue
+                .release_fingerprint(&record.fingerprint, job_id)
+                .await;
+        }
+        Ok(Start::Done)
     }
 
     /// Runs a job this slot has marked RUNNING, to its end.
@@ -530,7 +552,7 @@ impl Slot {
             Some((after, true)) => {
                 if retry {
                     // A fresh entry hands the job to the next free slot at once.
-                    self.queue.enqueue_entry(class, job_id).await?;
+                    self.queue.enqueue_entry(class, job_id, None).await?;
                 }
                 self.ack(class, entry).await;
                 if retry {
@@ -579,6 +601,34 @@ fn state_name(state: JobState) -> &'static str {
         JobState::Failed => "failed",
         JobState::Cancelled => "cancelled",
     }
+}
+
+/// The version of a record as first written (a create-only put starts at 1).
+const FIRST_VERSION: Version = 1;
+
+/// The change that starts attempt n+1 of a job for slot `me`, or marks it FAILED when its attempts
+/// are used up. `false`: the job is final, nothing to change.
+fn mark_running(r: &mut JobRecord, me: &str, now: u64, max_attempts: u32) -> bool {
+    if r.state.is_final() {
+        return false;
+    }
+    if r.attempts >= max_attempts {
+        let reason = r
+            .error
+            .clone()
+            .unwrap_or_else(|| format!("its worker was lost {} times", r.attempts));
+        r.state = JobState::Failed;
+        r.error = Some(format!("gave up after {} attempts: {reason}", r.attempts));
+        r.finished_ms = now;
+        r.progress = None;
+        return true;
+    }
+    r.state = JobState::Running;
+    r.attempts += 1;
+    r.worker = Some(me.to_owned());
+    r.started_ms = now;
+    r.progress = None;
+    true
 }
 
 enum Start {

@@ -66,6 +66,8 @@ macro_rules! queue_suite {
                 the_queue_refuses_jobs_when_a_class_is_full,
                 finished_rated_games_feed_the_bulk_class_once,
                 computer_moves_are_answered_while_bulk_work_is_queued,
+                a_job_changed_after_queueing_runs_from_its_current_record,
+                a_computer_move_s_finished_notice_carries_its_record,
             );
         }
     )*};
@@ -319,6 +321,112 @@ mod checks {
             (cancelled.state, cancelled.attempts),
             (JobState::Cancelled, 0)
         );
+        w.stop().await;
+    }
+
+    /// A new job's entry carries its first record, and a worker starts it by a compare-and-set
+    /// against that version without reading it: a change made in between (here a second owner
+    /// joining) must survive, and the job runs once.
+    pub async fn a_job_changed_after_queueing_runs_from_its_current_record(
+        store: Arc<dyn LiveStore>,
+    ) {
+        let q = queue(store, QueueConfig::for_tests()).await;
+        let spec = position(&["9-13"], depth(3));
+        let first = q
+            .submit(job(Class::Interactive, spec.clone(), "player:ann", true))
+            .await
+            .unwrap();
+        let second = q
+            .submit(job(Class::Interactive, spec, "player:bob", true))
+            .await
+            .unwrap();
+        assert!(matches!(second, Submitted::Merged(_)), "{second:?}");
+        let w = TestWorker::start(&q, "fresh", 1, Duration::from_secs(5));
+        let done = wait_for(&q, &first.record().job_id, "done", |r| {
+            r.state == JobState::Done
+        })
+        .await;
+        assert_eq!(done.owners, ["player:ann", "player:bob"]);
+        assert_eq!(done.attempts, 1);
+        assert!(done.result.is_some());
+        // With nothing in between, the first record is the one a worker starts from.
+        let plain = q
+            .submit(job(
+                Class::Interactive,
+                position(&["10-14"], depth(2)),
+                "player:cid",
+                false,
+            ))
+            .await
+            .unwrap();
+        let done = wait_for(&q, &plain.record().job_id, "done", |r| {
+            r.state == JobState::Done
+        })
+        .await;
+        assert_eq!(
+            (done.owners.as_slice(), done.attempts),
+            (&["player:cid".to_string()][..], 1)
+        );
+        assert_eq!(
+            done.trace,
+            plain.record().trace,
+            "the trace context travels"
+        );
+        w.stop().await;
+    }
+
+    /// A BestMove caller answers from the finished notice: it carries a computer move's final
+    /// record (and only a computer move's: other results can be large).
+    pub async fn a_computer_move_s_finished_notice_carries_its_record(store: Arc<dyn LiveStore>) {
+        let q = queue(store.clone(), QueueConfig::for_tests()).await;
+        let mut notices = store
+            .subscribe(draughts_analysis::contract::FINISHED_CHANNEL)
+            .await
+            .unwrap();
+        let w = TestWorker::start(&q, "notice", 1, Duration::from_secs(5));
+        let best = JobSpec::BestMove {
+            line: line(&["11-15"]),
+            level: Some(1),
+            limits: None,
+            clock_cap_ms: None,
+            seed: 7,
+        };
+        let computer = q
+            .submit(job(Class::ComputerMove, best, "player:ann", false))
+            .await
+            .unwrap();
+        let interactive = q
+            .submit(job(
+                Class::Interactive,
+                position(&["11-16"], depth(2)),
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        let mut seen = std::collections::HashMap::new();
+        while seen.len() < 2 {
+            let notice = tokio::time::timeout(
+                Duration::from_secs(30),
+                futures_util::StreamExt::next(&mut notices),
+            )
+            .await
+            .expect("a finished notice")
+            .expect("the subscription stays open");
+            if let draughts_store::Notice::Message(payload) = notice {
+                let notice = draughts_analysis::contract::Finished::read(&payload);
+                seen.insert(notice.job_id.clone(), notice);
+            }
+        }
+        let carried = seen[&computer.record().job_id]
+            .record
+            .as_deref()
+            .expect("a computer move's notice carries its record");
+        let stored = q.load(&computer.record().job_id).await.unwrap().unwrap().0;
+        assert_eq!(carried, &stored);
+        assert_eq!(carried.state, JobState::Done);
+        assert!(carried.result.is_some());
+        assert_eq!(seen[&interactive.record().job_id].record, None);
         w.stop().await;
     }
 

@@ -6,10 +6,10 @@
 //!
 //! | name | kind | payload | writer | readers |
 //! |---|---|---|---|---|
-//! | `analysis.jobs.computer`, `analysis.jobs.interactive`, `analysis.jobs.bulk` | streams, group `analysis-workers` | [`JobEntry`] | the queue (enqueue, hand back) | workers |
+//! | `analysis.jobs.computer`, `analysis.jobs.interactive`, `analysis.jobs.bulk` | streams, group `analysis-workers` | [`JobEntry`] (a new job's with its first record) | the queue (enqueue, with the wake-up in one step; hand back) | workers |
 //! | `analysis-job:{<job id>}` | versioned key, TTL = result TTL | [`JobRecord`] | the queue, the worker running it | the edge (Get/Watch), workers |
 //! | `analysis-events:<job id>` | pub/sub | [`JobEvent`] | whoever changes the record | watchers, BestMove callers, the running worker (cancel) |
-//! | `analysis.finished` | pub/sub | a job id | whoever makes a record final | BestMove callers (one subscription per process) |
+//! | `analysis.finished` | pub/sub | [`Finished`] (a computer move's with its final record) | whoever makes a record final | BestMove callers (one subscription per process) |
 //! | `analysis.wake` | pub/sub | a class name | enqueue | idle workers (a wake-up; the streams are the truth) |
 //! | `analysis-dedup:<fingerprint>` | versioned key, TTL | a job id | enqueue | enqueue (merging) |
 //! | `analysis-cache:<fingerprint>` | versioned key, TTL | [`JobResult`] (JSON, `v`) | workers | enqueue |
@@ -30,8 +30,8 @@ pub const VERSION: u32 = 1;
 pub const GROUP: &str = "analysis-workers";
 /// Wake-up channel for idle workers.
 pub const WAKE_CHANNEL: &str = "analysis.wake";
-/// Every job that reaches a final state, by id (payload: the job id): one subscription per API
-/// replica wakes all its BestMove callers.
+/// Every job that reaches a final state ([`Finished`]): one subscription per API replica wakes all
+/// its BestMove callers.
 pub const FINISHED_CHANNEL: &str = "analysis.finished";
 /// Heartbeats of the workers.
 pub const WORKERS_STREAM: &str = "analysis.workers";
@@ -129,6 +129,36 @@ pub struct JobEntry {
     #[serde(default = "version")]
     pub v: u32,
     pub job_id: String,
+    /// The record as it was first written (version 1), on the entry that queues a new job: the
+    /// worker that gets the entry marks the job RUNNING by a compare-and-set against version 1
+    /// without reading the record first (any change since, a merge or a cancel, makes that fail
+    /// and the worker reads the record). Absent on the entries of jobs handed back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<Box<JobRecord>>,
+}
+
+/// What [`FINISHED_CHANNEL`] carries: the job that became final and, for a computer move, its
+/// final record (a BestMove caller answers from it without reading the record; other jobs' records
+/// can be large and are read by those who want them).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finished {
+    #[serde(default = "version")]
+    pub v: u32,
+    pub job_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<Box<JobRecord>>,
+}
+
+impl Finished {
+    /// Reads a notice; a payload that is not one (a bare job id, as written before the notice
+    /// carried records) is that job's notice without a record.
+    pub fn read(payload: &[u8]) -> Finished {
+        decode::<Finished>(payload).unwrap_or_else(|_| Finished {
+            v: VERSION,
+            job_id: String::from_utf8_lossy(payload).into_owned(),
+            record: None,
+        })
+    }
 }
 
 /// Search limits of a job (unset: no such limit). The queue always sets a time cap.
@@ -413,6 +443,36 @@ mod tests {
         assert_eq!(record.attempts, 0);
         let again: JobRecord = decode(&encode(&record)).unwrap();
         assert_eq!(again, record);
+    }
+
+    #[test]
+    fn finished_notices_read_with_or_without_a_record() {
+        let bare = Finished::read(b"0123abcd");
+        assert_eq!((bare.job_id.as_str(), bare.record), ("0123abcd", None));
+        let record: JobRecord = decode(
+            br#"{"v":1,"job_id":"ab","class":"computer_move","state":"done","created_ms":5,
+            "spec":{"kind":"position","line":{"rules":{"variant":"english"},"fen":"B:W21:B1","moves":[]},
+                    "limits":{"depth":4,"nodes":null,"movetime_ms":null,"multi_pv":1}}}"#,
+        )
+        .unwrap();
+        let notice = Finished {
+            v: VERSION,
+            job_id: "ab".into(),
+            record: Some(Box::new(record.clone())),
+        };
+        assert_eq!(Finished::read(&encode(&notice)), notice);
+        // An entry without a record (a handed-back job) is what older writers wrote.
+        let entry: JobEntry = decode(br#"{"v":1,"job_id":"ab"}"#).unwrap();
+        assert_eq!(entry.record, None);
+        assert_eq!(encode(&entry), br#"{"v":1,"job_id":"ab"}"#.to_vec());
+        let with_record = JobEntry {
+            record: Some(Box::new(record)),
+            ..entry
+        };
+        assert_eq!(
+            decode::<JobEntry>(&encode(&with_record)).unwrap(),
+            with_record
+        );
     }
 
     #[test]

@@ -64,6 +64,7 @@ macro_rules! live_store_suite {
                 range_pages_through_history,
                 trim_keeps_the_newest,
                 pubsub_reaches_two_subscribers,
+                append_and_publish_wakes_with_the_entry_in_place,
                 pubsub_fans_out_to_many_subscribers_and_channels,
                 lagging_subscriber_gets_a_gap,
                 trim_consumed_keeps_what_a_group_needs,
@@ -1067,6 +1068,28 @@ pub mod checks {
 
     fn message(text: &str) -> Option<Notice> {
         Some(Notice::Message(bytes(text)))
+    }
+
+    pub async fn append_and_publish_wakes_with_the_entry_in_place(store: Store) {
+        store.ensure_group("jobs", "workers").await.unwrap();
+        let mut wake = store.subscribe("jobs.wake").await.unwrap();
+        for n in 0..20 {
+            let payload = format!("job {n}");
+            let id = store
+                .append_and_publish("jobs", bytes(&payload), "jobs.wake", bytes("go"))
+                .await
+                .unwrap();
+            assert_eq!(soon(wake.next()).await, message("go"));
+            // Whoever is woken finds the entry: it was appended before the message went out.
+            let delivered = store
+                .read_group("jobs", "workers", "w1", 10, Duration::ZERO)
+                .await
+                .unwrap();
+            assert_eq!(delivered.len(), 1, "after wake-up {n}");
+            assert_eq!(delivered[0].id, id);
+            assert_eq!(delivered[0].payload, bytes(&payload));
+        }
+        assert_eq!(store.len("jobs").await.unwrap(), 20);
     }
 
     pub async fn pubsub_reaches_two_subscribers(store: Store) {
