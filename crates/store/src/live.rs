@@ -256,18 +256,6 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
     /// Appends `payload` to `stream` (creating it) and returns the new entry's id.
     async fn append(&self, stream: &str, payload: Bytes) -> Result<EntryId, StoreError>;
 
-    /// [`append`](LiveStore::append) and, in the same atomic step, publishes `message` on `channel`
-    /// (one Lua script on Redis: one round trip where the two commands would be two). A subscriber
-    /// woken by the message finds the entry already in the stream: the way a work queue wakes its
-    /// idle consumers without a second round trip.
-    async fn append_and_publish(
-        &self,
-        stream: &str,
-        payload: Bytes,
-        channel: &str,
-        message: Bytes,
-    ) -> Result<EntryId, StoreError>;
-
     /// Creates consumer group `group` on `stream` (creating the stream), starting at the
     /// beginning of the stream. Idempotent: an existing group is left as it is.
     async fn ensure_group(&self, stream: &str, group: &str) -> Result<(), StoreError>;
@@ -283,6 +271,22 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
         max: usize,
         block: Duration,
     ) -> Result<Vec<Entry>, StoreError>;
+
+    /// [`read_group`](LiveStore::read_group) over several streams in one call (one `XREADGROUP`):
+    /// delivers up to `max` new entries of EACH listed stream that has some, tagged with the
+    /// stream's index in `streams`; if none has any, waits up to `block` for an append to any of
+    /// them. How a consumer of several queues waits for all of them at once, woken by the append
+    /// itself. The streams must share one group ([`crate::keys`]: one hash tag, so that the call
+    /// stays in one hash slot of a Redis Cluster); others are refused with
+    /// [`StoreError::InvalidArgument`] on every backend.
+    async fn read_groups(
+        &self,
+        streams: &[&str],
+        group: &str,
+        consumer: &str,
+        max: usize,
+        block: Duration,
+    ) -> Result<Vec<(usize, Entry)>, StoreError>;
 
     /// Acknowledges entries of `group`; returns how many were pending.
     async fn ack(&self, stream: &str, group: &str, ids: &[EntryId]) -> Result<u64, StoreError>;
@@ -501,6 +505,25 @@ pub(crate) fn check_effect_groups(key: &str, effects: &[Effect]) -> Result<(), S
                 "schedule {set:?} member {member:?} is in group {effect_group:?}, not in the group of key {key:?} ({key_group:?}): put_with writes one group"
             )));
         }
+    }
+    Ok(())
+}
+
+/// Checks that `streams` (at least one) share one group, as [`LiveStore::read_groups`] requires.
+pub(crate) fn check_one_group(streams: &[&str]) -> Result<(), StoreError> {
+    let Some(first) = streams.first() else {
+        return Err(StoreError::InvalidArgument(
+            "read_groups needs at least one stream".to_owned(),
+        ));
+    };
+    let first_group = crate::keys::group(first);
+    if let Some(other) = streams
+        .iter()
+        .find(|stream| crate::keys::group(stream) != first_group)
+    {
+        return Err(StoreError::InvalidArgument(format!(
+            "streams {first:?} and {other:?} are in different groups: read_groups reads one group (give them one hash tag)"
+        )));
     }
     Ok(())
 }

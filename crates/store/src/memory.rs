@@ -18,7 +18,8 @@ use tokio::sync::{Notify, broadcast};
 use crate::error::StoreError;
 use crate::live::{
     Effect, Entry, EntryId, GroupInfo, LiveStore, Notice, ReadFrom, SUBSCRIBER_BUFFER,
-    Subscription, Version, check_effect_groups, now_unix_ms, positive_max, positive_ms,
+    Subscription, Version, check_effect_groups, check_one_group, now_unix_ms, positive_max,
+    positive_ms,
 };
 
 /// The in-process [`LiveStore`]. Cheap to clone (clones share the state).
@@ -134,29 +135,35 @@ impl MemoryStore {
             .clone()
     }
 
-    /// Runs `attempt` until it yields entries or `block` has passed, waking on appends to
-    /// `stream`. The waiter is registered before each attempt, so an append between the
+    /// Runs `attempt` until it yields entries or `block` has passed, waking on appends to any of
+    /// `streams`. The waiters are registered before each attempt, so an append between the
     /// attempt and the wait is not missed.
-    async fn blocking<F>(
+    async fn blocking<T, F>(
         &self,
-        stream: &str,
+        streams: &[&str],
         block: Duration,
         mut attempt: F,
-    ) -> Result<Vec<Entry>, StoreError>
+    ) -> Result<Vec<T>, StoreError>
     where
-        F: FnMut(&mut State) -> Result<Vec<Entry>, StoreError>,
+        F: FnMut(&mut State) -> Result<Vec<T>, StoreError>,
     {
         let deadline = tokio::time::Instant::now() + block;
         loop {
-            let notify = self.notifier(stream);
-            let notified = notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
+            let notifiers: Vec<Arc<Notify>> =
+                streams.iter().map(|stream| self.notifier(stream)).collect();
+            let mut waits: Vec<_> = notifiers
+                .iter()
+                .map(|notify| Box::pin(notify.notified()))
+                .collect();
+            for wait in &mut waits {
+                wait.as_mut().enable();
+            }
             let entries = attempt(&mut self.lock())?;
             if !entries.is_empty() || block.is_zero() {
                 return Ok(entries);
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            let woken = futures_util::future::select_all(waits);
+            if tokio::time::timeout_at(deadline, woken).await.is_err() {
                 return attempt(&mut self.lock());
             }
         }
@@ -373,19 +380,6 @@ impl LiveStore for MemoryStore {
         Ok(id)
     }
 
-    async fn append_and_publish(
-        &self,
-        stream: &str,
-        payload: Bytes,
-        channel: &str,
-        message: Bytes,
-    ) -> Result<EntryId, StoreError> {
-        // The entry is in the stream before the message is sent (append returns first).
-        let id = self.append(stream, payload).await?;
-        self.lock().publish(channel, message);
-        Ok(id)
-    }
-
     async fn ensure_group(&self, stream: &str, group: &str) -> Result<(), StoreError> {
         let mut state = self.lock();
         state
@@ -407,8 +401,30 @@ impl LiveStore for MemoryStore {
         block: Duration,
     ) -> Result<Vec<Entry>, StoreError> {
         positive_max(max)?;
-        self.blocking(stream, block, |state| {
+        self.blocking(&[stream], block, |state| {
             deliver_new(state, stream, group, consumer, max)
+        })
+        .await
+    }
+
+    async fn read_groups(
+        &self,
+        streams: &[&str],
+        group: &str,
+        consumer: &str,
+        max: usize,
+        block: Duration,
+    ) -> Result<Vec<(usize, Entry)>, StoreError> {
+        positive_max(max)?;
+        check_one_group(streams)?;
+        self.blocking(streams, block, |state| {
+            let mut delivered = Vec::new();
+            for (index, stream) in streams.iter().enumerate() {
+                for entry in deliver_new(state, stream, group, consumer, max)? {
+                    delivered.push((index, entry));
+                }
+            }
+            Ok(delivered)
         })
         .await
     }
@@ -517,7 +533,7 @@ impl LiveStore for MemoryStore {
                     .map_or(EntryId::ZERO, |stream_state| stream_state.last_id)
             }
         };
-        self.blocking(stream, block, |state| {
+        self.blocking(&[stream], block, |state| {
             Ok(entries_after(state.streams.get(stream), Some(after), max))
         })
         .await

@@ -52,7 +52,7 @@ use crate::error::StoreError;
 use crate::keys::{KV_VALUE_FIELD, KV_VERSION_FIELD, Keys, STREAM_PAYLOAD_FIELD};
 use crate::live::{
     Effect, Entry, EntryId, GroupInfo, LiveStore, ReadFrom, Subscription, Version,
-    check_effect_groups, positive_max, positive_ms,
+    check_effect_groups, check_one_group, positive_max, positive_ms,
 };
 use crate::pubsub::{PubSubCounts, PubSubHub};
 
@@ -62,8 +62,9 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 const BLOCKING_GRACE: Duration = Duration::from_secs(5);
 /// Timeout of opening a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How many idle dedicated connections for blocking reads are kept.
-const MAX_IDLE_BLOCKING: usize = 8;
+/// How many idle dedicated connections for blocking reads are kept (one per idle analysis worker
+/// slot, each blocked reading its queue, and one per referee or feed tailing a stream).
+const MAX_IDLE_BLOCKING: usize = 32;
 /// Upper bound on `XAUTOCLAIM` round trips in one `claim_idle` call.
 const MAX_CLAIM_ROUNDS: usize = 64;
 /// Most rounds of a spread schedule's `take_due`/`claim_due` (a round is repeated when some of
@@ -182,14 +183,6 @@ end
 return count
 ";
 
-/// XADD then PUBLISH. KEYS[1] = stream; ARGV[1] = payload field, ARGV[2] = payload, ARGV[3] =
-/// channel, ARGV[4] = message. Returns the entry's id.
-const APPEND_PUBLISH_SCRIPT: &str = r"
-local id = redis.call('XADD', KEYS[1], '*', ARGV[1], ARGV[2])
-redis.call('PUBLISH', ARGV[3], ARGV[4])
-return id
-";
-
 #[derive(Clone)]
 struct Scripts {
     put_with: Script,
@@ -199,7 +192,6 @@ struct Scripts {
     claim_due: Script,
     take_picked: Script,
     hit: Script,
-    append_publish: Script,
 }
 
 /// A connection of either kind; commands and scripts run on it the same way.
@@ -444,7 +436,6 @@ impl RedisStore {
                 claim_due: Script::new(CLAIM_DUE_SCRIPT),
                 take_picked: Script::new(TAKE_PICKED_SCRIPT),
                 hit: Script::new(HIT_SCRIPT),
-                append_publish: Script::new(APPEND_PUBLISH_SCRIPT),
             }),
         }
     }
@@ -784,23 +775,6 @@ impl LiveStore for RedisStore {
         parse_id(&id)
     }
 
-    async fn append_and_publish(
-        &self,
-        stream: &str,
-        payload: Bytes,
-        channel: &str,
-        message: Bytes,
-    ) -> Result<EntryId, StoreError> {
-        let mut invocation = self.scripts.append_publish.key(self.keys.stream(stream));
-        invocation
-            .arg(STREAM_PAYLOAD_FIELD)
-            .arg(payload.as_ref())
-            .arg(self.keys.channel(channel))
-            .arg(message.as_ref());
-        let id: String = invocation.invoke_async(&mut self.conn()).await?;
-        parse_id(&id)
-    }
-
     async fn ensure_group(&self, stream: &str, group: &str) -> Result<(), StoreError> {
         let mut cmd = redis::cmd("XGROUP");
         cmd.arg("CREATE")
@@ -840,6 +814,59 @@ impl LiveStore for RedisStore {
             self.query_blocking(&cmd, block).await?
         };
         read_reply_entries(reply)
+    }
+
+    async fn read_groups(
+        &self,
+        streams: &[&str],
+        group: &str,
+        consumer: &str,
+        max: usize,
+        block: Duration,
+    ) -> Result<Vec<(usize, Entry)>, StoreError> {
+        positive_max(max)?;
+        check_one_group(streams)?;
+        let names: Vec<String> = streams.iter().map(|s| self.keys.stream(s)).collect();
+        let mut cmd = redis::cmd("XREADGROUP");
+        cmd.arg("GROUP")
+            .arg(group)
+            .arg(consumer)
+            .arg("COUNT")
+            .arg(max);
+        if !block.is_zero() {
+            cmd.arg("BLOCK").arg(block_ms(block));
+        }
+        cmd.arg("STREAMS");
+        for name in &names {
+            cmd.arg(name);
+        }
+        for _ in &names {
+            cmd.arg(">");
+        }
+        let reply: Option<StreamReadReply> = if block.is_zero() {
+            self.query(&cmd).await?
+        } else {
+            self.query_blocking(&cmd, block).await?
+        };
+        let Some(reply) = reply else {
+            return Ok(Vec::new());
+        };
+        let mut delivered = Vec::new();
+        for key in reply.keys {
+            let Some(index) = names.iter().position(|name| *name == key.key) else {
+                return Err(StoreError::internal(
+                    "redis",
+                    format!(
+                        "XREADGROUP answered for a stream not asked for: {}",
+                        key.key
+                    ),
+                ));
+            };
+            for id in key.ids {
+                delivered.push((index, to_entry(id)?));
+            }
+        }
+        Ok(delivered)
     }
 
     async fn ack(&self, stream: &str, group: &str, ids: &[EntryId]) -> Result<u64, StoreError> {

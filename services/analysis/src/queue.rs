@@ -411,8 +411,9 @@ impl Queue {
         Ok(Submitted::Queued(record))
     }
 
-    /// Appends the job's entry to its class stream and wakes an idle worker, in one step. `first`:
-    /// the record as first written (version 1) of a new job, carried in the entry.
+    /// Appends the job's entry to its class stream (the append itself wakes an idle worker, blocked
+    /// reading every class stream). `first`: the record as first written (version 1) of a new job,
+    /// carried in the entry.
     pub(crate) async fn enqueue_entry(
         &self,
         class: Class,
@@ -425,12 +426,7 @@ impl Queue {
             record: first.map(|record| Box::new(record.clone())),
         };
         self.live
-            .append_and_publish(
-                class.stream(),
-                encode(&entry).into(),
-                contract::WAKE_CHANNEL,
-                class.name().into(),
-            )
+            .append(class.stream(), encode(&entry).into())
             .await?;
         Ok(())
     }

@@ -8,7 +8,10 @@
 //! A slot's cycle:
 //! 1. For each class, highest first: a fresh entry (`read_group`), else, at most every half visibility
 //!    timeout, an entry idle for the visibility timeout (`claim_idle`: its worker may be dead). Nothing:
-//!    wait for a wake-up on [`contract::WAKE_CHANNEL`] (at most [`IDLE_POLL`]).
+//!    one blocking read of every class stream at once (`read_groups`, at most [`IDLE_POLL`]), which
+//!    the next append ends with its entry, no wake-up message in between. Should it deliver entries
+//!    of several classes at once (appends in the same instant), the highest runs first and the others
+//!    wait in the slot's hand, each taken before the fresh entries of lower classes.
 //! 2. The record decides: final or gone -> ack; its run lease (`analysis-run:<id>`) held by another
 //!    slot -> that slot is alive, leave the entry; attempts used up -> FAILED with the reason.
 //! 3. Take the lease, mark RUNNING (attempt n), search on a blocking thread with the stop flag shared
@@ -41,7 +44,7 @@ use crate::engine;
 use crate::error::AnalysisResult;
 use crate::queue::Queue;
 
-/// Longest wait for a wake-up while idle.
+/// Longest blocking read of an idle slot (then it looks for jobs to take over).
 pub const IDLE_POLL: Duration = Duration::from_millis(500);
 /// A worker counts as live this long after its last heartbeat, milliseconds.
 pub const LIVE_WINDOW_MS: u64 = 3_000;
@@ -172,41 +175,31 @@ struct Slot {
 impl Slot {
     async fn run(mut self) {
         let mut searcher: Option<Searcher> = None;
-        let mut wake = None;
-        while !*self.stopping.borrow() {
-            if wake.is_none() {
-                wake = self
-                    .queue
-                    .live()
-                    .subscribe(contract::WAKE_CHANNEL)
-                    .await
-                    .ok();
-            }
-            match self.next().await {
+        // Entries a blocking read delivered along with the one run first (this slot's to run).
+        let mut hand: Vec<(Class, Entry)> = Vec::new();
+        loop {
+            let next = if *self.stopping.borrow() {
+                // Stopping: only what is already this slot's is still run (and handed back).
+                if hand.is_empty() {
+                    break;
+                }
+                Ok(Some(hand.remove(0)))
+            } else {
+                self.next(&mut hand).await
+            };
+            match next {
                 Ok(Some((class, entry))) => {
                     searcher = self.handle(class, entry, searcher).await;
                 }
-                Ok(None) => {
-                    let mut stopping = self.stopping.clone();
-                    match wake.as_mut() {
-                        Some(sub) => {
-                            tokio::select! {
-                                woke = tokio::time::timeout(IDLE_POLL, sub.next()) => {
-                                    if let Ok(None) = woke {
-                                        wake = None;
-                                    }
-                                }
-                                _ = async { let _ = stopping.wait_for(|s| *s).await; } => {}
-                            }
-                        }
-                        None => {
-                            tokio::select! {
-                                _ = tokio::time::sleep(IDLE_POLL) => {}
-                                _ = async { let _ = stopping.wait_for(|s| *s).await; } => {}
-                            }
-                        }
+                // Not cut short at shutdown: an entry the read delivers must not be dropped (the
+                // read ends within IDLE_POLL, and what it brings is run or handed back).
+                Ok(None) => match self.wait_for_entries().await {
+                    Ok(delivered) => hand.extend(delivered),
+                    Err(e) => {
+                        tracing::warn!(error = %e, slot = %self.consumer, "queue read failed; retrying");
+                        tokio::time::sleep(IDLE_POLL).await;
                     }
-                }
+                },
                 Err(e) => {
                     tracing::warn!(error = %e, slot = %self.consumer, "queue read failed; retrying");
                     tokio::time::sleep(IDLE_POLL).await;
@@ -215,14 +208,42 @@ impl Slot {
         }
     }
 
-    /// The next entry to look at, in priority order.
-    async fn next(&mut self) -> AnalysisResult<Option<(Class, Entry)>> {
+    /// Waits up to [`IDLE_POLL`] for an entry of any class (one blocking read of every stream).
+    async fn wait_for_entries(&self) -> AnalysisResult<Vec<(Class, Entry)>> {
+        let delivered = self
+            .queue
+            .live()
+            .read_groups(
+                &Class::STREAMS,
+                contract::GROUP,
+                &self.consumer,
+                1,
+                IDLE_POLL,
+            )
+            .await?;
+        let mut delivered: Vec<(Class, Entry)> = delivered
+            .into_iter()
+            .filter_map(|(index, entry)| Class::ALL.get(index).map(|class| (*class, entry)))
+            .collect();
+        delivered.sort_by_key(|(class, entry)| (*class, entry.id));
+        Ok(delivered)
+    }
+
+    /// The next entry to look at, in priority order: per class, one already in the slot's hand,
+    /// else a fresh one, else (when due) one to take over.
+    async fn next(
+        &mut self,
+        hand: &mut Vec<(Class, Entry)>,
+    ) -> AnalysisResult<Option<(Class, Entry)>> {
         let live = self.queue.live().clone();
         let reclaim = Instant::now() >= self.next_reclaim;
         if reclaim {
             self.next_reclaim = Instant::now() + self.queue.config().visibility_timeout / 2;
         }
         for class in Class::ALL {
+            if let Some(at) = hand.iter().position(|(held, _)| *held == class) {
+                return Ok(Some(hand.remove(at)));
+            }
             let fresh = live
                 .read_group(
                     class.stream(),

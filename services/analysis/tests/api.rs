@@ -345,7 +345,9 @@ async fn a_pdn_game_streams_ply_by_ply_with_judgements() {
             &ann,
             pb::AnalyzeGameRequest {
                 source: Some(pb::analyze_game_request::Source::Pdn(pdn.clone())),
-                limits_per_ply: limits(6, 0),
+                // 50 ms a ply (no depth limit): the job runs for about 0.4 s, well past the
+                // moment the watch below attaches, so its progress is seen ply by ply.
+                limits_per_ply: limits(0, 50),
                 rules: None,
             },
         ))

@@ -6,11 +6,10 @@
 //!
 //! | name | kind | payload | writer | readers |
 //! |---|---|---|---|---|
-//! | `analysis.jobs.computer`, `analysis.jobs.interactive`, `analysis.jobs.bulk` | streams, group `analysis-workers` | [`JobEntry`] (a new job's with its first record) | the queue (enqueue, with the wake-up in one step; hand back) | workers |
+//! | `analysis.{jobs}.computer`, `analysis.{jobs}.interactive`, `analysis.{jobs}.bulk` | streams, group `analysis-workers`, one hash tag (an idle worker blocks on all three in one read) | [`JobEntry`] (a new job's with its first record) | the queue (enqueue, hand back) | workers |
 //! | `analysis-job:{<job id>}` | versioned key, TTL = result TTL | [`JobRecord`] | the queue, the worker running it | the edge (Get/Watch), workers |
 //! | `analysis-events:<job id>` | pub/sub | [`JobEvent`] | whoever changes the record | watchers, BestMove callers, the running worker (cancel) |
 //! | `analysis.finished` | pub/sub | [`Finished`] (a computer move's with its final record) | whoever makes a record final | BestMove callers (one subscription per process) |
-//! | `analysis.wake` | pub/sub | a class name | enqueue | idle workers (a wake-up; the streams are the truth) |
 //! | `analysis-dedup:<fingerprint>` | versioned key, TTL | a job id | enqueue | enqueue (merging) |
 //! | `analysis-cache:<fingerprint>` | versioned key, TTL | [`JobResult`] (JSON, `v`) | workers | enqueue |
 //! | `analysis-run:<job id>` | lease | the worker slot running it | workers | workers (a claimed entry whose lease is held is left alone) |
@@ -28,8 +27,6 @@ pub const VERSION: u32 = 1;
 
 /// The consumer group of every job stream.
 pub const GROUP: &str = "analysis-workers";
-/// Wake-up channel for idle workers.
-pub const WAKE_CHANNEL: &str = "analysis.wake";
 /// Every job that reaches a final state ([`Finished`]): one subscription per API replica wakes all
 /// its BestMove callers.
 pub const FINISHED_CHANNEL: &str = "analysis.finished";
@@ -52,12 +49,19 @@ impl Class {
     /// Highest priority first.
     pub const ALL: [Class; 3] = [Class::ComputerMove, Class::Interactive, Class::Bulk];
 
+    /// Every class's stream, in priority order: one hash tag, so one read can wait on all of them.
+    pub const STREAMS: [&'static str; 3] = [
+        Class::ComputerMove.stream(),
+        Class::Interactive.stream(),
+        Class::Bulk.stream(),
+    ];
+
     /// The class's job stream.
-    pub fn stream(self) -> &'static str {
+    pub const fn stream(self) -> &'static str {
         match self {
-            Class::ComputerMove => "analysis.jobs.computer",
-            Class::Interactive => "analysis.jobs.interactive",
-            Class::Bulk => "analysis.jobs.bulk",
+            Class::ComputerMove => "analysis.{jobs}.computer",
+            Class::Interactive => "analysis.{jobs}.interactive",
+            Class::Bulk => "analysis.{jobs}.bulk",
         }
     }
 

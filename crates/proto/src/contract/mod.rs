@@ -10,7 +10,7 @@
 //! | `players.linked` | stream | [`linked::LinkedV1`] | auth (`LinkGuest`) | games (`games-links`), ratings (`ratings-links`) |
 //!
 //! | `mm-ticket:{mm}<id>`, `mm-pool:{mm}<pool>`, `mm-wave:<pool>`, `mm-commits:{mm}`, lobby and stats | keys, schedules, pub/sub | [`matchmaking`] (its own table) | matchmaking | matchmaking replicas |
-//! | `analysis.jobs.computer`, `.interactive`, `.bulk` | streams (group `analysis-workers`), job records, events, cache | [`analysis`] (its own table) | analysis (API, workers) | analysis workers and API |
+//! | `analysis.{jobs}.computer`, `.interactive`, `.bulk` | streams (group `analysis-workers`), job records, events, cache | [`analysis`] (its own table) | analysis (API, workers) | analysis workers and API |
 //!
 //! # Versioning rules
 //! - Every payload is JSON with a version field `v` (an integer). A reader first reads `v` alone and

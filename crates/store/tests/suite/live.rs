@@ -59,12 +59,12 @@ macro_rules! live_store_suite {
                 crashed_consumer_entries_are_claimed,
                 backlog_counts_what_the_group_was_not_handed,
                 blocking_read_is_woken_by_append,
+                read_groups_waits_on_several_streams_at_once,
                 blocking_read_times_out_empty,
                 tail_follows_new_entries,
                 range_pages_through_history,
                 trim_keeps_the_newest,
                 pubsub_reaches_two_subscribers,
-                append_and_publish_wakes_with_the_entry_in_place,
                 pubsub_fans_out_to_many_subscribers_and_channels,
                 lagging_subscriber_gets_a_gap,
                 trim_consumed_keeps_what_a_group_needs,
@@ -866,6 +866,72 @@ pub mod checks {
         );
     }
 
+    pub async fn read_groups_waits_on_several_streams_at_once(store: Store) {
+        let streams = ["jobs.{q}.high", "jobs.{q}.low"];
+        for stream in streams {
+            store.ensure_group(stream, "workers").await.unwrap();
+        }
+        // Nothing there: the call waits, and an append to either stream ends the wait at once.
+        for (index, stream) in streams.iter().enumerate().rev() {
+            let reader = {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let started = Instant::now();
+                    let got = store
+                        .read_groups(&streams, "workers", "w1", 1, Duration::from_secs(8))
+                        .await
+                        .unwrap();
+                    (got, started.elapsed())
+                })
+            };
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let id = store.append(stream, bytes("job")).await.unwrap();
+            let (got, waited) = soon(reader).await.unwrap();
+            assert_eq!(got.len(), 1, "{got:?}");
+            assert_eq!((got[0].0, got[0].1.id), (index, id));
+            assert!(
+                waited < Duration::from_secs(4),
+                "woken by the append: {waited:?}"
+            );
+        }
+        // Entries in both: up to `max` of each, tagged with their stream; delivered once.
+        store.append(streams[0], bytes("h1")).await.unwrap();
+        store.append(streams[1], bytes("l1")).await.unwrap();
+        store.append(streams[1], bytes("l2")).await.unwrap();
+        let got = store
+            .read_groups(&streams, "workers", "w1", 1, Duration::ZERO)
+            .await
+            .unwrap();
+        let tagged: Vec<(usize, Bytes)> = got.into_iter().map(|(i, e)| (i, e.payload)).collect();
+        assert_eq!(tagged, [(0, bytes("h1")), (1, bytes("l1"))]);
+        let got = store
+            .read_groups(&streams, "workers", "w2", 5, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].0, &got[0].1.payload), (1, &bytes("l2")));
+        assert!(
+            store
+                .read_groups(&streams, "workers", "w1", 5, Duration::from_millis(100))
+                .await
+                .unwrap()
+                .is_empty(),
+            "a blocked read that nothing wakes times out empty"
+        );
+        assert_eq!(store.pending_count(streams[1], "workers").await.unwrap(), 3);
+        // Streams of different groups, or none, are refused.
+        let apart = store
+            .read_groups(&["a", "b"], "workers", "w1", 1, Duration::ZERO)
+            .await
+            .unwrap_err();
+        assert_eq!(apart.code(), ErrorCode::InvalidArgument, "{apart}");
+        let none = store
+            .read_groups(&[], "workers", "w1", 1, Duration::ZERO)
+            .await
+            .unwrap_err();
+        assert_eq!(none.code(), ErrorCode::InvalidArgument, "{none}");
+    }
+
     pub async fn blocking_read_is_woken_by_append(store: Store) {
         store.ensure_group("moves", "referee").await.unwrap();
         let block = Duration::from_secs(8);
@@ -1068,28 +1134,6 @@ pub mod checks {
 
     fn message(text: &str) -> Option<Notice> {
         Some(Notice::Message(bytes(text)))
-    }
-
-    pub async fn append_and_publish_wakes_with_the_entry_in_place(store: Store) {
-        store.ensure_group("jobs", "workers").await.unwrap();
-        let mut wake = store.subscribe("jobs.wake").await.unwrap();
-        for n in 0..20 {
-            let payload = format!("job {n}");
-            let id = store
-                .append_and_publish("jobs", bytes(&payload), "jobs.wake", bytes("go"))
-                .await
-                .unwrap();
-            assert_eq!(soon(wake.next()).await, message("go"));
-            // Whoever is woken finds the entry: it was appended before the message went out.
-            let delivered = store
-                .read_group("jobs", "workers", "w1", 10, Duration::ZERO)
-                .await
-                .unwrap();
-            assert_eq!(delivered.len(), 1, "after wake-up {n}");
-            assert_eq!(delivered[0].id, id);
-            assert_eq!(delivered[0].payload, bytes(&payload));
-        }
-        assert_eq!(store.len("jobs").await.unwrap(), 20);
     }
 
     pub async fn pubsub_reaches_two_subscribers(store: Store) {
