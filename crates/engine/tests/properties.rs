@@ -132,8 +132,8 @@ fn placement_fen(
             Color::Black => board.top_row,
         };
         let turkish = board.kind == draughts_engine::BoardKind::Turkish;
-        let on_promo_row =
-            promo_row & (1u64 << sq.bit()) != 0 || (turkish && back_row & (1u64 << sq.bit()) != 0);
+        let on_promo_row = promo_row & (1u128 << sq.bit()) != 0
+            || (turkish && back_row & (1u128 << sq.bit()) != 0);
         let max = usize::from(rules.rules().pieces_per_side);
         let n_own = match color {
             Color::White => white.len(),
@@ -428,7 +428,7 @@ proptest! {
             Color::Black => board.bottom_row,
         };
         for mv in &moves {
-            let ends_on_row = promo_row & (1u64 << mv.to().bit()) != 0;
+            let ends_on_row = promo_row & (1u128 << mv.to().bit()) != 0;
             if !mv.is_king_move() && ends_on_row {
                 prop_assert!(mv.promotes(), "{}: {:?} ends on the last row uncrowned", show(&pos), mv);
             }
