@@ -398,6 +398,7 @@ fn play(a: PlayArgs) -> Result<(), CliError> {
 fn bench_depth(v: Variant) -> u32 {
     match v {
         Variant::International => 10,
+        Variant::Canadian => 9,
         Variant::Turkish => 8,
         _ => 12,
     }
