@@ -417,6 +417,22 @@ pub(crate) trait Geometry {
     /// Per bit: the squares one step away in any capture direction (used by the eight-direction board's
     /// man captures; empty where it is not used).
     const NEIGHBOURS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
+    /// The direction of each step, indexed by its shift + 16 (the eight-direction board's man captures).
+    const DIR_OF_SHIFT: [u8; 32] = dir_table(Self::SHIFT, Self::SHIFT_ORTHO);
+}
+
+/// [`Geometry::DIR_OF_SHIFT`] from the shift tables (shifts within ±15).
+const fn dir_table(diagonal: [i32; 4], ortho: [i32; 4]) -> [u8; 32] {
+    let mut t = [0u8; 32];
+    let mut d = 0;
+    while d < 4 {
+        t[(diagonal[d] + 16) as usize] = d as u8;
+        if ortho[d] != 0 {
+            t[(ortho[d] + 16) as usize] = 4 + d as u8;
+        }
+        d += 1;
+    }
+    t
 }
 
 #[inline(always)]
@@ -673,6 +689,13 @@ mod tests {
         check::<Diag12>();
         check::<Ortho>();
         check::<Frisian10>();
+        for (d, s) in Frisian10::SHIFT
+            .iter()
+            .chain(&Frisian10::SHIFT_ORTHO)
+            .enumerate()
+        {
+            assert_eq!(usize::from(Frisian10::DIR_OF_SHIFT[(s + 16) as usize]), d);
+        }
         for sq in TEN.squares() {
             let m = 1u64 << sq.bit();
             let all = (0..8).fold(0, |acc, d| acc | step::<Frisian10>(m, d));

@@ -266,7 +266,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
                 if land.is_zero() {
                     continue;
                 }
-                let d = dir_of_shift::<G>(o - s);
+                let d = usize::from(G::DIR_OF_SHIFT[(o - s + 16) as usize & 31]);
                 if self.man_capture_dirs & (1 << d) == 0 {
                     continue;
                 }
@@ -507,24 +507,6 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
             self.emit(from, cur, captured, n, n_kings, order, promoted, mover_king);
         }
     }
-}
-
-/// The direction whose step is the shift `k` (a neighbour's bit minus the square's bit).
-#[inline(always)]
-fn dir_of_shift<G: Geometry>(k: i32) -> usize {
-    let mut d = 0;
-    while d < G::N_DIRS {
-        let s = if d < 4 {
-            G::SHIFT[d]
-        } else {
-            G::SHIFT_ORTHO[d - 4]
-        };
-        if s == k {
-            return d;
-        }
-        d += 1;
-    }
-    0
 }
 
 /// Whether the side to move has any capture (fast bitboard test, no chains built).

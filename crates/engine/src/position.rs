@@ -780,3 +780,16 @@ pub(crate) fn resolve_square(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 12x12 board's high parts cost the 64-bit boards no move size: a move stays 16 bytes (the move
+    /// lists of perft and the search), and a position 48 bytes (40 before the 12x12 board).
+    #[test]
+    fn moves_and_positions_stay_small() {
+        assert_eq!(std::mem::size_of::<Move>(), 16);
+        assert_eq!(std::mem::size_of::<Position>(), 48);
+    }
+}
