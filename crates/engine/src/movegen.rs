@@ -198,6 +198,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn emit(
         &mut self,
         from: G::B,
@@ -515,13 +516,43 @@ pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
     let (own, opp) = pos.own_opp::<G::B>();
     let kings = pos.kings_bb::<G::B>();
     let empty = G::MASK & !(pos.white_bb::<G::B>() | pos.black_bb::<G::B>());
+    has_capture_in::<G>(pos, rules, own, opp, kings, empty)
+}
+
+/// perft's last ply: the number of quiet moves when the side to move has no capture, `None` when it
+/// has one ([`has_capture`] and [`count_quiet`] sharing their sets).
+#[inline(always)]
+pub(crate) fn quiet_count_without_capture<G: Geometry>(pos: &Position) -> Option<u64> {
+    let rules = pos.rule_set().rules();
+    let (own, opp) = pos.own_opp::<G::B>();
+    let kings = pos.kings_bb::<G::B>();
+    let empty = G::MASK & !(pos.white_bb::<G::B>() | pos.black_bb::<G::B>());
+    if has_capture_in::<G>(pos, rules, own, opp, kings, empty) {
+        return None;
+    }
+    Some(count_quiet_in::<G>(pos, rules, own, kings, empty))
+}
+
+#[inline(always)]
+fn has_capture_in<G: Geometry>(
+    pos: &Position,
+    rules: &crate::variant::Rules,
+    own: G::B,
+    opp: G::B,
+    kings: G::B,
+    empty: G::B,
+) -> bool {
     let men_jumpable = if rules.men_capture_kings {
         opp
     } else {
         opp & !kings
     };
     let own_men = own & !kings;
-    let dirs = man_capture_dirs(pos);
+    let dirs = if rules.men_capture_backward {
+        0xFF
+    } else {
+        man_move_dirs(rules.board == crate::BoardKind::Turkish, pos.side_to_move())
+    };
     for d in 0..G::N_DIRS {
         if dirs & (1 << d) != 0 {
             let r = d ^ 2;
@@ -569,6 +600,17 @@ pub(crate) fn count_quiet<G: Geometry>(pos: &Position) -> u64 {
     let (own, _) = pos.own_opp::<G::B>();
     let kings = pos.kings_bb::<G::B>();
     let empty = G::MASK & !(pos.white_bb::<G::B>() | pos.black_bb::<G::B>());
+    count_quiet_in::<G>(pos, rules, own, kings, empty)
+}
+
+#[inline(always)]
+fn count_quiet_in<G: Geometry>(
+    pos: &Position,
+    rules: &crate::variant::Rules,
+    own: G::B,
+    kings: G::B,
+    empty: G::B,
+) -> u64 {
     let own_men = own & !kings;
     let dirs = man_move_dirs(
         G::BOARD.kind == crate::BoardKind::Turkish,

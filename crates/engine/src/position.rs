@@ -245,11 +245,12 @@ fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) 
     if pos.is_over_by_first_king() {
         return 0;
     }
-    if movegen::has_capture::<G>(pos) {
-        gen_list::<G>(pos, list, count);
-        list.len() as u64
-    } else {
-        movegen::count_quiet::<G>(pos)
+    match movegen::quiet_count_without_capture::<G>(pos) {
+        Some(n) => n,
+        None => {
+            gen_list::<G>(pos, list, count);
+            list.len() as u64
+        }
     }
 }
 
