@@ -114,22 +114,36 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         let (own, _) = pos.own_opp::<G::B>();
         let own_kings = own & pos.kings_bb::<G::B>();
         let own_men = own & !own_kings;
-        // Men that have a first jump.
-        let mut starters = <G::B as Bits>::ZERO;
-        for d in 0..G::N_DIRS {
+        // Men that have a first jump, per direction.
+        let zero = <G::B as Bits>::ZERO;
+        let mut first = [zero; 8];
+        let mut starters = zero;
+        for (d, f) in first.iter_mut().enumerate().take(G::N_DIRS) {
             if self.man_capture_dirs & (1 << d) != 0 {
                 let r = d ^ 2;
-                starters |= own_men & step::<G>(step::<G>(self.empty, r) & self.men_jumpable, r);
+                *f = own_men & step::<G>(step::<G>(self.empty, r) & self.men_jumpable, r);
+                starters |= *f;
             }
         }
         let empty0 = self.empty;
-        let zero = <G::B as Bits>::ZERO;
         let mut m = starters;
         while !m.is_zero() {
             let from = m.lowest();
             m = m.clear_lowest();
             self.empty = empty0 | from;
-            self.man_jump(from, from, zero, 0, 0, 0);
+            if G::N_DIRS == 8 {
+                self.man_jump(from, from, zero, 0, 0, 0);
+            } else {
+                // The first jump is known from the direction sets (the same moves, in the same order,
+                // as `man_jump` would find them: directions in ascending order).
+                for (d, f) in first.iter().enumerate().take(G::N_DIRS) {
+                    if !(*f & from).is_zero() {
+                        let over = step::<G>(from, d);
+                        let land = step::<G>(over, d);
+                        self.man_jump_over(from, zero, 0, 0, 0, d, over, land);
+                    }
+                }
+            }
         }
         let mut k = own_kings;
         while !k.is_zero() {
@@ -275,6 +289,18 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
                 self.man_jump_over(from, captured, n, n_kings, order, d, over, land);
             }
         } else {
+            // Most chains end here: test every direction at once before visiting them.
+            let mut ahead = <G::B as Bits>::ZERO;
+            for d in 0..G::N_DIRS {
+                if self.man_capture_dirs & (1 << d) != 0 {
+                    ahead |= step::<G>(step::<G>(cur, d) & jumpable, d) & empty;
+                }
+            }
+            if ahead.is_zero() && n > 0 {
+                let promoted = !(cur & self.promo_row).is_zero();
+                self.emit(from, cur, captured, n, n_kings, order, promoted, false);
+                return;
+            }
             for d in 0..G::N_DIRS {
                 if self.man_capture_dirs & (1 << d) == 0 {
                     continue;
