@@ -36,6 +36,7 @@ const VARIANTS = {
   portuguese: { size: 8, pieces: 24, mirrored: true },
   frisian: { size: 10, pieces: 40, mirrored: false },
   frysk: { size: 10, pieces: 10, mirrored: false },
+  canadian: { size: 12, pieces: 60, mirrored: false },
 };
 
 /** The variant keys of the proto's `Variant` enum (VARIANT_FOO = n -> "foo"), read from the proto. */

@@ -5,7 +5,7 @@ import { Color, PieceKind, type Move, type PlacedPiece, type Position } from "./
 
 /** A variant's board as its start position shows it. */
 export interface Geometry {
-  /** Squares per side (8 or 10). */
+  /** Squares per side (8, 10 or 12). */
   size: number;
   /** Every square is played on (Turkish); else only squares of one colour. */
   all: boolean;
@@ -32,7 +32,7 @@ export function geometryFrom(pos: Position, sampleNotation: string): Geometry {
     size = Math.max(size, f + 1, r + 1);
     parities.add((f + r) % 2);
   }
-  size = size > 8 ? 10 : 8;
+  size = size > 10 ? 12 : size > 8 ? 10 : 8;
   const all = parities.size > 1;
   const parity = all ? 0 : [...parities][0] ?? 0;
   const numbers = new Map<string, number>();

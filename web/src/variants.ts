@@ -23,6 +23,7 @@ const LABELS: Record<string, string> = {
   portuguese: "Portuguese",
   frisian: "Frisian (10×10, orthogonal captures)",
   frysk: "Frysk! (Frisian, five men a side)",
+  canadian: "Canadian (12×12)",
 };
 
 /** Every variant of the generated `Variant` enum, in its order (the lobby offers them all). */

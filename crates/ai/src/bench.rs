@@ -21,6 +21,7 @@ pub fn positions(variant: Variant) -> Vec<&'static str> {
 pub fn depth(variant: Variant) -> u32 {
     match variant {
         Variant::International => 12,
+        Variant::Canadian => 10,
         Variant::Turkish => 10,
         _ => 14,
     }

@@ -13,6 +13,7 @@ use std::sync::{Arc, OnceLock};
 use draughts_engine::{Board, BoardKind, Color, Position, Variant};
 
 use crate::learned::LearnedWeights;
+use crate::wide::WideEval;
 
 /// The tunable numbers of the evaluation of one variant.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,6 +168,10 @@ pub static FRISIAN: Weights = Weights {
 /// Frysk!: Frisian from five men a side.
 pub static FRYSK: Weights = Weights { ..FRISIAN };
 
+/// Canadian (docs/rules.md §12): international rules on 12x12, international's table (its advancement rows
+/// spread over twelve rows, see [`crate::wide`]).
+pub static CANADIAN: Weights = Weights { ..INTERNATIONAL };
+
 impl Weights {
     /// The weight table of a variant.
     pub fn of(variant: Variant) -> &'static Weights {
@@ -186,6 +191,7 @@ impl Weights {
             Variant::Portuguese => &PORTUGUESE,
             Variant::Frisian => &FRISIAN,
             Variant::Frysk => &FRYSK,
+            Variant::Canadian => &CANADIAN,
         }
     }
 }
@@ -219,6 +225,8 @@ pub struct Evaluator {
     white: Side,
     black: Side,
     centre: u64,
+    /// The 12x12 board's tables (its squares do not fit the `u64` ones, which stay empty there).
+    wide: Option<Box<WideEval>>,
 }
 
 impl Evaluator {
@@ -249,6 +257,17 @@ impl Evaluator {
     /// The evaluator of a variant with other weights (for tuning).
     pub fn with_weights(variant: Variant, weights: Weights) -> Evaluator {
         let board = variant.rules().board.board();
+        if board.kind == BoardKind::Twelve {
+            return Evaluator {
+                variant,
+                wide: Some(Box::new(WideEval::new(board, &weights))),
+                weights,
+                learned: None,
+                white: empty_side(),
+                black: empty_side(),
+                centre: 0,
+            };
+        }
         let size = board.size;
         let turkish = board.kind == BoardKind::Turkish;
         let mut white = empty_side();
@@ -303,6 +322,7 @@ impl Evaluator {
             white,
             black,
             centre,
+            wide: None,
         }
     }
 
@@ -329,9 +349,12 @@ impl Evaluator {
     #[inline]
     pub fn evaluate(&self, pos: &Position) -> i32 {
         let w = &self.weights;
-        let white = pos.pieces(Color::White).0;
-        let black = pos.pieces(Color::Black).0;
-        let kings = pos.kings().0;
+        if let Some(wide) = &self.wide {
+            return wide.evaluate(w, pos);
+        }
+        let white = pos.pieces(Color::White).bits64();
+        let black = pos.pieces(Color::Black).bits64();
+        let kings = pos.kings().bits64();
         let empty = !(white | black);
         let wm = white & !kings;
         let bm = black & !kings;

@@ -35,6 +35,7 @@ pub mod search;
 pub mod stats;
 pub mod train;
 pub mod tt;
+mod wide;
 
 pub use eval::{Evaluator, Weights};
 pub use level::{Level, Rng, greedy_move};

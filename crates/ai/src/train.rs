@@ -164,9 +164,9 @@ pub fn self_play_game(cfg: &SelfPlay, eval: &Evaluator, seed: u64) -> GameRecord
             if quiet {
                 pending.push((
                     Sample {
-                        white: pos.pieces(Color::White).0,
-                        black: pos.pieces(Color::Black).0,
-                        kings: pos.kings().0,
+                        white: pos.pieces(Color::White).bits64(),
+                        black: pos.pieces(Color::Black).bits64(),
+                        kings: pos.kings().bits64(),
                         white_to_move,
                         result: 1,
                         score: clamp_score(white_score),

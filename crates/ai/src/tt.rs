@@ -32,7 +32,8 @@ pub struct Entry {
 #[inline]
 pub fn signature(mv: &Move) -> u32 {
     let c = mv.captured().0;
-    let fold = ((c ^ (c >> 21) ^ (c >> 42)) & 0x3_FFFF) as u32;
+    // `c >> 64`: the 12x12 board's squares above bit 63 (zero on every other board).
+    let fold = ((c ^ (c >> 21) ^ (c >> 42) ^ (c >> 64)) & 0x3_FFFF) as u32;
     (mv.from().bit() + 1) | (mv.to().bit() << 7) | (fold << 14)
 }
 

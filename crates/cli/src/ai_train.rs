@@ -108,6 +108,7 @@ pub(crate) fn evaluator(variant: Variant, spec: &str) -> Result<Evaluator, CliEr
 }
 
 pub(crate) fn read_weights(variant: Variant, path: &Path) -> Result<LearnedWeights, CliError> {
+    let variant = trainable(variant.key())?;
     let mut bytes = Vec::new();
     File::open(path)
         .and_then(|mut f| f.read_to_end(&mut bytes))
@@ -116,8 +117,19 @@ pub(crate) fn read_weights(variant: Variant, path: &Path) -> Result<LearnedWeigh
         .map_err(|e| CliError(format!("'{}': {e}", path.display())))
 }
 
+/// The variant of a training command: one the pattern evaluation covers (not canadian's 12x12 board).
+fn trainable(key: &str) -> Result<Variant, CliError> {
+    let variant: Variant = key.parse()?;
+    if !draughts_ai::learned::Layout::covers(variant) {
+        return Err(CliError(format!(
+            "the learned evaluation covers boards of up to 64 squares; {variant} plays with its hand-set evaluation"
+        )));
+    }
+    Ok(variant)
+}
+
 fn generate(a: GenArgs) -> Result<(), CliError> {
-    let variant: Variant = a.variant.parse()?;
+    let variant = trainable(&a.variant)?;
     let eval = evaluator(variant, &a.eval)?;
     let mut cfg = SelfPlay::new(variant);
     cfg.nodes = a.nodes.max(1);
@@ -215,7 +227,7 @@ fn read_samples(paths: &[PathBuf]) -> Result<Vec<Sample>, CliError> {
 }
 
 fn fit_cmd(a: FitArgs) -> Result<(), CliError> {
-    let variant: Variant = a.variant.parse()?;
+    let variant = trainable(&a.variant)?;
     let samples = read_samples(&a.data)?;
     if samples.is_empty() {
         return Err(CliError("no samples".into()));

@@ -36,7 +36,7 @@ pub struct ClientArgs {
 #[derive(Args, Debug)]
 pub(crate) struct Target {
     /// Rule set: international, english, italian, russian, brazilian, spanish, czech, turkish,
-    /// antidraughts, breakthrough, killer, pool, portuguese, frisian or frysk.
+    /// antidraughts, breakthrough, killer, pool, portuguese, frisian, frysk or canadian.
     #[arg(long, short = 'v')]
     pub(crate) variant: String,
     /// Position in PDN FEN (default: the start position).

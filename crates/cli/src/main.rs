@@ -53,7 +53,7 @@ enum Command {
 #[derive(Args, Debug)]
 struct PositionArgs {
     /// Rule set: international, english, italian, russian, brazilian, spanish, czech, turkish,
-    /// antidraughts, breakthrough, killer, pool, portuguese, frisian or frysk.
+    /// antidraughts, breakthrough, killer, pool, portuguese, frisian, frysk or canadian.
     #[arg(long, short = 'v')]
     variant: String,
     /// Position in PDN FEN (default: the variant's start position).
@@ -398,6 +398,7 @@ fn play(a: PlayArgs) -> Result<(), CliError> {
 fn bench_depth(v: Variant) -> u32 {
     match v {
         Variant::International => 10,
+        Variant::Canadian => 9,
         Variant::Turkish => 8,
         _ => 12,
     }

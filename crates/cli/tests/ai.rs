@@ -113,6 +113,48 @@ fn hub_session_answers_and_stops() {
     assert!(child.wait().unwrap().success());
 }
 
+/// Canadian over the Hub protocol: `set-param name=variant value=canadian`, a 72-square position string
+/// (docs/rules.md §5.4) with moves, and a legal answer.
+#[test]
+fn hub_plays_canadian() {
+    let mut child = draughts()
+        .arg("hub")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut expect = |prefix: &str| -> String {
+        loop {
+            let line = lines.next().expect("a line").unwrap();
+            if line.starts_with(prefix) {
+                return line;
+            }
+        }
+    };
+    writeln!(stdin, "hub").unwrap();
+    expect("wait");
+    writeln!(stdin, "set-param name=variant value=canadian\ninit").unwrap();
+    expect("ready");
+    let start = format!("W{}{}{}", "b".repeat(30), "e".repeat(12), "w".repeat(30));
+    writeln!(
+        stdin,
+        "new-game\npos pos={start} moves=\"46-40 25-31\"\nlevel depth=4\ngo think"
+    )
+    .unwrap();
+    let done = expect("done move=");
+    let mv = done
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_start_matches("move=");
+    let (ok, _) = run(&["play", "--variant", "canadian", "46-40", "25-31", mv]);
+    assert!(ok, "{done}");
+    writeln!(stdin, "quit").unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
 #[test]
 fn a_short_match_reports_a_result() {
     let (ok, out) = run(&[

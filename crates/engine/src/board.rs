@@ -1,6 +1,9 @@
 //! Board geometries: how the playable squares of each board are numbered, named and laid out as bits.
 //!
-//! Every board keeps one bit per playable square in a `u64`. The diagonal boards use the "ghost square"
+//! Every board keeps one bit per playable square in a word: a `u64` on the boards of up to 64 squares, a
+//! `u128` on the 12x12 board (72 squares, 77 bits with its ghosts); the generator is generic over the word
+//! ([`Bits`]), so the 64-bit boards compile to the code they had before the wide board existed. The
+//! diagonal boards use the "ghost square"
 //! layout of the strongest open engines: after every two rows one unused bit is inserted, so that each of
 //! the four diagonal steps is one constant shift of the whole board (`±H` and `±(H+1)` with `H` = squares
 //! per row) and a step off the left or right edge lands on a ghost bit, which the board mask removes.
@@ -8,12 +11,132 @@
 //! shares its bit layout and only names its squares differently. Turkish uses all 64 squares, one bit each.
 
 use std::fmt;
+use std::ops::{BitAnd, BitAndAssign, BitOr, BitOrAssign, BitXor, Not, Shl, Shr};
 
-/// The four kinds of board the variants are played on.
+/// The word a board's squares are kept in: `u64` (every board up to 64 squares) or `u128` (12x12).
+/// The generator and the position's hot paths are monomorphised over it.
+pub(crate) trait Bits:
+    Copy
+    + Eq
+    + fmt::Debug
+    + BitAnd<Output = Self>
+    + BitOr<Output = Self>
+    + BitXor<Output = Self>
+    + Not<Output = Self>
+    + BitAndAssign
+    + BitOrAssign
+    + Shl<u32, Output = Self>
+    + Shr<u32, Output = Self>
+{
+    const ZERO: Self;
+    /// Whether the word has bits above 63 (stored in the position's and the move's high parts).
+    const WIDE: bool;
+    fn is_zero(self) -> bool;
+    /// The lowest set bit, as a set.
+    fn lowest(self) -> Self;
+    /// The set without its lowest bit.
+    fn clear_lowest(self) -> Self;
+    fn trailing_zeros(self) -> u32;
+    fn count_ones(self) -> u32;
+    /// The set of one bit (`i` below the word's width).
+    fn bit(i: u32) -> Self;
+    /// Bits 0-63 and 64-79 joined (the high part is ignored by `u64`).
+    fn join(lo: u64, hi: u16) -> Self;
+    /// Bits 0-63.
+    fn lo(self) -> u64;
+    /// Bits 64-79 (always 0 for `u64`).
+    fn hi(self) -> u16;
+}
+
+impl Bits for u64 {
+    const ZERO: u64 = 0;
+    const WIDE: bool = false;
+    #[inline(always)]
+    fn is_zero(self) -> bool {
+        self == 0
+    }
+    #[inline(always)]
+    fn lowest(self) -> u64 {
+        self & self.wrapping_neg()
+    }
+    #[inline(always)]
+    fn clear_lowest(self) -> u64 {
+        self & self.wrapping_sub(1)
+    }
+    #[inline(always)]
+    fn trailing_zeros(self) -> u32 {
+        u64::trailing_zeros(self)
+    }
+    #[inline(always)]
+    fn count_ones(self) -> u32 {
+        u64::count_ones(self)
+    }
+    #[inline(always)]
+    fn bit(i: u32) -> u64 {
+        1u64 << i
+    }
+    #[inline(always)]
+    fn join(lo: u64, _hi: u16) -> u64 {
+        lo
+    }
+    #[inline(always)]
+    fn lo(self) -> u64 {
+        self
+    }
+    #[inline(always)]
+    fn hi(self) -> u16 {
+        0
+    }
+}
+
+impl Bits for u128 {
+    const ZERO: u128 = 0;
+    const WIDE: bool = true;
+    #[inline(always)]
+    fn is_zero(self) -> bool {
+        self == 0
+    }
+    #[inline(always)]
+    fn lowest(self) -> u128 {
+        self & self.wrapping_neg()
+    }
+    #[inline(always)]
+    fn clear_lowest(self) -> u128 {
+        self & self.wrapping_sub(1)
+    }
+    #[inline(always)]
+    fn trailing_zeros(self) -> u32 {
+        u128::trailing_zeros(self)
+    }
+    #[inline(always)]
+    fn count_ones(self) -> u32 {
+        u128::count_ones(self)
+    }
+    #[inline(always)]
+    fn bit(i: u32) -> u128 {
+        1u128 << i
+    }
+    #[inline(always)]
+    fn join(lo: u64, hi: u16) -> u128 {
+        u128::from(lo) | (u128::from(hi) << 64)
+    }
+    #[inline(always)]
+    fn lo(self) -> u64 {
+        self as u64
+    }
+    #[inline(always)]
+    fn hi(self) -> u16 {
+        (self >> 64) as u16
+    }
+}
+
+/// The kinds of board the variants are played on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BoardKind {
     /// 10x10, 50 dark squares, a1 dark (international).
     Ten,
+    /// 12x12, 72 dark squares, a1 dark (canadian; docs/rules.md §12).
+    Twelve,
     /// 8x8, 32 dark squares, a1 dark (english, russian, brazilian, czech).
     Eight,
     /// 8x8, 32 dark squares on the mirrored board, a1 light (italian, spanish).
@@ -32,17 +155,18 @@ impl Square {
     pub fn bit(self) -> u32 {
         u32::from(self.0)
     }
-    pub(crate) fn mask(self) -> u64 {
-        1u64 << self.0
+    pub(crate) fn mask(self) -> u128 {
+        1u128 << self.0
     }
-    pub(crate) fn from_mask(mask: u64) -> Square {
+    pub(crate) fn from_mask<B: Bits>(mask: B) -> Square {
         Square(mask.trailing_zeros() as u8)
     }
 }
 
-/// A set of squares of one board.
+/// A set of squares of one board, one bit per square of the board's layout (bits 64 and up exist only on
+/// the 12x12 board).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Bitboard(pub u64);
+pub struct Bitboard(pub u128);
 
 impl Bitboard {
     pub fn is_empty(self) -> bool {
@@ -53,6 +177,13 @@ impl Bitboard {
     }
     pub fn contains(self, sq: Square) -> bool {
         self.0 & sq.mask() != 0
+    }
+    /// The set as a `u64`, for the boards of at most 64 bits (every board but the 12x12 one, whose squares
+    /// above bit 63 this drops).
+    #[inline(always)]
+    pub fn bits64(self) -> u64 {
+        debug_assert!(self.0 >> 64 == 0, "a 12x12 set does not fit in a u64");
+        self.0 as u64
     }
 }
 
@@ -80,20 +211,20 @@ impl Iterator for Bitboard {
 #[derive(Debug)]
 pub struct Board {
     pub kind: BoardKind,
-    /// Files (and ranks): 10 or 8.
+    /// Files (and ranks): 12, 10 or 8.
     pub size: u8,
-    /// Number of playable squares: 50, 32 or 64.
+    /// Number of playable squares: 72, 50, 32 or 64.
     pub n_squares: u8,
     /// All playable bits.
-    pub mask: u64,
+    pub mask: u128,
     /// Top row as White sees it (White's promotion row).
-    pub top_row: u64,
+    pub top_row: u128,
     /// Bottom row (Black's promotion row).
-    pub bottom_row: u64,
-    bit_of_index: [u8; 64],
-    index_of_bit: [u8; 64],
-    file_of_index: [u8; 64],
-    rank_of_index: [u8; 64],
+    pub bottom_row: u128,
+    bit_of_index: [u8; 128],
+    index_of_bit: [u8; 128],
+    file_of_index: [u8; 128],
+    rank_of_index: [u8; 128],
 }
 
 const NONE: u8 = 0xFF;
@@ -101,16 +232,17 @@ const NONE: u8 = 0xFF;
 const fn build(kind: BoardKind) -> Board {
     let (size, n): (u8, u8) = match kind {
         BoardKind::Ten => (10, 50),
+        BoardKind::Twelve => (12, 72),
         BoardKind::Eight | BoardKind::EightMirrored => (8, 32),
         BoardKind::Turkish => (8, 64),
     };
-    let mut bit_of_index = [NONE; 64];
-    let mut index_of_bit = [NONE; 64];
-    let mut file_of_index = [NONE; 64];
-    let mut rank_of_index = [NONE; 64];
-    let mut mask = 0u64;
-    let mut top_row = 0u64;
-    let mut bottom_row = 0u64;
+    let mut bit_of_index = [NONE; 128];
+    let mut index_of_bit = [NONE; 128];
+    let mut file_of_index = [NONE; 128];
+    let mut rank_of_index = [NONE; 128];
+    let mut mask = 0u128;
+    let mut top_row = 0u128;
+    let mut bottom_row = 0u128;
     let mut k = 0u8;
     while k < n {
         let (bit, file, row) = match kind {
@@ -144,12 +276,12 @@ const fn build(kind: BoardKind) -> Board {
         index_of_bit[bit as usize] = k;
         file_of_index[k as usize] = file;
         rank_of_index[k as usize] = size - 1 - row;
-        mask |= 1u64 << bit;
+        mask |= 1u128 << bit;
         if row == 0 {
-            top_row |= 1u64 << bit;
+            top_row |= 1u128 << bit;
         }
         if row == size - 1 {
-            bottom_row |= 1u64 << bit;
+            bottom_row |= 1u128 << bit;
         }
         k += 1;
     }
@@ -168,6 +300,7 @@ const fn build(kind: BoardKind) -> Board {
 }
 
 pub(crate) static TEN: Board = build(BoardKind::Ten);
+pub(crate) static TWELVE: Board = build(BoardKind::Twelve);
 pub(crate) static EIGHT: Board = build(BoardKind::Eight);
 pub(crate) static EIGHT_MIRRORED: Board = build(BoardKind::EightMirrored);
 pub(crate) static TURKISH: Board = build(BoardKind::Turkish);
@@ -177,6 +310,7 @@ impl BoardKind {
     pub fn board(self) -> &'static Board {
         match self {
             BoardKind::Ten => &TEN,
+            BoardKind::Twelve => &TWELVE,
             BoardKind::Eight => &EIGHT,
             BoardKind::EightMirrored => &EIGHT_MIRRORED,
             BoardKind::Turkish => &TURKISH,
@@ -185,7 +319,7 @@ impl BoardKind {
 }
 
 impl Board {
-    /// The square with this PDN number (1-based: 1..=50, 1..=32; Turkish 1..=64 from a8 to h1).
+    /// The square with this PDN number (1-based: 1..=72, 1..=50, 1..=32; Turkish 1..=64 from a8 to h1).
     pub fn square(&self, number: u32) -> Option<Square> {
         if number == 0 || number > u32::from(self.n_squares) {
             return None;
@@ -195,17 +329,17 @@ impl Board {
 
     /// The PDN number (1-based) of a square.
     pub fn number(&self, sq: Square) -> u32 {
-        u32::from(self.index_of_bit[sq.0 as usize & 63]) + 1
+        u32::from(self.index_of_bit[sq.0 as usize & 127]) + 1
     }
 
     /// Whether this bit is a playable square of the board.
     pub fn is_square(&self, sq: Square) -> bool {
-        sq.0 < 64 && self.index_of_bit[sq.0 as usize] != NONE
+        sq.0 < 128 && self.index_of_bit[sq.0 as usize] != NONE
     }
 
     /// File (0 = a) and rank (0 = rank 1) of a square, as White sees the board.
     pub fn coords(&self, sq: Square) -> (u8, u8) {
-        let k = self.index_of_bit[sq.0 as usize & 63] as usize;
+        let k = self.index_of_bit[sq.0 as usize & 127] as usize;
         (self.file_of_index[k], self.rank_of_index[k])
     }
 
@@ -259,6 +393,8 @@ impl fmt::Display for Algebraic {
 /// are the ones pieces move along (diagonals; Turkish: orthogonals); Frisian adds captures along ranks and
 /// files as directions 4-7.
 pub(crate) trait Geometry {
+    /// The word of this board: `u64`, or `u128` on the 12x12 board.
+    type B: Bits;
     /// Number of capture directions: 4, or 8 on the Frisian board.
     const N_DIRS: usize;
     /// Bit set of every capture direction.
@@ -266,21 +402,41 @@ pub(crate) trait Geometry {
     /// Directions 0-3 (kept as four-entry tables, as the boards without orthogonal captures had them: a
     /// uniform mask table folds to a constant in the generator's loops).
     const SHIFT: [i32; 4];
-    const STEP_MASK: [u64; 4];
+    const STEP_MASK: [Self::B; 4];
     /// Directions 4-7 (Frisian only; unused where `N_DIRS` is 4).
     const SHIFT_ORTHO: [i32; 4] = [0; 4];
-    const STEP_MASK_ORTHO: [u64; 4] = [0; 4];
-    /// Diagonal boards have ghosts and at most 55 bits; the orthogonal board uses all 64.
+    const STEP_MASK_ORTHO: [Self::B; 4] = [<Self::B as Bits>::ZERO; 4];
+    /// Diagonal boards have ghosts and at most 55 bits (77 on 12x12); the orthogonal board uses all 64.
     const BOARD: &'static Board;
+    /// `BOARD`'s playable squares and its top and bottom rows, in this geometry's word.
+    const MASK: Self::B;
+    const TOP_ROW: Self::B;
+    const BOTTOM_ROW: Self::B;
     /// The Frisian king-move limit applies (docs/rules.md §11.5).
     const KING_MOVE_LIMIT: bool = false;
     /// Per bit: the squares one step away in any capture direction (used by the eight-direction board's
     /// man captures; empty where it is not used).
-    const NEIGHBOURS: [u64; 64] = [0; 64];
+    const NEIGHBOURS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
+    /// The direction of each step, indexed by its shift + 16 (the eight-direction board's man captures).
+    const DIR_OF_SHIFT: [u8; 32] = dir_table(Self::SHIFT, Self::SHIFT_ORTHO);
+}
+
+/// [`Geometry::DIR_OF_SHIFT`] from the shift tables (shifts within ±15).
+const fn dir_table(diagonal: [i32; 4], ortho: [i32; 4]) -> [u8; 32] {
+    let mut t = [0u8; 32];
+    let mut d = 0;
+    while d < 4 {
+        t[(diagonal[d] + 16) as usize] = d as u8;
+        if ortho[d] != 0 {
+            t[(ortho[d] + 16) as usize] = 4 + d as u8;
+        }
+        d += 1;
+    }
+    t
 }
 
 #[inline(always)]
-pub(crate) fn step<G: Geometry>(b: u64, d: usize) -> u64 {
+pub(crate) fn step<G: Geometry>(b: G::B, d: usize) -> G::B {
     // The four-direction boards index exactly as before the Frisian geometry existed (resolved at compile
     // time), so their generated code is unchanged.
     let (s, mask) = if G::N_DIRS == 4 || d < 4 {
@@ -288,18 +444,43 @@ pub(crate) fn step<G: Geometry>(b: u64, d: usize) -> u64 {
     } else {
         (G::SHIFT_ORTHO[d - 4], G::STEP_MASK_ORTHO[d - 4])
     };
-    (if s > 0 { b << s } else { b >> -s }) & mask
+    (if s > 0 {
+        b << s as u32
+    } else {
+        b >> (-s) as u32
+    }) & mask
 }
 
 /// 10x10: up-left, up-right, down-right, down-left.
 pub(crate) struct Diag10;
 impl Geometry for Diag10 {
+    type B = u64;
     const N_DIRS: usize = 4;
     const ALL_DIRS: u8 = 0b1111;
     const SHIFT: [i32; 4] = [-6, -5, 6, 5];
-    const STEP_MASK: [u64; 4] = [TEN.mask; 4];
+    const STEP_MASK: [u64; 4] = [TEN.mask as u64; 4];
     const BOARD: &'static Board = &TEN;
+    const MASK: u64 = TEN.mask as u64;
+    const TOP_ROW: u64 = TEN.top_row as u64;
+    const BOTTOM_ROW: u64 = TEN.bottom_row as u64;
 }
+
+/// 12x12 (canadian, docs/rules.md §12): the 10x10 layout with six squares a row, so the steps are 7 and 6
+/// bits; 72 squares and five ghosts take bits 0-76 of a `u128`.
+pub(crate) struct Diag12;
+impl Geometry for Diag12 {
+    type B = u128;
+    const N_DIRS: usize = 4;
+    const ALL_DIRS: u8 = 0b1111;
+    const SHIFT: [i32; 4] = [-7, -6, 7, 6];
+    const STEP_MASK: [u128; 4] = [TWELVE.mask; 4];
+    const BOARD: &'static Board = &TWELVE;
+    const MASK: u128 = TWELVE.mask;
+    const TOP_ROW: u128 = TWELVE.top_row;
+    const BOTTOM_ROW: u128 = TWELVE.bottom_row;
+}
+
+const TEN_MASK: u64 = TEN.mask as u64;
 
 /// The squares of the 10x10 board's leftmost and rightmost dark square of each row (PDN 1, 6, 11, ... and
 /// 5, 10, 15, ...): a step along a row that lands there has wrapped around the edge.
@@ -318,20 +499,20 @@ const fn row_ends(first: bool) -> u64 {
 const fn frisian_neighbours() -> [u64; 64] {
     let shifts = [-6i32, -5, 6, 5, -11, 1, 11, -1];
     let masks = [
-        TEN.mask,
-        TEN.mask,
-        TEN.mask,
-        TEN.mask,
-        TEN.mask,
-        TEN.mask & !row_ends(true),
-        TEN.mask,
-        TEN.mask & !row_ends(false),
+        TEN_MASK,
+        TEN_MASK,
+        TEN_MASK,
+        TEN_MASK,
+        TEN_MASK,
+        TEN_MASK & !row_ends(true),
+        TEN_MASK,
+        TEN_MASK & !row_ends(false),
     ];
     let mut out = [0u64; 64];
     let mut bit = 0;
     while bit < 64 {
         let b = 1u64 << bit;
-        if TEN.mask & b != 0 {
+        if TEN_MASK & b != 0 {
             let mut d = 0;
             while d < 8 {
                 let s = shifts[d];
@@ -350,18 +531,22 @@ const fn frisian_neighbours() -> [u64; 64] {
 /// is eleven bits with the ghost layout).
 pub(crate) struct Frisian10;
 impl Geometry for Frisian10 {
+    type B = u64;
     const N_DIRS: usize = 8;
     const ALL_DIRS: u8 = 0xFF;
     const SHIFT: [i32; 4] = [-6, -5, 6, 5];
-    const STEP_MASK: [u64; 4] = [TEN.mask; 4];
+    const STEP_MASK: [u64; 4] = [TEN_MASK; 4];
     const SHIFT_ORTHO: [i32; 4] = [-11, 1, 11, -1];
     const STEP_MASK_ORTHO: [u64; 4] = [
-        TEN.mask,
-        TEN.mask & !row_ends(true),
-        TEN.mask,
-        TEN.mask & !row_ends(false),
+        TEN_MASK,
+        TEN_MASK & !row_ends(true),
+        TEN_MASK,
+        TEN_MASK & !row_ends(false),
     ];
     const BOARD: &'static Board = &TEN;
+    const MASK: u64 = TEN_MASK;
+    const TOP_ROW: u64 = TEN.top_row as u64;
+    const BOTTOM_ROW: u64 = TEN.bottom_row as u64;
     const KING_MOVE_LIMIT: bool = true;
     const NEIGHBOURS: [u64; 64] = frisian_neighbours();
 }
@@ -369,11 +554,15 @@ impl Geometry for Frisian10 {
 /// 8x8 diagonal (also the mirrored board, which shares the layout).
 pub(crate) struct Diag8;
 impl Geometry for Diag8 {
+    type B = u64;
     const N_DIRS: usize = 4;
     const ALL_DIRS: u8 = 0b1111;
     const SHIFT: [i32; 4] = [-5, -4, 5, 4];
-    const STEP_MASK: [u64; 4] = [EIGHT.mask; 4];
+    const STEP_MASK: [u64; 4] = [EIGHT.mask as u64; 4];
     const BOARD: &'static Board = &EIGHT;
+    const MASK: u64 = EIGHT.mask as u64;
+    const TOP_ROW: u64 = EIGHT.top_row as u64;
+    const BOTTOM_ROW: u64 = EIGHT.bottom_row as u64;
 }
 
 const FILE_A: u64 = 0x0101_0101_0101_0101;
@@ -382,11 +571,15 @@ const FILE_H: u64 = FILE_A << 7;
 /// Turkish: up, right, down, left.
 pub(crate) struct Ortho;
 impl Geometry for Ortho {
+    type B = u64;
     const N_DIRS: usize = 4;
     const ALL_DIRS: u8 = 0b1111;
     const SHIFT: [i32; 4] = [-8, 1, 8, -1];
     const STEP_MASK: [u64; 4] = [!0, !FILE_A, !0, !FILE_H];
     const BOARD: &'static Board = &TURKISH;
+    const MASK: u64 = TURKISH.mask as u64;
+    const TOP_ROW: u64 = TURKISH.top_row as u64;
+    const BOTTOM_ROW: u64 = TURKISH.bottom_row as u64;
 }
 
 #[cfg(test)]
@@ -410,11 +603,17 @@ mod tests {
         assert_eq!(name(&EIGHT_MIRRORED, 32), "h1");
         assert_eq!(name(&TURKISH, 1), "a8");
         assert_eq!(name(&TURKISH, 64), "h1");
+        assert_eq!(name(&TWELVE, 1), "b12");
+        assert_eq!(name(&TWELVE, 6), "l12");
+        assert_eq!(name(&TWELVE, 67), "a1");
+        assert_eq!(name(&TWELVE, 72), "k1");
+        assert_eq!(name(&TWELVE, 43), "a5");
+        assert_eq!(name(&TWELVE, 30), "l8");
     }
 
     #[test]
     fn coordinates_round_trip() {
-        for b in [&TEN, &EIGHT, &EIGHT_MIRRORED, &TURKISH] {
+        for b in [&TEN, &TWELVE, &EIGHT, &EIGHT_MIRRORED, &TURKISH] {
             assert_eq!(b.squares().count(), b.n_squares as usize);
             assert_eq!(b.mask.count_ones(), u32::from(b.n_squares));
             for sq in b.squares() {
@@ -427,11 +626,11 @@ mod tests {
 
     fn neighbours<G: Geometry>(n: u32) -> Vec<String> {
         let b = G::BOARD;
-        let m = b.square(n).unwrap().mask();
+        let m = <G::B as Bits>::bit(b.square(n).unwrap().bit());
         (0..G::N_DIRS)
             .filter_map(|d| {
                 let t = step::<G>(m, d);
-                (t != 0).then(|| b.algebraic(Square::from_mask(t)).to_string())
+                (!t.is_zero()).then(|| b.algebraic(Square::from_mask(t)).to_string())
             })
             .collect()
     }
@@ -443,6 +642,11 @@ mod tests {
         assert_eq!(neighbours::<Diag10>(5), vec!["i9"]);
         assert_eq!(neighbours::<Diag10>(28), vec!["d6", "f6", "f4", "d4"]);
         assert_eq!(neighbours::<Diag8>(12), vec!["g7", "g5"]);
+        // 12x12: 7 is a11 (left edge), 6 is l12 (right edge, top), 72 is k1 (bottom right corner).
+        assert_eq!(neighbours::<Diag12>(7), vec!["b12", "b10"]);
+        assert_eq!(neighbours::<Diag12>(6), vec!["k11"]);
+        assert_eq!(neighbours::<Diag12>(72), vec!["j2", "l2"]);
+        assert_eq!(neighbours::<Diag12>(40), vec!["g7", "i7", "i5", "g5"]);
         assert_eq!(neighbours::<Ortho>(8), vec!["h7", "g8"]);
         assert_eq!(neighbours::<Ortho>(9), vec!["a8", "b7", "a6"]);
         // every step from every square lands on a real neighbour
@@ -450,9 +654,10 @@ mod tests {
             let b = G::BOARD;
             for sq in b.squares() {
                 let (f, r) = b.coords(sq);
+                let m = <G::B as Bits>::bit(sq.bit());
                 for d in 0..G::N_DIRS {
-                    let t = step::<G>(sq.mask(), d);
-                    if t != 0 {
+                    let t = step::<G>(m, d);
+                    if !t.is_zero() {
                         assert_eq!(t.count_ones(), 1);
                         let (tf, tr) = b.coords(Square::from_mask(t));
                         let (df, dr) = (i32::from(tf) - i32::from(f), i32::from(tr) - i32::from(r));
@@ -462,7 +667,7 @@ mod tests {
                             // Frisian orthogonal steps: two files along the row or two ranks along the file.
                             assert!((df.abs() == 2 && dr == 0) || (df == 0 && dr.abs() == 2));
                         }
-                        assert_eq!(step::<G>(t, d ^ 2), sq.mask());
+                        assert_eq!(step::<G>(t, d ^ 2), m);
                     } else if d >= 4 {
                         // no step only where the square two files or ranks away is off the board
                         let (tf, tr) = match d {
@@ -481,10 +686,18 @@ mod tests {
         }
         check::<Diag10>();
         check::<Diag8>();
+        check::<Diag12>();
         check::<Ortho>();
         check::<Frisian10>();
+        for (d, s) in Frisian10::SHIFT
+            .iter()
+            .chain(&Frisian10::SHIFT_ORTHO)
+            .enumerate()
+        {
+            assert_eq!(usize::from(Frisian10::DIR_OF_SHIFT[(s + 16) as usize]), d);
+        }
         for sq in TEN.squares() {
-            let m = sq.mask();
+            let m = 1u64 << sq.bit();
             let all = (0..8).fold(0, |acc, d| acc | step::<Frisian10>(m, d));
             assert_eq!(Frisian10::NEIGHBOURS[sq.0 as usize], all, "{sq:?}");
         }

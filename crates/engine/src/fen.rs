@@ -194,10 +194,14 @@ impl FromStr for Fen {
                 if token.is_empty() {
                     continue;
                 }
+                // `K` marks a king; so does a lower-case `k`, except before digits alone: `k3` is
+                // the square on file k of the 12x12 board (the only board with that file).
+                let file_k = token.len() > 1
+                    && token.starts_with('k')
+                    && token[1..].bytes().all(|b| b.is_ascii_digit());
                 let (king, sq) = match token.strip_prefix(['K', 'k']) {
-                    // `k` could not start an algebraic square on these boards (files a..j).
-                    Some(s) => (true, s.trim()),
-                    None => (false, token),
+                    Some(s) if !file_k => (true, s.trim()),
+                    _ => (false, token),
                 };
                 if let Some((a, b)) = sq.split_once('-') {
                     let (a, b) = match (SquareRef::parse(a.trim()), SquareRef::parse(b.trim())) {

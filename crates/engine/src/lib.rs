@@ -1,4 +1,4 @@
-//! The rules of draughts: fifteen variants, their move generation, notation and game state.
+//! The rules of draughts: sixteen variants, their move generation, notation and game state.
 //!
 //! The crate is pure: no I/O, no async, no dependency on the services' transports.
 //!

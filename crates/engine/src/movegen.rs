@@ -8,15 +8,15 @@
 //! precedence key (the Italian list, Spanish kings, the maximum rule, Czech king-first are all "keep the
 //! chains with the largest key"), so the sink keeps only the best chains as it goes.
 
-use crate::board::{Geometry, step};
+use crate::board::{Bits, Geometry, Square, step};
 use crate::position::{Move, Position};
 use crate::variant::{Color, Precedence, Promotion, Removal};
 
-/// Receives generated moves.
-pub(crate) trait Sink {
+/// Receives generated moves (`B`: the board's word).
+pub(crate) trait Sink<B: Bits> {
     /// A capture chain went one jump deeper (landing square, captured piece), for sinks that record paths.
     #[inline(always)]
-    fn jump(&mut self, _land: u64, _over: u64) {}
+    fn jump(&mut self, _land: B, _over: B) {}
     /// The last jump is taken back.
     #[inline(always)]
     fn unjump(&mut self) {}
@@ -29,16 +29,16 @@ pub(crate) trait Sink {
 }
 
 /// Per-position constants of the search.
-pub(crate) struct Gen<'s, G: Geometry, S: Sink> {
+pub(crate) struct Gen<'s, G: Geometry, S: Sink<G::B>> {
     sink: &'s mut S,
     /// Empty squares (the moving piece's origin is made empty when a chain starts).
-    empty: u64,
-    opp: u64,
-    opp_kings: u64,
+    empty: G::B,
+    opp: G::B,
+    opp_kings: G::B,
     /// Opponent pieces a man may jump.
-    men_jumpable: u64,
+    men_jumpable: G::B,
     /// The mover's promotion row.
-    promo_row: u64,
+    promo_row: G::B,
     man_capture_dirs: u8,
     flying: bool,
     strike: bool,
@@ -72,16 +72,15 @@ pub(crate) fn man_capture_dirs(pos: &Position) -> u8 {
     }
 }
 
-impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
+impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
     pub(crate) fn new(pos: &Position, sink: &'s mut S) -> Self {
         let rs = pos.rule_set();
         let rules = rs.rules();
-        let (_own, opp) = pos.own_opp();
-        let opp_kings = opp & pos.kings_bb();
-        let board = G::BOARD;
+        let (_own, opp) = pos.own_opp::<G::B>();
+        let opp_kings = opp & pos.kings_bb::<G::B>();
         Gen {
             sink,
-            empty: board.mask & !(pos.white_bb() | pos.black_bb()),
+            empty: G::MASK & !(pos.white_bb::<G::B>() | pos.black_bb::<G::B>()),
             opp,
             opp_kings,
             men_jumpable: if rules.men_capture_kings {
@@ -90,8 +89,8 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
                 opp & !opp_kings
             },
             promo_row: match pos.side_to_move() {
-                Color::White => board.top_row,
-                Color::Black => board.bottom_row,
+                Color::White => G::TOP_ROW,
+                Color::Black => G::BOTTOM_ROW,
             },
             man_capture_dirs: man_capture_dirs(pos),
             flying: rules.flying_kings,
@@ -112,31 +111,46 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
 
     /// Generates every legal move of `pos` into the sink.
     pub(crate) fn run(mut self, pos: &Position) {
-        let (own, _) = pos.own_opp();
-        let own_kings = own & pos.kings_bb();
+        let (own, _) = pos.own_opp::<G::B>();
+        let own_kings = own & pos.kings_bb::<G::B>();
         let own_men = own & !own_kings;
-        // Men that have a first jump.
-        let mut starters = 0u64;
-        for d in 0..G::N_DIRS {
+        // Men that have a first jump, per direction.
+        let zero = <G::B as Bits>::ZERO;
+        let mut first = [zero; 8];
+        let mut starters = zero;
+        for (d, f) in first.iter_mut().enumerate().take(G::N_DIRS) {
             if self.man_capture_dirs & (1 << d) != 0 {
                 let r = d ^ 2;
-                starters |= own_men & step::<G>(step::<G>(self.empty, r) & self.men_jumpable, r);
+                *f = own_men & step::<G>(step::<G>(self.empty, r) & self.men_jumpable, r);
+                starters |= *f;
             }
         }
         let empty0 = self.empty;
         let mut m = starters;
-        while m != 0 {
-            let from = m & m.wrapping_neg();
-            m &= m - 1;
+        while !m.is_zero() {
+            let from = m.lowest();
+            m = m.clear_lowest();
             self.empty = empty0 | from;
-            self.man_jump(from, from, 0, 0, 0, 0);
+            if G::N_DIRS == 8 {
+                self.man_jump(from, from, zero, 0, 0, 0);
+            } else {
+                // The first jump is known from the direction sets (the same moves, in the same order,
+                // as `man_jump` would find them: directions in ascending order).
+                for (d, f) in first.iter().enumerate().take(G::N_DIRS) {
+                    if !(*f & from).is_zero() {
+                        let over = step::<G>(from, d);
+                        let land = step::<G>(over, d);
+                        self.man_jump_over(from, zero, 0, 0, 0, d, over, land);
+                    }
+                }
+            }
         }
         let mut k = own_kings;
-        while k != 0 {
-            let from = k & k.wrapping_neg();
-            k &= k - 1;
+        while !k.is_zero() {
+            let from = k.lowest();
+            k = k.clear_lowest();
             self.empty = empty0 | from;
-            self.king_jump(from, from, 0, 0, 0, 0, G::ALL_DIRS, false, true);
+            self.king_jump(from, from, zero, 0, 0, 0, G::ALL_DIRS, false, true);
         }
         self.empty = empty0;
         if self.sink.has_captures() && pos.rule_set().mandatory_capture() {
@@ -145,7 +159,7 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
         self.quiet_moves(pos, own_men, own_kings);
     }
 
-    fn quiet_moves(&mut self, pos: &Position, own_men: u64, own_kings: u64) {
+    fn quiet_moves(&mut self, pos: &Position, own_men: G::B, own_kings: G::B) {
         let dirs = man_move_dirs(
             G::BOARD.kind == crate::BoardKind::Turkish,
             pos.side_to_move(),
@@ -155,22 +169,30 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
                 continue;
             }
             let mut t = step::<G>(own_men, d) & self.empty;
-            while t != 0 {
-                let to = t & t.wrapping_neg();
-                t &= t - 1;
+            while !t.is_zero() {
+                let to = t.lowest();
+                t = t.clear_lowest();
                 let from = step::<G>(to, d ^ 2);
-                let promotes = to & self.promo_row != 0;
-                self.sink.quiet(Move::new(from, to, 0, 0, false, promotes));
+                let promotes = !(to & self.promo_row).is_zero();
+                self.sink.quiet(Move::new(
+                    from,
+                    to,
+                    <G::B as Bits>::ZERO,
+                    0,
+                    false,
+                    promotes,
+                ));
             }
         }
         let mut k = own_kings & !blocked_king::<G>(pos);
-        while k != 0 {
-            let from = k & k.wrapping_neg();
-            k &= k - 1;
+        while !k.is_zero() {
+            let from = k.lowest();
+            k = k.clear_lowest();
             for d in 0..4 {
                 let mut to = step::<G>(from, d) & self.empty;
-                while to != 0 {
-                    self.sink.quiet(Move::new(from, to, 0, 0, true, false));
+                while !to.is_zero() {
+                    self.sink
+                        .quiet(Move::new(from, to, <G::B as Bits>::ZERO, 0, true, false));
                     if !self.flying {
                         break;
                     }
@@ -181,7 +203,7 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
     }
 
     #[inline(always)]
-    fn empty_now(&self, captured: u64) -> u64 {
+    fn empty_now(&self, captured: G::B) -> G::B {
         if self.strike {
             self.empty
         } else {
@@ -190,11 +212,12 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn emit(
         &mut self,
-        from: u64,
-        to: u64,
-        captured: u64,
+        from: G::B,
+        to: G::B,
+        captured: G::B,
         n: u32,
         n_kings: u32,
         king_order: u32,
@@ -228,7 +251,15 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
         if n < 16 { 1 << (15 - n) } else { 0 }
     }
 
-    fn man_jump(&mut self, from: u64, cur: u64, captured: u64, n: u32, n_kings: u32, order: u32) {
+    fn man_jump(
+        &mut self,
+        from: G::B,
+        cur: G::B,
+        captured: G::B,
+        n: u32,
+        n_kings: u32,
+        order: u32,
+    ) {
         let empty = self.empty_now(captured);
         let jumpable = self.men_jumpable & !captured;
         let mut any = false;
@@ -238,19 +269,19 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
             // `2o - s`, valid where it is a neighbour of `o` too.
             let s = cur.trailing_zeros() as i32;
             let mut c = G::NEIGHBOURS[s as usize & 63] & jumpable;
-            while c != 0 {
-                let over = c & c.wrapping_neg();
-                c &= c - 1;
+            while !c.is_zero() {
+                let over = c.lowest();
+                c = c.clear_lowest();
                 let o = over.trailing_zeros() as i32;
                 let l = 2 * o - s;
                 if !(0..64).contains(&l) {
                     continue;
                 }
-                let land = (1u64 << l) & G::NEIGHBOURS[o as usize] & empty;
-                if land == 0 {
+                let land = <G::B as Bits>::bit(l as u32) & G::NEIGHBOURS[o as usize & 63] & empty;
+                if land.is_zero() {
                     continue;
                 }
-                let d = dir_of_shift::<G>(o - s);
+                let d = usize::from(G::DIR_OF_SHIFT[(o - s + 16) as usize & 31]);
                 if self.man_capture_dirs & (1 << d) == 0 {
                     continue;
                 }
@@ -258,16 +289,28 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
                 self.man_jump_over(from, captured, n, n_kings, order, d, over, land);
             }
         } else {
+            // Most chains end here: test every direction at once before visiting them.
+            let mut ahead = <G::B as Bits>::ZERO;
+            for d in 0..G::N_DIRS {
+                if self.man_capture_dirs & (1 << d) != 0 {
+                    ahead |= step::<G>(step::<G>(cur, d) & jumpable, d) & empty;
+                }
+            }
+            if ahead.is_zero() && n > 0 {
+                let promoted = !(cur & self.promo_row).is_zero();
+                self.emit(from, cur, captured, n, n_kings, order, promoted, false);
+                return;
+            }
             for d in 0..G::N_DIRS {
                 if self.man_capture_dirs & (1 << d) == 0 {
                     continue;
                 }
                 let over = step::<G>(cur, d) & jumpable;
-                if over == 0 {
+                if over.is_zero() {
                     continue;
                 }
                 let land = step::<G>(over, d) & empty;
-                if land == 0 {
+                if land.is_zero() {
                     continue;
                 }
                 any = true;
@@ -275,7 +318,7 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
             }
         }
         if !any && n > 0 {
-            let promoted = cur & self.promo_row != 0;
+            let promoted = !(cur & self.promo_row).is_zero();
             self.emit(from, cur, captured, n, n_kings, order, promoted, false);
         }
     }
@@ -285,16 +328,16 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
     #[inline(always)]
     fn man_jump_over(
         &mut self,
-        from: u64,
-        captured: u64,
+        from: G::B,
+        captured: G::B,
         n: u32,
         n_kings: u32,
         order: u32,
         d: usize,
-        over: u64,
-        land: u64,
+        over: G::B,
+        land: G::B,
     ) {
-        let is_king = over & self.opp_kings != 0;
+        let is_king = !(over & self.opp_kings).is_zero();
         let n2 = n + 1;
         let nk2 = n_kings + u32::from(is_king);
         let order2 = if is_king {
@@ -303,7 +346,7 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
             order
         };
         self.sink.jump(land, over);
-        if land & self.promo_row != 0 {
+        if !(land & self.promo_row).is_zero() {
             match self.promotion {
                 Promotion::EndsMove => {
                     self.emit(from, land, captured | over, n2, nk2, order2, true, false)
@@ -328,7 +371,7 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
     }
 
     /// Whether a king standing on `at` (after the jumps in `captured`) can jump in one of `dirs`.
-    fn king_can_jump(&self, at: u64, captured: u64, dirs: u8) -> bool {
+    fn king_can_jump(&self, at: G::B, captured: G::B, dirs: u8) -> bool {
         let empty = self.empty_now(captured);
         let jumpable = self.opp & !captured;
         for d in 0..G::N_DIRS {
@@ -337,11 +380,11 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
             }
             let mut sq = step::<G>(at, d);
             if self.flying {
-                while sq & empty != 0 {
+                while !(sq & empty).is_zero() {
                     sq = step::<G>(sq, d);
                 }
             }
-            if sq & jumpable != 0 && step::<G>(sq, d) & empty != 0 {
+            if !(sq & jumpable).is_zero() && !(step::<G>(sq, d) & empty).is_zero() {
                 return true;
             }
         }
@@ -358,9 +401,9 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
     #[allow(clippy::too_many_arguments)]
     fn king_jump(
         &mut self,
-        from: u64,
-        cur: u64,
-        captured: u64,
+        from: G::B,
+        cur: G::B,
+        captured: G::B,
         n: u32,
         n_kings: u32,
         order: u32,
@@ -377,20 +420,20 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
             }
             let mut sq = step::<G>(cur, d);
             if self.flying {
-                while sq & empty != 0 {
+                while !(sq & empty).is_zero() {
                     sq = step::<G>(sq, d);
                 }
             }
             let over = sq & jumpable;
-            if over == 0 {
+            if over.is_zero() {
                 continue;
             }
             let first_land = step::<G>(over, d) & empty;
-            if first_land == 0 {
+            if first_land.is_zero() {
                 continue;
             }
             any = true;
-            let is_king = over & self.opp_kings != 0;
+            let is_king = !(over & self.opp_kings).is_zero();
             let captured2 = captured | over;
             let n2 = n + 1;
             let nk2 = n_kings + u32::from(is_king);
@@ -420,10 +463,10 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
             // (straight on, or turning from some landing squares), it must; otherwise the king may stop
             // on any of them.
             let empty2 = self.empty_now(captured2);
-            let mut landings = 0u64;
+            let mut landings = <G::B as Bits>::ZERO;
             let mut last = first_land;
             let mut l = first_land;
-            while l != 0 {
+            while !l.is_zero() {
                 landings |= l;
                 last = l;
                 l = step::<G>(l, d) & empty2;
@@ -436,16 +479,16 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
                     G::ALL_DIRS & !(back | (1 << d)),
                 )
             };
-            let mut turning = 0u64;
+            let mut turning = <G::B as Bits>::ZERO;
             let mut ls = landings;
-            while ls != 0 {
-                let l = ls & ls.wrapping_neg();
-                ls &= ls - 1;
+            while !ls.is_zero() {
+                let l = ls.lowest();
+                ls = ls.clear_lowest();
                 if self.king_can_jump(l, captured2, turns) {
                     turning |= l;
                 }
             }
-            if straight || turning != 0 {
+            if straight || !turning.is_zero() {
                 if straight {
                     self.sink.jump(first_land, over);
                     self.king_jump(
@@ -462,9 +505,9 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
                     self.sink.unjump();
                 }
                 let mut ls = turning;
-                while ls != 0 {
-                    let l = ls & ls.wrapping_neg();
-                    ls &= ls - 1;
+                while !ls.is_zero() {
+                    let l = ls.lowest();
+                    ls = ls.clear_lowest();
                     self.sink.jump(l, over);
                     self.king_jump(
                         from, l, captured2, n2, nk2, order2, turns, promoted, mover_king,
@@ -478,9 +521,9 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
                 } else {
                     landings
                 };
-                while ls != 0 {
-                    let l = ls & ls.wrapping_neg();
-                    ls &= ls - 1;
+                while !ls.is_zero() {
+                    let l = ls.lowest();
+                    ls = ls.clear_lowest();
                     self.sink.jump(l, over);
                     self.emit(from, l, captured2, n2, nk2, order2, promoted, mover_king);
                     self.sink.unjump();
@@ -493,47 +536,59 @@ impl<'s, G: Geometry, S: Sink> Gen<'s, G, S> {
     }
 }
 
-/// The direction whose step is the shift `k` (a neighbour's bit minus the square's bit).
-#[inline(always)]
-fn dir_of_shift<G: Geometry>(k: i32) -> usize {
-    let mut d = 0;
-    while d < G::N_DIRS {
-        let s = if d < 4 {
-            G::SHIFT[d]
-        } else {
-            G::SHIFT_ORTHO[d - 4]
-        };
-        if s == k {
-            return d;
-        }
-        d += 1;
-    }
-    0
-}
-
 /// Whether the side to move has any capture (fast bitboard test, no chains built).
 pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
     let rules = pos.rule_set().rules();
-    let (own, opp) = pos.own_opp();
-    let kings = pos.kings_bb();
-    let empty = G::BOARD.mask & !(pos.white_bb() | pos.black_bb());
+    let (own, opp) = pos.own_opp::<G::B>();
+    let kings = pos.kings_bb::<G::B>();
+    let empty = G::MASK & !(pos.white_bb::<G::B>() | pos.black_bb::<G::B>());
+    has_capture_in::<G>(pos, rules, own, opp, kings, empty)
+}
+
+/// perft's last ply: the number of quiet moves when the side to move has no capture, `None` when it
+/// has one ([`has_capture`] and [`count_quiet`] sharing their sets).
+#[inline(always)]
+pub(crate) fn quiet_count_without_capture<G: Geometry>(pos: &Position) -> Option<u64> {
+    let rules = pos.rule_set().rules();
+    let (own, opp) = pos.own_opp::<G::B>();
+    let kings = pos.kings_bb::<G::B>();
+    let empty = G::MASK & !(pos.white_bb::<G::B>() | pos.black_bb::<G::B>());
+    if has_capture_in::<G>(pos, rules, own, opp, kings, empty) {
+        return None;
+    }
+    Some(count_quiet_in::<G>(pos, rules, own, kings, empty))
+}
+
+#[inline(always)]
+fn has_capture_in<G: Geometry>(
+    pos: &Position,
+    rules: &crate::variant::Rules,
+    own: G::B,
+    opp: G::B,
+    kings: G::B,
+    empty: G::B,
+) -> bool {
     let men_jumpable = if rules.men_capture_kings {
         opp
     } else {
         opp & !kings
     };
     let own_men = own & !kings;
-    let dirs = man_capture_dirs(pos);
+    let dirs = if rules.men_capture_backward {
+        0xFF
+    } else {
+        man_move_dirs(rules.board == crate::BoardKind::Turkish, pos.side_to_move())
+    };
     for d in 0..G::N_DIRS {
         if dirs & (1 << d) != 0 {
             let r = d ^ 2;
-            if own_men & step::<G>(step::<G>(empty, r) & men_jumpable, r) != 0 {
+            if !(own_men & step::<G>(step::<G>(empty, r) & men_jumpable, r)).is_zero() {
                 return true;
             }
         }
     }
     let own_kings = own & kings;
-    if own_kings == 0 {
+    if own_kings.is_zero() {
         return false;
     }
     for d in 0..G::N_DIRS {
@@ -541,13 +596,13 @@ pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
         let mut blockers = front & !empty;
         if rules.flying_kings {
             front &= empty;
-            while front != 0 {
+            while !front.is_zero() {
                 front = step::<G>(front, d);
                 blockers |= front & !empty;
                 front &= empty;
             }
         }
-        if step::<G>(blockers & opp, d) & empty != 0 {
+        if !(step::<G>(blockers & opp, d) & empty).is_zero() {
             return true;
         }
     }
@@ -558,19 +613,30 @@ pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
 /// the limit of them in a row while its side has men), as a bit; 0 when none, and always 0 where the rule
 /// does not apply (resolved at compile time).
 #[inline(always)]
-pub(crate) fn blocked_king<G: Geometry>(pos: &Position) -> u64 {
+pub(crate) fn blocked_king<G: Geometry>(pos: &Position) -> G::B {
     if !G::KING_MOVE_LIMIT {
-        return 0;
+        return <G::B as Bits>::ZERO;
     }
-    pos.blocked_king()
+    <G::B as Bits>::join(pos.blocked_king(), 0)
 }
 
 /// Number of quiet moves (used when there is no capture, or captures are optional).
 pub(crate) fn count_quiet<G: Geometry>(pos: &Position) -> u64 {
     let rules = pos.rule_set().rules();
-    let (own, _) = pos.own_opp();
-    let kings = pos.kings_bb();
-    let empty = G::BOARD.mask & !(pos.white_bb() | pos.black_bb());
+    let (own, _) = pos.own_opp::<G::B>();
+    let kings = pos.kings_bb::<G::B>();
+    let empty = G::MASK & !(pos.white_bb::<G::B>() | pos.black_bb::<G::B>());
+    count_quiet_in::<G>(pos, rules, own, kings, empty)
+}
+
+#[inline(always)]
+fn count_quiet_in<G: Geometry>(
+    pos: &Position,
+    rules: &crate::variant::Rules,
+    own: G::B,
+    kings: G::B,
+    empty: G::B,
+) -> u64 {
     let own_men = own & !kings;
     let dirs = man_move_dirs(
         G::BOARD.kind == crate::BoardKind::Turkish,
@@ -583,12 +649,12 @@ pub(crate) fn count_quiet<G: Geometry>(pos: &Position) -> u64 {
         }
     }
     let own_kings = own & kings & !blocked_king::<G>(pos);
-    if own_kings != 0 {
+    if !own_kings.is_zero() {
         for d in 0..4 {
             let mut front = step::<G>(own_kings, d) & empty;
             n += u64::from(front.count_ones());
             if rules.flying_kings {
-                while front != 0 {
+                while !front.is_zero() {
                     front = step::<G>(front, d) & empty;
                     n += u64::from(front.count_ones());
                 }
@@ -619,7 +685,7 @@ impl<'a> ListSink<'a> {
     }
 }
 
-impl Sink for ListSink<'_> {
+impl<B: Bits> Sink<B> for ListSink<'_> {
     #[inline]
     fn capture(&mut self, mv: Move, key: u32) {
         if self.n_captures > 0 {
@@ -652,9 +718,9 @@ impl Sink for ListSink<'_> {
 pub(crate) struct RawPath {
     pub(crate) mv: Move,
     /// Landing squares, origin first.
-    pub(crate) path: Vec<u64>,
+    pub(crate) path: Vec<Square>,
     /// Captured pieces in order.
-    pub(crate) captured: Vec<u64>,
+    pub(crate) captured: Vec<Square>,
 }
 
 /// Records every chain with its path (no deduplication), keeping the best precedence key.
@@ -662,8 +728,8 @@ pub(crate) struct PathSink {
     pub(crate) paths: Vec<RawPath>,
     best: u32,
     n_captures: usize,
-    lands: Vec<u64>,
-    overs: Vec<u64>,
+    lands: Vec<Square>,
+    overs: Vec<Square>,
 }
 
 impl PathSink {
@@ -678,10 +744,10 @@ impl PathSink {
     }
 }
 
-impl Sink for PathSink {
-    fn jump(&mut self, land: u64, over: u64) {
-        self.lands.push(land);
-        self.overs.push(over);
+impl<B: Bits> Sink<B> for PathSink {
+    fn jump(&mut self, land: B, over: B) {
+        self.lands.push(Square::from_mask(land));
+        self.overs.push(Square::from_mask(over));
     }
     fn unjump(&mut self) {
         self.lands.pop();
@@ -699,7 +765,7 @@ impl Sink for PathSink {
         }
         self.best = key;
         let mut path = Vec::with_capacity(self.lands.len() + 1);
-        path.push(1u64 << mv.from().bit());
+        path.push(mv.from());
         path.extend_from_slice(&self.lands);
         self.paths.push(RawPath {
             mv,
@@ -714,7 +780,7 @@ impl Sink for PathSink {
     fn quiet(&mut self, mv: Move) {
         self.paths.push(RawPath {
             mv,
-            path: vec![1u64 << mv.from().bit(), 1u64 << mv.to().bit()],
+            path: vec![mv.from(), mv.to()],
             captured: Vec::new(),
         });
     }

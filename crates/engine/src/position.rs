@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use crate::board::{Bitboard, Board, BoardKind, Diag8, Diag10, Frisian10, Geometry, Ortho, Square};
+use crate::board::{
+    Bitboard, Bits, Board, BoardKind, Diag8, Diag10, Diag12, Frisian10, Geometry, Ortho, Square,
+};
 use crate::fen::{Fen, FenError, SquareRef};
 use crate::movegen::{self, Gen, ListSink, PathSink};
 use crate::variant::{Color, Goal, RuleSet, Variant};
@@ -28,7 +30,9 @@ pub struct Piece {
 /// available through [`Position::move_path`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Move {
+    /// Captured squares, bits 0-63 and (12x12 board only) 64-79: a move stays 16 bytes.
     captured: u64,
+    captured_hi: u16,
     from: u8,
     to: u8,
     n_captured: u8,
@@ -40,16 +44,17 @@ const PROMOTES: u8 = 2;
 
 impl Move {
     #[inline(always)]
-    pub(crate) fn new(
-        from: u64,
-        to: u64,
-        captured: u64,
+    pub(crate) fn new<B: Bits>(
+        from: B,
+        to: B,
+        captured: B,
         n: u8,
         king: bool,
         promotes: bool,
     ) -> Move {
         Move {
-            captured,
+            captured: captured.lo(),
+            captured_hi: captured.hi(),
             from: from.trailing_zeros() as u8,
             to: to.trailing_zeros() as u8,
             n_captured: n,
@@ -64,7 +69,11 @@ impl Move {
     }
     /// The captured pieces' squares.
     pub fn captured(&self) -> Bitboard {
-        Bitboard(self.captured)
+        Bitboard(self.captured_bb::<u128>())
+    }
+    #[inline(always)]
+    pub(crate) fn captured_bb<B: Bits>(&self) -> B {
+        B::join(self.captured, self.captured_hi)
     }
     pub fn n_captured(&self) -> u32 {
         u32::from(self.n_captured)
@@ -89,7 +98,7 @@ impl fmt::Debug for Move {
             "Move(bit {} -> {}, captured {:#x}{}{})",
             self.from,
             self.to,
-            self.captured,
+            self.captured_bb::<u128>(),
             if self.is_king_move() { ", king" } else { "" },
             if self.promotes() { ", promotes" } else { "" }
         )
@@ -181,9 +190,13 @@ pub enum PositionError {
 /// [`Position::from_fen`] or [`Position::start`]); move generation and play never fail on it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Position {
+    /// The pieces, bits 0-63 of the board's layout ([`Bits`]).
     white: u64,
     black: u64,
     kings: u64,
+    /// Bits 64-79 of white, black and kings: used on the 12x12 board only, 0 on every other board (whose
+    /// generator never reads them).
+    hi: [u16; 3],
     side: Color,
     rules: RuleSet,
     /// Frisian king-move runs (docs/rules.md §11.5), White's then Black's: `bit << 2 | count`, the square
@@ -203,6 +216,7 @@ macro_rules! dispatch {
         match $self.rules.rules().board {
             BoardKind::Ten if $self.rules.variant().is_frisian() => $f::<Frisian10>($self $(, $arg)*),
             BoardKind::Ten => $f::<Diag10>($self $(, $arg)*),
+            BoardKind::Twelve => $f::<Diag12>($self $(, $arg)*),
             BoardKind::Eight | BoardKind::EightMirrored => $f::<Diag8>($self $(, $arg)*),
             BoardKind::Turkish => $f::<Ortho>($self $(, $arg)*),
         }
@@ -231,11 +245,12 @@ fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) 
     if pos.is_over_by_first_king() {
         return 0;
     }
-    if movegen::has_capture::<G>(pos) {
-        gen_list::<G>(pos, list, count);
-        list.len() as u64
-    } else {
-        movegen::count_quiet::<G>(pos)
+    match movegen::quiet_count_without_capture::<G>(pos) {
+        Some(n) => n,
+        None => {
+            gen_list::<G>(pos, list, count);
+            list.len() as u64
+        }
     }
 }
 
@@ -294,18 +309,11 @@ impl Position {
     pub fn from_parsed_fen(fen: &Fen, rules: RuleSet) -> Result<Position, PositionError> {
         let variant = rules.variant();
         let board = rules.rules().board.board();
-        let mut pos = Position {
-            white: 0,
-            black: 0,
-            kings: 0,
-            side: fen.side,
-            rules,
-            runs: [0; 2],
-        };
+        let (mut white, mut black, mut kings) = (0u128, 0u128, 0u128);
         for p in &fen.pieces {
             let sq = resolve_square(board, p.square, variant)?;
             let m = sq.mask();
-            if (pos.white | pos.black) & m != 0 {
+            if (white | black) & m != 0 {
                 return Err(PositionError::Duplicate(p.square.to_string()));
             }
             let promo_row = match p.color {
@@ -319,11 +327,11 @@ impl Position {
                 });
             }
             match p.color {
-                Color::White => pos.white |= m,
-                Color::Black => pos.black |= m,
+                Color::White => white |= m,
+                Color::Black => black |= m,
             }
             if p.king {
-                pos.kings |= m;
+                kings |= m;
             }
             if !p.king && board.kind == BoardKind::Turkish {
                 let back_rank = match p.color {
@@ -339,14 +347,21 @@ impl Position {
                 }
             }
         }
+        let mut pos = Position {
+            white: 0,
+            black: 0,
+            kings: 0,
+            hi: [0; 3],
+            side: fen.side,
+            rules,
+            runs: [0; 2],
+        };
+        pos.set_bb::<u128>(white, black, kings);
         if rules.rules().goal == Goal::FirstKing {
             // §8.5: the game ends with the first king, so the side to move has none and the side that
             // just moved at most the one it crowned.
-            let (own, opp) = pos.own_opp();
-            let (own_kings, opp_kings) = (
-                (own & pos.kings).count_ones(),
-                (opp & pos.kings).count_ones(),
-            );
+            let (own, opp) = pos.own_opp::<u128>();
+            let (own_kings, opp_kings) = ((own & kings).count_ones(), (opp & kings).count_ones());
             if own_kings > 0 || opp_kings > 1 {
                 return Err(PositionError::KingsAfterBreakthrough {
                     side_to_move: own_kings,
@@ -404,7 +419,7 @@ impl Position {
         let sq = square.ok_or_else(|| bad(format!("{count} moves but no square")))?;
         let sq = resolve_square(board, sq, self.variant())?;
         let own = self.pieces(color).0;
-        if own & self.kings & sq.mask() == 0 {
+        if own & self.kings().0 & sq.mask() == 0 {
             return Err(bad(format!(
                 "no {} king on {}",
                 color.name(),
@@ -412,7 +427,7 @@ impl Position {
             )));
         }
         // Without men the rule does not apply (§11.5): nothing to remember.
-        if own & !self.kings == 0 {
+        if own & !self.kings().0 == 0 {
             return Ok(0);
         }
         Ok((sq.0 << 2) | count)
@@ -434,7 +449,7 @@ impl Position {
             Some(l) => l,
             None => return 0,
         };
-        let (own, _) = self.own_opp();
+        let (own, _) = self.own_opp::<u64>();
         if r & 3 >= limit && own & !self.kings != 0 {
             1u64 << (r >> 2)
         } else {
@@ -450,7 +465,8 @@ impl Position {
     /// move has no legal move (docs/rules.md §9.3).
     #[inline(always)]
     pub fn is_over_by_first_king(&self) -> bool {
-        let (_, opp) = self.own_opp();
+        let (_, opp) = self.own_opp::<u64>();
+        // Breakthrough is played on the 10x10 board: the low word holds every square.
         opp & self.kings != 0 && self.rules.rules().goal == Goal::FirstKing
     }
     pub fn variant(&self) -> Variant {
@@ -463,27 +479,29 @@ impl Position {
         self.side
     }
     /// The pieces of one colour.
+    #[inline]
     pub fn pieces(&self, color: Color) -> Bitboard {
         Bitboard(match color {
-            Color::White => self.white,
-            Color::Black => self.black,
+            Color::White => self.white_bb::<u128>(),
+            Color::Black => self.black_bb::<u128>(),
         })
     }
     /// All kings of both colours.
+    #[inline]
     pub fn kings(&self) -> Bitboard {
-        Bitboard(self.kings)
+        Bitboard(self.kings_bb::<u128>())
     }
     /// The piece on a square, if any.
     pub fn piece_at(&self, sq: Square) -> Option<Piece> {
         let m = sq.mask();
-        let color = if self.white & m != 0 {
+        let color = if self.pieces(Color::White).0 & m != 0 {
             Color::White
-        } else if self.black & m != 0 {
+        } else if self.pieces(Color::Black).0 & m != 0 {
             Color::Black
         } else {
             return None;
         };
-        let role = if self.kings & m != 0 {
+        let role = if self.kings().0 & m != 0 {
             Role::King
         } else {
             Role::Man
@@ -491,20 +509,34 @@ impl Position {
         Some(Piece { color, role })
     }
 
-    pub(crate) fn white_bb(&self) -> u64 {
-        self.white
-    }
-    pub(crate) fn black_bb(&self) -> u64 {
-        self.black
-    }
-    pub(crate) fn kings_bb(&self) -> u64 {
-        self.kings
+    /// The pieces in a board word: `u64` reads bits 0-63 only (every board but 12x12), `u128` all.
+    #[inline(always)]
+    pub(crate) fn white_bb<B: Bits>(&self) -> B {
+        B::join(self.white, self.hi[0])
     }
     #[inline(always)]
-    pub(crate) fn own_opp(&self) -> (u64, u64) {
+    pub(crate) fn black_bb<B: Bits>(&self) -> B {
+        B::join(self.black, self.hi[1])
+    }
+    #[inline(always)]
+    pub(crate) fn kings_bb<B: Bits>(&self) -> B {
+        B::join(self.kings, self.hi[2])
+    }
+    #[inline(always)]
+    pub(crate) fn own_opp<B: Bits>(&self) -> (B, B) {
         match self.side {
-            Color::White => (self.white, self.black),
-            Color::Black => (self.black, self.white),
+            Color::White => (self.white_bb(), self.black_bb()),
+            Color::Black => (self.black_bb(), self.white_bb()),
+        }
+    }
+    /// Stores the pieces from a board word (the high parts only for a wide word).
+    #[inline(always)]
+    fn set_bb<B: Bits>(&mut self, white: B, black: B, kings: B) {
+        self.white = white.lo();
+        self.black = black.lo();
+        self.kings = kings.lo();
+        if B::WIDE {
+            self.hi = [white.hi(), black.hi(), kings.hi()];
         }
     }
 
@@ -546,8 +578,8 @@ impl Position {
             .into_iter()
             .map(|r| MovePath {
                 mv: r.mv,
-                path: r.path.into_iter().map(Square::from_mask).collect(),
-                captured: r.captured.into_iter().map(Square::from_mask).collect(),
+                path: r.path,
+                captured: r.captured,
             })
             .collect()
     }
@@ -575,7 +607,10 @@ impl Position {
     /// playing anything else gives a meaningless (but memory-safe) position.
     #[inline]
     pub fn play_unchecked(&self, mv: &Move) -> Position {
-        let mut next = self.play_pieces(mv);
+        if self.rules.variant() == Variant::Canadian {
+            return self.play_pieces::<u128>(mv);
+        }
+        let mut next = self.play_pieces::<u64>(mv);
         if self.rules.variant().is_frisian() {
             next.update_runs(self.side, mv);
         }
@@ -586,7 +621,7 @@ impl Position {
     /// is kept only where the rule applies, decided at compile time (perft's hot path).
     #[inline(always)]
     pub(crate) fn play_in<G: Geometry>(&self, mv: &Move) -> Position {
-        let mut next = self.play_pieces(mv);
+        let mut next = self.play_pieces::<G::B>(mv);
         if G::KING_MOVE_LIMIT {
             next.update_runs(self.side, mv);
         }
@@ -595,21 +630,28 @@ impl Position {
 
     /// The pieces after a move: the mover's piece, the captured ones, a crowning, the side to move.
     #[inline(always)]
-    fn play_pieces(&self, mv: &Move) -> Position {
-        let from = 1u64 << mv.from;
-        let to = 1u64 << mv.to;
+    fn play_pieces<B: Bits>(&self, mv: &Move) -> Position {
+        let from = B::bit(u32::from(mv.from));
+        let to = B::bit(u32::from(mv.to));
+        let captured = mv.captured_bb::<B>();
         let mut next = *self;
+        let (mut white, mut black, kings0) = (
+            self.white_bb::<B>(),
+            self.black_bb::<B>(),
+            self.kings_bb::<B>(),
+        );
         let (own, opp) = match self.side {
-            Color::White => (&mut next.white, &mut next.black),
-            Color::Black => (&mut next.black, &mut next.white),
+            Color::White => (&mut white, &mut black),
+            Color::Black => (&mut black, &mut white),
         };
         *own = (*own & !from) | to;
-        *opp &= !mv.captured;
-        let was_king = self.kings & from != 0;
-        next.kings &= !(from | mv.captured);
+        *opp &= !captured;
+        let was_king = !(kings0 & from).is_zero();
+        let mut kings = kings0 & !(from | captured);
         if was_king || mv.promotes() {
-            next.kings |= to;
+            kings |= to;
         }
+        next.set_bb::<B>(white, black, kings);
         next.side = !self.side;
         next
     }
@@ -661,6 +703,11 @@ impl Position {
         let mut h = mix(self.white ^ side);
         h = mix(h ^ self.black.rotate_left(17));
         h = mix(h ^ self.kings.rotate_left(41));
+        if self.hi != [0; 3] {
+            // The 12x12 board's squares above bit 63.
+            let [w, b, k] = self.hi.map(u64::from);
+            h = mix(h ^ (w | b << 16 | k << 32));
+        }
         if self.runs != [0; 2] {
             // Frisian king-move runs change the legal moves (docs/rules.md §11.5).
             h = mix(h ^ u64::from(u16::from_le_bytes(self.runs)));
@@ -695,10 +742,14 @@ impl Position {
 
     /// Number of pieces of each role for a colour: (men, kings).
     pub fn material(&self, color: Color) -> (u32, u32) {
-        let own = self.pieces(color).0;
+        let (own, own_hi) = match color {
+            Color::White => (self.white, self.hi[0]),
+            Color::Black => (self.black, self.hi[1]),
+        };
+        let kings_hi = self.hi[2];
         (
-            (own & !self.kings).count_ones(),
-            (own & self.kings).count_ones(),
+            (own & !self.kings).count_ones() + (own_hi & !kings_hi).count_ones(),
+            (own & self.kings).count_ones() + (own_hi & kings_hi).count_ones(),
         )
     }
 }
@@ -728,5 +779,18 @@ pub(crate) fn resolve_square(
                 .square_at(file, rank)
                 .ok_or_else(|| PositionError::LightSquare(sq.to_string(), variant))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 12x12 board's high parts cost the 64-bit boards no move size: a move stays 16 bytes (the move
+    /// lists of perft and the search), and a position 48 bytes (40 before the 12x12 board).
+    #[test]
+    fn moves_and_positions_stay_small() {
+        assert_eq!(std::mem::size_of::<Move>(), 16);
+        assert_eq!(std::mem::size_of::<Position>(), 48);
     }
 }

@@ -72,10 +72,12 @@ pub enum Variant {
     Frisian,
     /// Frysk!: Frisian draughts from five men a side (docs/rules.md §11.8).
     Frysk,
+    /// Canadian draughts: international rules on a 12x12 board, 30 men a side (docs/rules.md §12).
+    Canadian,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 15] = [
+    pub const ALL: [Variant; 16] = [
         Variant::International,
         Variant::English,
         Variant::Italian,
@@ -91,6 +93,7 @@ impl Variant {
         Variant::Portuguese,
         Variant::Frisian,
         Variant::Frysk,
+        Variant::Canadian,
     ];
 
     /// The stable key (`international`, `english`, ...).
@@ -111,6 +114,7 @@ impl Variant {
             Variant::Portuguese => "portuguese",
             Variant::Frisian => "frisian",
             Variant::Frysk => "frysk",
+            Variant::Canadian => "canadian",
         }
     }
 
@@ -133,6 +137,7 @@ impl Variant {
             Variant::Czech => 29,
             Variant::Turkish => 30,
             Variant::Frisian | Variant::Frysk => 40,
+            Variant::Canadian => 27,
         }
     }
 
@@ -156,6 +161,7 @@ impl Variant {
             &PORTUGUESE,
             &FRISIAN,
             &FRYSK,
+            &CANADIAN,
         ];
         TABLE[self as usize]
     }
@@ -169,6 +175,7 @@ impl Variant {
             | Variant::Killer
             | Variant::Frisian => "W:W31-50:B1-20",
             Variant::Frysk => "W:W46-50:B1-5",
+            Variant::Canadian => "W:W43-72:B1-30",
             Variant::English | Variant::Pool => "B:W21-32:B1-12",
             Variant::Turkish => {
                 "W:Wa2,b2,c2,d2,e2,f2,g2,h2,a3,b3,c3,d3,e3,f3,g3,h3:Ba6,b6,c6,d6,e6,f6,g6,h6,a7,b7,c7,d7,e7,f7,g7,h7"
@@ -197,7 +204,7 @@ impl Variant {
 
     /// Whether a game scores two points (`2-0`, `1-1`) rather than one (`1-0`, `1/2-1/2`)
     /// (docs/rules.md §5.5): the FMJD-scored games, international, brazilian and the 10x10 variants
-    /// (Frisian too, docs/rules.md §11.7).
+    /// (Frisian too, docs/rules.md §11.7), and canadian (international rules, docs/rules.md §12.2).
     pub fn scores_two_points(self) -> bool {
         matches!(
             self,
@@ -208,6 +215,7 @@ impl Variant {
                 | Variant::Killer
                 | Variant::Frisian
                 | Variant::Frysk
+                | Variant::Canadian
         )
     }
 
@@ -241,7 +249,7 @@ impl fmt::Display for Variant {
 /// An unknown variant key.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown variant '{0}' (expected one of: international, english, italian, russian, brazilian, spanish, czech, turkish, antidraughts, breakthrough, killer, pool, portuguese, frisian, frysk)"
+    "unknown variant '{0}' (expected one of: international, english, italian, russian, brazilian, spanish, czech, turkish, antidraughts, breakthrough, killer, pool, portuguese, frisian, frysk, canadian)"
 )]
 pub struct UnknownVariant(pub String);
 
@@ -265,6 +273,7 @@ impl FromStr for Variant {
             "portuguese" | "28" => Variant::Portuguese,
             "frisian" | "40" => Variant::Frisian,
             "frysk" | "frysk!" => Variant::Frysk,
+            "canadian" | "12x12" | "27" => Variant::Canadian,
             _ => return Err(UnknownVariant(s.to_string())),
         };
         Ok(v)
@@ -620,6 +629,15 @@ pub static FRYSK: Rules = Rules {
     ..FRISIAN
 };
 
+/// Canadian draughts (docs/rules.md §12): every rule of international draughts on the 12x12 board, 30 men a
+/// side.
+pub static CANADIAN: Rules = Rules {
+    variant: Variant::Canadian,
+    board: BoardKind::Twelve,
+    pieces_per_side: 30,
+    ..INTERNATIONAL
+};
+
 /// House-rule options (docs/rules.md §7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct RuleOptions {
@@ -689,7 +707,9 @@ impl RuleOptions {
 
     /// Checks that every option makes sense for the variant.
     pub fn validate(&self, variant: Variant) -> Result<(), OptionError> {
-        if self.no_mandatory_capture && variant.rules().board == BoardKind::Ten {
+        if self.no_mandatory_capture
+            && matches!(variant.rules().board, BoardKind::Ten | BoardKind::Twelve)
+        {
             return Err(OptionError::NotApplicable {
                 option: "no-mandatory-capture",
                 variant,

@@ -188,3 +188,7 @@ fn killer() {
 fn frisian() {
     check(Variant::Frisian);
 }
+#[test]
+fn canadian() {
+    check(Variant::Canadian);
+}

@@ -132,8 +132,8 @@ fn placement_fen(
             Color::Black => board.top_row,
         };
         let turkish = board.kind == draughts_engine::BoardKind::Turkish;
-        let on_promo_row =
-            promo_row & (1u64 << sq.bit()) != 0 || (turkish && back_row & (1u64 << sq.bit()) != 0);
+        let on_promo_row = promo_row & (1u128 << sq.bit()) != 0
+            || (turkish && back_row & (1u128 << sq.bit()) != 0);
         let max = usize::from(rules.rules().pieces_per_side);
         let n_own = match color {
             Color::White => white.len(),
@@ -173,7 +173,8 @@ fn arb_placement() -> impl Strategy<Value = Position> {
                 black,
                 king_roll,
             }),
-            64,
+            // one cell per square of the largest board (canadian's 72)
+            72,
         ),
         1u8..=6,
         0u8..=10,
@@ -428,7 +429,7 @@ proptest! {
             Color::Black => board.bottom_row,
         };
         for mv in &moves {
-            let ends_on_row = promo_row & (1u64 << mv.to().bit()) != 0;
+            let ends_on_row = promo_row & (1u128 << mv.to().bit()) != 0;
             if !mv.is_king_move() && ends_on_row {
                 prop_assert!(mv.promotes(), "{}: {:?} ends on the last row uncrowned", show(&pos), mv);
             }
@@ -750,6 +751,100 @@ proptest! {
             } else {
                 prop_assert_eq!(after, None);
             }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Canadian (docs/rules.md §12): the 12x12 board is symmetric under a half turn with the colours swapped
+// (square n <-> 73 - n), which maps the squares the engine keeps above bit 63 (61-72) onto the lowest ones.
+// ---------------------------------------------------------------------------------------------------
+
+/// A random canadian placement (men never on their own promotion row, at most 30 a side).
+fn arb_canadian() -> impl Strategy<Value = Position> {
+    (
+        prop::collection::vec(
+            (any::<u8>(), any::<bool>(), any::<u8>()).prop_map(|(roll, black, king_roll)| Cell {
+                roll,
+                black,
+                king_roll,
+            }),
+            72,
+        ),
+        1u8..=7,
+        0u8..=10,
+        any::<bool>(),
+    )
+        .prop_map(|(cells, fill, kings, black)| {
+            let rules = RuleSet::new(Variant::Canadian);
+            let side = if black { Color::Black } else { Color::White };
+            let fen = placement_fen(rules, &cells, fill, kings, side, false, false);
+            Position::from_fen(rules, &fen)
+                .unwrap_or_else(|e| panic!("generated FEN {fen} is valid: {e}"))
+        })
+}
+
+/// The position turned half round with the colours swapped: a White man on n becomes a Black man on 73 - n.
+fn half_turn(pos: &Position) -> Position {
+    let board = pos.board();
+    let field = |color: Color| {
+        pos.pieces(color)
+            .map(|sq| {
+                let n = 73 - board.number(sq);
+                if pos.kings().contains(sq) {
+                    format!("K{n}")
+                } else {
+                    n.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let fen = format!(
+        "{}:W{}:B{}",
+        pos.side_to_move().opposite().letter(),
+        field(Color::Black),
+        field(Color::White)
+    );
+    Position::from_fen(pos.rule_set(), &fen).expect("the half turn of a valid position is valid")
+}
+
+/// A move as (from, to, captured) in PDN numbers, seen after a half turn when `turn` is set.
+fn numbers(pos: &Position, mv: &Move, turn: bool) -> (u32, u32, Vec<u32>) {
+    let board = pos.board();
+    let n = |sq| {
+        let n = board.number(sq);
+        if turn { 73 - n } else { n }
+    };
+    let mut captured: Vec<u32> = mv.captured().map(n).collect();
+    captured.sort_unstable();
+    (n(mv.from()), n(mv.to()), captured)
+}
+
+proptest! {
+    #![proptest_config(config(200))]
+
+    /// The half-turned position has the same moves, turned (and the same perft to depth 2), and playing a
+    /// move then turning gives the turned position after the turned move.
+    #[test]
+    fn canadian_moves_are_symmetric_under_a_half_turn(pos in arb_canadian()) {
+        let turned = half_turn(&pos);
+        let mut ours: Vec<_> = pos.legal_moves().iter().map(|m| numbers(&pos, m, true)).collect();
+        let mut theirs: Vec<_> = turned.legal_moves().iter().map(|m| numbers(&turned, m, false)).collect();
+        ours.sort();
+        theirs.sort();
+        prop_assert_eq!(&ours, &theirs, "{}", show(&pos));
+        prop_assert_eq!(pos.perft(2, Count::Unique), turned.perft(2, Count::Unique), "{}", show(&pos));
+        prop_assert_eq!(pos.perft(2, Count::AllOrders), turned.perft(2, Count::AllOrders), "{}", show(&pos));
+        for mv in pos.legal_moves() {
+            let after = pos.play(&mv).unwrap();
+            let want = numbers(&pos, &mv, true);
+            let twin = turned
+                .legal_moves()
+                .into_iter()
+                .find(|m| numbers(&turned, m, false) == want)
+                .expect("the turned move exists");
+            prop_assert_eq!(half_turn(&after), turned.play(&twin).unwrap(), "{} {:?}", show(&pos), mv);
         }
     }
 }

@@ -13,6 +13,8 @@
 //! - 8x8 mirrored (italian, spanish; a1 light): 1..4 = a8 c8 e8 g8, 5..8 = b7 d7 f7 h7, ...,
 //!   29..32 = b1 d1 f1 h1.
 //! - turkish: algebraic squares, all 64.
+//! - 12x12 (canadian): row r (0 = rank 12) holds 6r+1..6r+6; even rows on files b d f h j l, odd rows on
+//!   a c e g i k. 1 = b12, 6 = l12, 67 = a1, 72 = k1; squares 61-72 (ranks 1-2) sit above bit 63.
 
 use draughts_engine::{
     Color, Count, DrawReason, Game, GameError, GameResult, GameStatus, Move, OptionError, Piece,
@@ -20,8 +22,8 @@ use draughts_engine::{
 };
 
 use Variant::{
-    Antidraughts, Brazilian, Breakthrough, Czech, English, Frisian, Frysk, International, Italian,
-    Killer, Pool, Portuguese, Russian, Spanish, Turkish,
+    Antidraughts, Brazilian, Breakthrough, Canadian, Czech, English, Frisian, Frysk, International,
+    Italian, Killer, Pool, Portuguese, Russian, Spanish, Turkish,
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -167,9 +169,11 @@ fn first_to_move_in_the_start_position() {
         };
         let p = Position::start(v);
         assert_eq!(p.side_to_move(), want, "{v}");
-        // "pieces": 20 each on 10x10, 16 each in turkish, 5 in frysk (§11.8), 12 each elsewhere; all men.
+        // "pieces": 20 each on 10x10, 16 each in turkish, 5 in frysk (§11.8), 30 in canadian (§12.2), 12
+        // each elsewhere; all men.
         let n = match v {
             International | Antidraughts | Breakthrough | Killer | Frisian => 20,
+            Canadian => 30,
             Turkish => 16,
             Frysk => 5,
             _ => 12,
@@ -430,7 +434,7 @@ fn no_mandatory_capture_option() {
     for v in Variant::ALL {
         let ten = matches!(
             v,
-            International | Antidraughts | Breakthrough | Killer | Frisian | Frysk
+            International | Antidraughts | Breakthrough | Killer | Frisian | Frysk | Canadian
         );
         assert_eq!(RuleSet::with_options(v, opts).is_ok(), !ten, "{v}");
     }
@@ -582,6 +586,7 @@ fn promote_mid_capture_option() {
                 | Pool
                 | Frisian
                 | Frysk
+                | Canadian
         );
         let r = RuleSet::with_options(v, opts);
         assert_eq!(r.is_ok(), ok, "{v}: {r:?}");
@@ -1012,11 +1017,19 @@ fn impossible_positions_are_refused_with_a_clear_message() {
 
 #[test]
 fn result_notation_per_variant() {
-    // §5.5: two points a game in international and brazilian (and frisian, §11.7), one point elsewhere.
+    // §5.5: two points a game in international and brazilian (and frisian, §11.7, and canadian, §12.2),
+    // one point elsewhere.
     for v in Variant::ALL {
         let (w, d, b) = if matches!(
             v,
-            International | Brazilian | Antidraughts | Breakthrough | Killer | Frisian | Frysk
+            International
+                | Brazilian
+                | Antidraughts
+                | Breakthrough
+                | Killer
+                | Frisian
+                | Frysk
+                | Canadian
         ) {
             ("2-0", "1-1", "0-2")
         } else {
@@ -1752,4 +1765,193 @@ fn frysk_five_men_a_side() {
     ));
     assert_eq!(Frysk.pdn_game_type(), 40);
     assert_eq!("frysk!".parse::<Variant>(), Ok(Frysk));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Canadian draughts (docs/rules.md §12): international rules on the 12x12 board
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn canadian_board_numbering_and_start_position() {
+    // §12.2: 1..72, six a row from the top; 1 = b12, 6 = l12, 7 = a11, 43 = a5, 67 = a1, 72 = k1.
+    let p = Position::start(Canadian);
+    let name = |n: &str| p.board().algebraic(sq(&p, n)).to_string();
+    assert_eq!(name("1"), "b12");
+    assert_eq!(name("6"), "l12");
+    assert_eq!(name("7"), "a11");
+    assert_eq!(name("43"), "a5");
+    assert_eq!(name("67"), "a1");
+    assert_eq!(name("72"), "k1");
+    assert_eq!(
+        p.to_fen(),
+        Position::from_fen(Canadian, "W:W43-72:B1-30")
+            .unwrap()
+            .to_fen()
+    );
+    // White (the light pieces) on 43..72 moves first: the front row 43..48 = a5 c5 e5 g5 i5 k5 steps up to
+    // 37..42 = b6 d6 f6 h6 j6 l6; a5 has one move (left edge), the others two: 11 moves.
+    check(
+        Canadian,
+        Canadian.start_fen(),
+        &[
+            "43-37", "44-37", "44-38", "45-38", "45-39", "46-39", "46-40", "47-40", "47-41",
+            "48-41", "48-42",
+        ],
+    );
+    assert!(piece(&p, "k1") == man(Color::White) && piece(&p, "l12") == man(Color::Black));
+    assert_eq!(Canadian.pdn_game_type(), 27);
+    assert_eq!(Variant::from_pdn_game_type(27), Some(Canadian));
+    assert_eq!("canadian".parse::<Variant>(), Ok(Canadian));
+}
+
+#[test]
+fn canadian_men_capture_backward_into_the_high_squares() {
+    // §12.2 (men capture forward and backward): White man d4 (50) takes c3 (56) backward, landing on
+    // b2 (61), a square above bit 63; capture is mandatory, so the quiet moves are gone.
+    let p = check(Canadian, "W:W50:B56,1", &["50x61"]);
+    let q = after(&p, "50x61");
+    assert_eq!(piece(&q, "b2"), man(Color::White));
+    assert_eq!(piece(&q, "c3"), None);
+    // Black, moving down: man a3 (55) takes a White man on b2 (61) and lands on c1 (68), Black's promotion
+    // row; no further jump from c1, so the chain ends there and the man is crowned.
+    let r = check(Canadian, "B:W61,40:B55", &["55x68"]);
+    let s = after(&r, "55x68");
+    assert_eq!(piece(&s, "c1"), king(Color::Black));
+    assert_eq!(piece(&s, "b2"), None);
+}
+
+#[test]
+fn canadian_flying_king_across_the_long_diagonal() {
+    // §12.2 (kings fly, §3.3): a1 (67) to l12 (6) is the long diagonal 67 61 56 50 45 39 34 28 23 17 12 6.
+    // A lone White king on a1 moves to any of its 11 squares (Black's man on b12 = 1 is off it).
+    check(
+        Canadian,
+        "W:WK67:B1",
+        &[
+            "67-61", "67-56", "67-50", "67-45", "67-39", "67-34", "67-28", "67-23", "67-17",
+            "67-12", "67-6",
+        ],
+    );
+    // With a Black man on f6 (39): the king flies over b2..e5, takes f6 and stops on any square beyond.
+    let p = check(
+        Canadian,
+        "W:WK67:B39",
+        &["67x34", "67x28", "67x23", "67x17", "67x12", "67x6"],
+    );
+    let q = after(&p, "67x6");
+    assert_eq!(piece(&q, "l12"), king(Color::White));
+    assert!(q.pieces(Color::Black).is_empty());
+    // And back: a Black king on l12 takes a White man on b2 (61, above bit 63) and lands on a1 (67).
+    check(Canadian, "B:W61:BK6", &["6x67"]);
+}
+
+#[test]
+fn canadian_majority_capture() {
+    // §12.2 (the capture taking the most pieces is mandatory): White man d4 (50) takes e5 (45) and g7
+    // (34), landing on f6 (39) then h8 (28); White man a3 (55) could take only b4 (49), landing on c5 (44).
+    check_n(Canadian, "W:W50,55:B45,34,49", &["50x28"], 2);
+}
+
+#[test]
+fn canadian_man_passes_the_last_row_as_a_man() {
+    // §12.2 (a man is crowned only when its move ends on the last row): White man d10 (14) takes e11 (9)
+    // to f12 (3) on the last row, then must go on over g11 (10) to h10 (16): it stays a man.
+    let p = check_n(Canadian, "W:W14:B9,10", &["14x16"], 2);
+    let q = after(&p, "14x16");
+    assert_eq!(piece(&q, "h10"), man(Color::White));
+    // Ending there crowns it.
+    let p = check(Canadian, "W:W14:B9", &["14x3"]);
+    assert_eq!(piece(&after(&p, "14x3"), "f12"), king(Color::White));
+    // Black men are crowned on 67..72 (above bit 63): b2 (61) steps to a1 or c1, both crowning.
+    let p = check(Canadian, "B:W50:B61", &["61-67", "61-68"]);
+    for m in p.legal_moves() {
+        assert!(m.promotes());
+    }
+}
+
+#[test]
+fn canadian_impossible_positions_are_refused() {
+    // §8.1: at most 30 pieces a side (31 White men on 42..72).
+    assert!(matches!(
+        refused(Canadian, "W:W42-72:B1-5"),
+        PositionError::TooManyPieces {
+            count: 31,
+            max: 30,
+            ..
+        }
+    ));
+    // §8.2: no White man on 1..6, no Black man on 67..72.
+    assert!(matches!(
+        refused(Canadian, "W:W3:B20"),
+        PositionError::ManOnPromotionRow { .. }
+    ));
+    assert!(matches!(
+        refused(Canadian, "W:W50:B70"),
+        PositionError::ManOnPromotionRow { .. }
+    ));
+    // §8.4: 73 does not exist; a12 is a light square; a square given twice.
+    assert!(matches!(
+        refused(Canadian, "W:W73:B1"),
+        PositionError::NoSuchSquare(..)
+    ));
+    assert!(matches!(
+        refused(Canadian, "W:Wa12:B1"),
+        PositionError::LightSquare(..)
+    ));
+    assert!(matches!(
+        refused(Canadian, "W:W50:B50"),
+        PositionError::Duplicate(..)
+    ));
+    // Kings there are fine, 30 a side too.
+    pos(Canadian, "W:W43-72:BK1-30");
+    pos(Canadian, "W:WK3,K72:BK70,K1");
+}
+
+#[test]
+fn canadian_fen_round_trip_and_file_k() {
+    // §5.3 FEN on the 12x12 board: numbers; `k3` is the square on file k (60), `Kk3` a king there.
+    let p = pos(Canadian, "W:Wk3,Kl2,61:BK1,7");
+    assert_eq!(piece(&p, "60"), man(Color::White));
+    assert_eq!(piece(&p, "66"), king(Color::White));
+    assert_eq!(p.to_fen(), "W:W60,61,K66:BK1,7");
+    let q = pos(Canadian, "W:WKk3:B1");
+    assert_eq!(piece(&q, "60"), king(Color::White));
+    assert_eq!(pos(Canadian, &p.to_fen()), p);
+    // Positions that differ only above bit 63 are different positions (and hash differently).
+    let a = pos(Canadian, "W:W61:B1");
+    let b = pos(Canadian, "W:W62:B1");
+    assert_ne!(a, b);
+    assert_ne!(a.hash(), b.hash());
+}
+
+#[test]
+fn canadian_draw_rules_and_options_are_international() {
+    // §12.2: the draw rules of international (§4.1-§4.3); the 10x10 options apply (§7): promote-mid-capture
+    // and move-limit, not no-mandatory-capture.
+    assert_eq!(Canadian.rules().draw, International.rules().draw);
+    assert!(
+        RuleSet::with_options(Canadian, RuleOptions::parse("promote-mid-capture").unwrap()).is_ok()
+    );
+    assert!(RuleSet::with_options(Canadian, RuleOptions::parse("move-limit 40").unwrap()).is_ok());
+    // promote-mid-capture: the man of canadian_man_passes_the_last_row_as_a_man is crowned on f12 and
+    // goes on as a king: over g11 (10) it may land on h10 (16) or fly on to i9 (23), k7... (the line
+    // f12 g11 h10 i9 j8 k7 l6 = 3 10 16 23 29 36 42).
+    check_n(
+        with(Canadian, "promote-mid-capture"),
+        "W:W14:B9,10",
+        &["14x16", "14x23", "14x29", "14x36", "14x42"],
+        2,
+    );
+    // §4.3 FMJD endgame rule: a king and a man (g3 = 58) against a lone king, 5 moves each. The White king
+    // goes round a1 b2 c3 d4 (67 61 56 50, all on the long diagonal), the Black king round b12 c11 d10
+    // (1 8 14): no king ever stands on a line of an enemy piece, and a position comes back only every 12
+    // moves (no repetition draw).
+    let mut g = game(Canadian, "W:WK67,58:BK1");
+    let status = play_cycles(
+        &mut g,
+        &["67-61", "61-56", "56-50", "50-67"],
+        &["1-8", "8-14", "14-1"],
+        10,
+    );
+    assert_eq!(status, draw(DrawReason::Endgame { moves: 5 }));
 }

@@ -16,7 +16,7 @@ pub fn variant(v: i32) -> Result<Variant, ApiError> {
     Ok(match v {
         pb::Variant::Unspecified => {
             return Err(ApiError::InvalidArgument(
-                "rules.variant is required (international, english, italian, russian, brazilian, spanish, czech, turkish, antidraughts, breakthrough, killer, pool, portuguese, frisian or frysk)".into(),
+                "rules.variant is required (international, english, italian, russian, brazilian, spanish, czech, turkish, antidraughts, breakthrough, killer, pool, portuguese, frisian, frysk or canadian)".into(),
             ));
         }
         pb::Variant::International => Variant::International,
@@ -34,6 +34,7 @@ pub fn variant(v: i32) -> Result<Variant, ApiError> {
         pb::Variant::Portuguese => Variant::Portuguese,
         pb::Variant::Frisian => Variant::Frisian,
         pb::Variant::Frysk => Variant::Frysk,
+        pb::Variant::Canadian => Variant::Canadian,
     })
 }
 
@@ -55,6 +56,7 @@ pub fn variant_to_wire(v: Variant) -> pb::Variant {
         Variant::Portuguese => pb::Variant::Portuguese,
         Variant::Frisian => pb::Variant::Frisian,
         Variant::Frysk => pb::Variant::Frysk,
+        Variant::Canadian => pb::Variant::Canadian,
     }
 }
 

@@ -221,6 +221,10 @@ mod tests {
         let game = parse("[GameType \"40\"][Variant \"frysk\"] 46-41 *", None).unwrap();
         assert_eq!(game.rules.variant(), Variant::Frysk);
         assert_eq!(game.moves, ["46-41"]);
+        // Canadian is GameType 27 (docs/rules.md §5.6, §12), also in its long form.
+        let game = parse("[GameType \"27,W,12,12,N2,0\"] 1. 46-40 25-31 *", None).unwrap();
+        assert_eq!(game.rules.variant(), Variant::Canadian);
+        assert_eq!(game.moves, ["46-40", "25-31"]);
     }
 
     #[test]

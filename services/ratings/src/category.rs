@@ -173,7 +173,7 @@ mod tests {
         for category in [blitz, english, untimed] {
             assert_eq!(category.to_string().parse::<Category>(), Ok(category));
         }
-        // Every variant, the new ones too (antidraughts, breakthrough, killer, pool, portuguese, frisian, frysk), is its own
+        // Every variant, the new ones too (antidraughts, breakthrough, killer, pool, portuguese, frisian, frysk, canadian), is its own
         // category under its stable key.
         for v in Variant::ALL {
             let c = Category::of_game(v, None, &per_speed);

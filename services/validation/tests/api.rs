@@ -73,6 +73,7 @@ async fn list_moves_in_every_variant() {
         (pb::Variant::Portuguese, 7),
         (pb::Variant::Frisian, 9),
         (pb::Variant::Frysk, 9),
+        (pb::Variant::Canadian, 11),
     ] {
         let r = c
             .list_moves(pb::ListMovesRequest {

@@ -81,6 +81,11 @@ fn fens(variant: Variant) -> &'static [&'static str] {
             "W:W46-50:B1-5",
             "B:WK28,47:B3,K12,22:+212+0",
         ],
+        Variant::Canadian => &[
+            "W:W43-72:B1-30",
+            "W:WK67,50,55:B45,34,49,39",
+            "B:W61,62,K70:B55,K6,20",
+        ],
     }
 }
 
@@ -97,7 +102,10 @@ fuzz_target!(|data: &[u8]| {
     // Bit 7 turns on the optional rules the variant accepts.
     let rules = if selector & 0x80 != 0 {
         let mut opts = RuleOptions {
-            no_mandatory_capture: variant.rules().board != draughts_engine::BoardKind::Ten,
+            no_mandatory_capture: !matches!(
+                variant.rules().board,
+                draughts_engine::BoardKind::Ten | draughts_engine::BoardKind::Twelve
+            ),
             promote_mid_capture: true,
             move_limit: Some(40),
         };
