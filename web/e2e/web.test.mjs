@@ -409,15 +409,18 @@ describe("web client", () => {
   test("a lobby seek accepted from another context; a challenge to a named player declined, then accepted", async () => {
     const ann = await newPage(browser);
     await choose(ann, { variant: "english", time: "3+2", color: "white" });
+    // With a house rule: the seek carries it, and every list shows it.
+    await ann.check("[data-testid=opt-no-mandatory-capture]");
     await ann.click("[data-testid=lobby-offer]");
     const mine = ann.locator("[data-testid=lobby-seek]", { has: ann.locator("[data-testid=cancel-lobby-seek]") });
     await mine.waitFor();
     const seekId = await mine.getAttribute("data-seek-id");
-    assert.match(await mine.textContent(), /English.*3\+2.*casual.*plays White/);
+    assert.match(await mine.textContent(), /English[^(]* \(house rules: no mandatory capture\).*3\+2.*casual.*plays White/);
     const bob = await newPage(browser);
     await bob.goto(`${server.url}/#/`);
     // Bob's lobby lists it (WatchLobby's count of lobby seeks brings a new list).
     await bob.waitForSelector(`[data-seek-id="${seekId}"] [data-testid=accept-lobby-seek]`, { timeout: 15_000 });
+    assert.match(await bob.textContent(`[data-seek-id="${seekId}"]`), /house rules: no mandatory capture/, "the accepter sees the terms");
     await bob.screenshot({ path: join(outDir("games"), "lobby-seeks.png"), fullPage: true });
     await bob.click(`[data-seek-id="${seekId}"] [data-testid=accept-lobby-seek]`);
     const id = await gameId(bob);
@@ -445,8 +448,12 @@ describe("web client", () => {
     assert.match(await carol.textContent("[data-testid=invitation-state]"), /declined \(too fast\)/);
     await carol.goto(`${server.url}/#/`);
     await carol.fill("[data-testid=challenge-player-id]", daveId);
+    await carol.fill("[data-testid=opt-move-limit]", "30");
     await carol.click("[data-testid=challenge-player]");
     await carol.waitForSelector("[data-testid=challenged]");
+    // The invited player reads the house rule before accepting.
+    await invite.waitFor({ timeout: 15_000 });
+    assert.match(await invite.textContent(), /Russian \(house rules: draw after 30 moves each without progress\), 1\+0/);
     await dave.click("[data-testid=accept-invitation]", { timeout: 15_000 });
     const game = await gameId(dave);
     assert.equal(await gameId(carol), game, "the challenger follows into the game");

@@ -6,7 +6,7 @@
 import { DeclineReason, InvitationState, type Invitation } from "./gen/draughts/v1/games_pb.js";
 import { bearer, Code, ConnectError, describeError, ensureIdentity, games, matchmaking, playerName, resetIdentity, retrying, setIdentity, sleep, type Identity } from "./api.js";
 import { h, toast } from "./dom.js";
-import { variantLabel } from "./variants.js";
+import { rulesLabel } from "./variants.js";
 import { timeControlText } from "./timecontrol.js";
 
 /** Invitation ids this browser sent and waits on: once accepted, go to their game. */
@@ -47,7 +47,7 @@ function renderInvites(me: Identity) {
       return h(
         "div",
         { class: "invite", "data-testid": "incoming-invitation", "data-invitation": inv.invitationId },
-        h("span", {}, `${playerName(inv.inviter)} ${inv.rematchOf ? "offers a rematch" : "invites you"}: ${variantLabel(inv.rules?.variant)}, ${timeControlText(inv.timeControl)}`),
+        h("span", {}, `${playerName(inv.inviter)} ${inv.rematchOf ? "offers a rematch" : "invites you"}: ${rulesLabel(inv.rules)}, ${timeControlText(inv.timeControl)}`),
         h(
           "button",
           {

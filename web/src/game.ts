@@ -23,7 +23,7 @@ import {
 import { BoardView, type Geometry } from "./board.js";
 import { clockText, h, toast } from "./dom.js";
 import { awaiting } from "./events.js";
-import { geometryOf, variantKey, variantLabel } from "./variants.js";
+import { geometryOf, rulesLabel, variantKey } from "./variants.js";
 import { timeControlText } from "./timecontrol.js";
 
 const other = (c: Color) => (c === Color.WHITE ? Color.BLACK : Color.WHITE);
@@ -267,7 +267,7 @@ export function gamePage(root: HTMLElement, gameId: string): () => void {
     const flip = orientation();
     if (board.isFlipped() !== flip) board.setFlipped(flip);
     info.replaceChildren(
-      h("div", {}, `${variantLabel(view.rules?.variant)} · ${timeControlText(view.timeControl)}${view.rated ? " · rated" : ""}`),
+      h("div", {}, `${rulesLabel(view.rules)} · ${timeControlText(view.timeControl)}${view.rated ? " · rated" : ""}`),
       h("div", { class: "gid" }, `game ${gameId}`),
     );
     if (browsing === null) {

@@ -5,7 +5,7 @@ import { DeclineReason, InvitationState, type Invitation } from "./gen/draughts/
 import { bearer, Code, ConnectError, describeError, ensureIdentity, games, matchmaking, playerName, retrying } from "./api.js";
 import { h, toast } from "./dom.js";
 import { awaiting } from "./events.js";
-import { variantLabel } from "./variants.js";
+import { rulesLabel } from "./variants.js";
 import { timeControlText } from "./timecontrol.js";
 
 export function invitePage(root: HTMLElement, id: string): () => void {
@@ -18,7 +18,7 @@ export function invitePage(root: HTMLElement, id: string): () => void {
     h(
       "p",
       {},
-      `${playerName(inv.inviter)} plays ${variantLabel(inv.rules?.variant)}, ${timeControlText(inv.timeControl)}, `,
+      `${playerName(inv.inviter)} plays ${rulesLabel(inv.rules)}, ${timeControlText(inv.timeControl)}, `,
       inv.inviterColor === Color.WHITE ? "as White" : inv.inviterColor === Color.BLACK ? "as Black" : "colours drawn at random",
       inv.rated ? ", rated" : ", casual",
     );

@@ -180,11 +180,10 @@ export function lobbyPage(root: HTMLElement): () => void {
   });
 
   const offer = start("Offer in the lobby", "lobby-offer", async () => {
-    // The lobby lists a seek by variant and time control only: house rules and start positions go by
-    // a challenge, whose terms the invited player sees in full.
+    // A lobby seek carries its rule set, house rules included (the list shows them); a start
+    // position of one's own goes by a challenge, whose terms the invited player sees in full.
     const rs = current();
-    if (rs.options?.noMandatoryCapture || rs.options?.promoteMidCapture || rs.options?.moveLimit || fen())
-      throw new Error("a lobby seek has the variant's own rules and start position: use a challenge for house rules");
+    if (fen()) throw new Error("a lobby seek starts from the variant's start position: use a challenge for a position of your own");
     const me = await ensureIdentity();
     const ratingRange = rangeOf(offerMin.value, offerMax.value);
     const c = colorSel.value === "random" ? Color.UNSPECIFIED : myColor();

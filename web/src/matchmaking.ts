@@ -8,7 +8,7 @@ import { bearer, Code, ConnectError, describeError, ensureIdentity, matchmaking,
 import { h, toast } from "./dom.js";
 import { awaiting } from "./events.js";
 import { timeControlText } from "./timecontrol.js";
-import { variantKey, variantLabel, VARIANTS } from "./variants.js";
+import { rulesLabel, variantKey, variantLabel, VARIANTS } from "./variants.js";
 
 /** At most this many pools in one seek (the API's bound). */
 export const MAX_SEEK_POOLS = 8;
@@ -384,7 +384,7 @@ export function lobbySeeksPanel(): { el: HTMLElement; refresh: () => Promise<voi
     return h(
       "li",
       { "data-testid": "lobby-seek", "data-seek-id": s.seekId, "data-seeker": s.seeker?.id ?? "" },
-      h("span", {}, `${playerName(s.seeker)}${mine ? " (you)" : ""} (${s.seekerRating}) · ${variantLabel(s.rules?.variant)} · ${timeControlText(s.timeControl)} · ${s.rated ? "rated" : "casual"} · ${colorText(s.color)}${range}`),
+      h("span", {}, `${playerName(s.seeker)}${mine ? " (you)" : ""} (${s.seekerRating}) · ${rulesLabel(s.rules)} · ${timeControlText(s.timeControl)} · ${s.rated ? "rated" : "casual"} · ${colorText(s.color)}${range}`),
       act,
     );
   }

@@ -38,6 +38,18 @@ export function variantLabel(v: Variant | undefined): string {
   return VARIANTS.find((x) => x.variant === v)?.label ?? "?";
 }
 
+/** A rule set as players read it: the variant, then its house rules, if any (the terms of a game). */
+export function rulesLabel(rules: RuleSet | undefined): string {
+  const o = rules?.options;
+  const house = [
+    o?.noMandatoryCapture ? "no mandatory capture" : "",
+    o?.promoteMidCapture ? "promotion mid-capture" : "",
+    o?.moveLimit ? `draw after ${o.moveLimit} moves each without progress` : "",
+  ].filter((x) => x);
+  const label = variantLabel(rules?.variant);
+  return house.length ? `${label} (house rules: ${house.join(", ")})` : label;
+}
+
 export function variantKey(v: Variant | undefined): string {
   return VARIANTS.find((x) => x.variant === v)?.key ?? "unknown";
 }
