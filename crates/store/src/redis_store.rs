@@ -635,6 +635,36 @@ impl RedisStore {
         ))
     }
 
+    /// `XREADGROUP` of new entries (`>`) of the streams named (full key names), blocking up to
+    /// `block` (zero: not at all) on a dedicated connection.
+    async fn xreadgroup(
+        &self,
+        names: &[String],
+        group: &str,
+        consumer: &str,
+        max: usize,
+        block: Duration,
+    ) -> Result<Option<StreamReadReply>, StoreError> {
+        let mut cmd = redis::cmd("XREADGROUP");
+        cmd.arg("GROUP")
+            .arg(group)
+            .arg(consumer)
+            .arg("COUNT")
+            .arg(max);
+        if !block.is_zero() {
+            cmd.arg("BLOCK").arg(block_ms(block));
+        }
+        cmd.arg("STREAMS").arg(names);
+        for _ in names {
+            cmd.arg(">");
+        }
+        if block.is_zero() {
+            self.query(&cmd).await
+        } else {
+            self.query_blocking(&cmd, block).await
+        }
+    }
+
     /// Runs a command that may block the connection for up to `block`, on a dedicated
     /// connection.
     async fn query_blocking<T: redis::FromRedisValue>(
@@ -798,21 +828,8 @@ impl LiveStore for RedisStore {
         block: Duration,
     ) -> Result<Vec<Entry>, StoreError> {
         positive_max(max)?;
-        let mut cmd = redis::cmd("XREADGROUP");
-        cmd.arg("GROUP")
-            .arg(group)
-            .arg(consumer)
-            .arg("COUNT")
-            .arg(max);
-        if !block.is_zero() {
-            cmd.arg("BLOCK").arg(block_ms(block));
-        }
-        cmd.arg("STREAMS").arg(self.keys.stream(stream)).arg(">");
-        let reply: Option<StreamReadReply> = if block.is_zero() {
-            self.query(&cmd).await?
-        } else {
-            self.query_blocking(&cmd, block).await?
-        };
+        let names = [self.keys.stream(stream)];
+        let reply = self.xreadgroup(&names, group, consumer, max, block).await?;
         read_reply_entries(reply)
     }
 
@@ -827,28 +844,7 @@ impl LiveStore for RedisStore {
         positive_max(max)?;
         check_one_group(streams)?;
         let names: Vec<String> = streams.iter().map(|s| self.keys.stream(s)).collect();
-        let mut cmd = redis::cmd("XREADGROUP");
-        cmd.arg("GROUP")
-            .arg(group)
-            .arg(consumer)
-            .arg("COUNT")
-            .arg(max);
-        if !block.is_zero() {
-            cmd.arg("BLOCK").arg(block_ms(block));
-        }
-        cmd.arg("STREAMS");
-        for name in &names {
-            cmd.arg(name);
-        }
-        for _ in &names {
-            cmd.arg(">");
-        }
-        let reply: Option<StreamReadReply> = if block.is_zero() {
-            self.query(&cmd).await?
-        } else {
-            self.query_blocking(&cmd, block).await?
-        };
-        let Some(reply) = reply else {
+        let Some(reply) = self.xreadgroup(&names, group, consumer, max, block).await? else {
             return Ok(Vec::new());
         };
         let mut delivered = Vec::new();
