@@ -289,18 +289,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
                 self.man_jump_over(from, captured, n, n_kings, order, d, over, land);
             }
         } else {
-            // Most chains end here: test every direction at once before visiting them.
-            let mut ahead = <G::B as Bits>::ZERO;
-            for d in 0..G::N_DIRS {
-                if self.man_capture_dirs & (1 << d) != 0 {
-                    ahead |= step::<G>(step::<G>(cur, d) & jumpable, d) & empty;
-                }
-            }
-            if ahead.is_zero() && n > 0 {
-                let promoted = !(cur & self.promo_row).is_zero();
-                self.emit(from, cur, captured, n, n_kings, order, promoted, false);
-                return;
-            }
+            // (Reached through `man_go_on`, which has seen that the chain goes on.)
             for d in 0..G::N_DIRS {
                 if self.man_capture_dirs & (1 << d) == 0 {
                     continue;
@@ -362,12 +351,42 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
                     true,
                     false,
                 ),
-                Promotion::AtEnd => self.man_jump(from, land, captured | over, n2, nk2, order2),
+                Promotion::AtEnd => self.man_go_on(from, land, captured | over, n2, nk2, order2),
             }
         } else {
-            self.man_jump(from, land, captured | over, n2, nk2, order2);
+            self.man_go_on(from, land, captured | over, n2, nk2, order2);
         }
         self.sink.unjump();
+    }
+
+    /// A man's chain after a jump: it ends here (most chains do; seen with one test of every direction,
+    /// without a call) or goes on ([`Gen::man_jump`]).
+    #[inline(always)]
+    fn man_go_on(
+        &mut self,
+        from: G::B,
+        cur: G::B,
+        captured: G::B,
+        n: u32,
+        n_kings: u32,
+        order: u32,
+    ) {
+        if G::N_DIRS == 4 {
+            let empty = self.empty_now(captured);
+            let jumpable = self.men_jumpable & !captured;
+            let mut ahead = <G::B as Bits>::ZERO;
+            for d in 0..4 {
+                if self.man_capture_dirs & (1 << d) != 0 {
+                    ahead |= step::<G>(step::<G>(cur, d) & jumpable, d) & empty;
+                }
+            }
+            if ahead.is_zero() {
+                let promoted = !(cur & self.promo_row).is_zero();
+                self.emit(from, cur, captured, n, n_kings, order, promoted, false);
+                return;
+            }
+        }
+        self.man_jump(from, cur, captured, n, n_kings, order);
     }
 
     /// Whether a king standing on `at` (after the jumps in `captured`) can jump in one of `dirs`.
