@@ -116,13 +116,16 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         let own_men = own & !own_kings;
         // Men that have a first jump, per direction.
         let zero = <G::B as Bits>::ZERO;
-        let mut first = [zero; 8];
+        let mut first = [zero; 4];
         let mut starters = zero;
-        for (d, f) in first.iter_mut().enumerate().take(G::N_DIRS) {
+        for d in 0..G::N_DIRS {
             if self.man_capture_dirs & (1 << d) != 0 {
                 let r = d ^ 2;
-                *f = own_men & step::<G>(step::<G>(self.empty, r) & self.men_jumpable, r);
-                starters |= *f;
+                let f = own_men & step::<G>(step::<G>(self.empty, r) & self.men_jumpable, r);
+                starters |= f;
+                if G::N_DIRS == 4 {
+                    first[d & 3] = f;
+                }
             }
         }
         let empty0 = self.empty;
@@ -136,7 +139,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
             } else {
                 // The first jump is known from the direction sets (the same moves, in the same order,
                 // as `man_jump` would find them: directions in ascending order).
-                for (d, f) in first.iter().enumerate().take(G::N_DIRS) {
+                for (d, f) in first.iter().enumerate() {
                     if !(*f & from).is_zero() {
                         let over = step::<G>(from, d);
                         let land = step::<G>(over, d);
