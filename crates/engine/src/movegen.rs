@@ -1,7 +1,8 @@
 //! Legal move generation, one generic generator for every geometry and rule set.
 //!
 //! The generator is monomorphised over the board geometry ([`Geometry`]: four directions as constant
-//! shifts) and over a [`Sink`] that receives the moves; rule differences (flying or short kings, backward
+//! shifts, on the geometry's word, `u64` or the 12x12 board's `u128`) and over a [`Sink`] that receives the
+//! moves; rule differences (flying or short kings, backward
 //! captures, promotion timing, removal timing, precedence) are parameters read where captures are built.
 //!
 //! Captures are found by a depth-first search per piece. Each finished chain is handed to the sink with a
