@@ -1,7 +1,8 @@
 //! Legal move generation, one generic generator for every geometry and rule set.
 //!
 //! The generator is monomorphised over the board geometry ([`Geometry`]: four directions as constant
-//! shifts) and over a [`Sink`] that receives the moves; rule differences (flying or short kings, backward
+//! shifts, on the geometry's word, `u64` or the 12x12 board's `u128`) and over a [`Sink`] that receives the
+//! moves; rule differences (flying or short kings, backward
 //! captures, promotion timing, removal timing, precedence) are parameters read where captures are built.
 //!
 //! Captures are found by a depth-first search per piece. Each finished chain is handed to the sink with a
@@ -116,13 +117,16 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         let own_men = own & !own_kings;
         // Men that have a first jump, per direction.
         let zero = <G::B as Bits>::ZERO;
-        let mut first = [zero; 8];
+        let mut first = [zero; 4];
         let mut starters = zero;
-        for (d, f) in first.iter_mut().enumerate().take(G::N_DIRS) {
+        for d in 0..G::N_DIRS {
             if self.man_capture_dirs & (1 << d) != 0 {
                 let r = d ^ 2;
-                *f = own_men & step::<G>(step::<G>(self.empty, r) & self.men_jumpable, r);
-                starters |= *f;
+                let f = own_men & step::<G>(step::<G>(self.empty, r) & self.men_jumpable, r);
+                starters |= f;
+                if G::N_DIRS == 4 {
+                    first[d & 3] = f;
+                }
             }
         }
         let empty0 = self.empty;
@@ -136,7 +140,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
             } else {
                 // The first jump is known from the direction sets (the same moves, in the same order,
                 // as `man_jump` would find them: directions in ascending order).
-                for (d, f) in first.iter().enumerate().take(G::N_DIRS) {
+                for (d, f) in first.iter().enumerate() {
                     if !(*f & from).is_zero() {
                         let over = step::<G>(from, d);
                         let land = step::<G>(over, d);
@@ -289,18 +293,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
                 self.man_jump_over(from, captured, n, n_kings, order, d, over, land);
             }
         } else {
-            // Most chains end here: test every direction at once before visiting them.
-            let mut ahead = <G::B as Bits>::ZERO;
-            for d in 0..G::N_DIRS {
-                if self.man_capture_dirs & (1 << d) != 0 {
-                    ahead |= step::<G>(step::<G>(cur, d) & jumpable, d) & empty;
-                }
-            }
-            if ahead.is_zero() && n > 0 {
-                let promoted = !(cur & self.promo_row).is_zero();
-                self.emit(from, cur, captured, n, n_kings, order, promoted, false);
-                return;
-            }
+            // (Reached through `man_go_on`, which has seen that the chain goes on.)
             for d in 0..G::N_DIRS {
                 if self.man_capture_dirs & (1 << d) == 0 {
                     continue;
@@ -362,12 +355,42 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
                     true,
                     false,
                 ),
-                Promotion::AtEnd => self.man_jump(from, land, captured | over, n2, nk2, order2),
+                Promotion::AtEnd => self.man_go_on(from, land, captured | over, n2, nk2, order2),
             }
         } else {
-            self.man_jump(from, land, captured | over, n2, nk2, order2);
+            self.man_go_on(from, land, captured | over, n2, nk2, order2);
         }
         self.sink.unjump();
+    }
+
+    /// A man's chain after a jump: it ends here (most chains do; seen with one test of every direction,
+    /// without a call) or goes on ([`Gen::man_jump`]).
+    #[inline(always)]
+    fn man_go_on(
+        &mut self,
+        from: G::B,
+        cur: G::B,
+        captured: G::B,
+        n: u32,
+        n_kings: u32,
+        order: u32,
+    ) {
+        if G::N_DIRS == 4 {
+            let empty = self.empty_now(captured);
+            let jumpable = self.men_jumpable & !captured;
+            let mut ahead = <G::B as Bits>::ZERO;
+            for d in 0..4 {
+                if self.man_capture_dirs & (1 << d) != 0 {
+                    ahead |= step::<G>(step::<G>(cur, d) & jumpable, d) & empty;
+                }
+            }
+            if ahead.is_zero() {
+                let promoted = !(cur & self.promo_row).is_zero();
+                self.emit(from, cur, captured, n, n_kings, order, promoted, false);
+                return;
+            }
+        }
+        self.man_jump(from, cur, captured, n, n_kings, order);
     }
 
     /// Whether a king standing on `at` (after the jumps in `captured`) can jump in one of `dirs`.

@@ -269,6 +269,15 @@ fn perft_rec<G: Geometry>(
     }
     gen_list::<G>(pos, list, count);
     let mut total = 0;
+    if depth == 2
+        && let Some(leaf_list) = rest.first_mut()
+    {
+        // The last ply counted here, without a call per move.
+        for mv in list.iter() {
+            total += count_moves::<G>(&pos.play_in::<G>(mv), leaf_list, count);
+        }
+        return total;
+    }
     for mv in list.iter() {
         let child = pos.play_in::<G>(mv);
         total += perft_rec::<G>(&child, depth - 1, count, rest);
