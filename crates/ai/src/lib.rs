@@ -40,7 +40,7 @@ mod wide;
 pub use eval::{Evaluator, Weights};
 pub use level::{Level, Rng, greedy_move};
 pub use search::{
-    Info, Limits, Line, RootState, Score, SearchOptions, SearchResult, Searcher, StopHandle,
-    search_position,
+    Info, Limits, Line, RootState, Score, SearchOptions, SearchResult, Searcher, Selectivity,
+    StopHandle, search_position,
 };
-pub use stats::{EloEstimate, Tally};
+pub use stats::{EloEstimate, Sprt, SprtState, Tally};

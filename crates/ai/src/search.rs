@@ -10,7 +10,11 @@
 //! - Draw rules: a position repeated since the last capture or man move is a draw (one repetition is
 //!   enough inside the search), and so is the variant's no-progress count running out; the evaluation
 //!   knows the lone-king endings.
-//! - Limits: depth, nodes, time, any combination, plus a cancel flag read every 1024 nodes. With a depth
+//! - Selectivity ([`Selectivity`]): ProbCut-style pruning at non-PV nodes (a shallow null-window search far
+//!   outside the window ends the node), and late move reductions of one or two plies.
+//! - Limits: depth, nodes, time, any combination, plus a cancel flag read every 1024 nodes. A time limit is
+//!   used to its end: a depth cut short by a limit still gives its result once its first move (the previous
+//!   depth's best) has been searched, since every move it then prefers was searched in full. With a depth
 //!   or node limit only, the result is deterministic (same position, same fresh [`Searcher`]).
 
 use std::sync::Arc;
@@ -218,6 +222,79 @@ impl Default for SearchOptions {
     }
 }
 
+/// The selective parts of the search, each a number so that a match can compare settings (`draughts match
+/// --a 8::probcut=0`). [`Selectivity::default`] is the measured best; [`Selectivity::classic`] is the search
+/// of round one (no ProbCut, the old reductions, no threat search), kept for comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Selectivity {
+    /// ProbCut-style pruning at non-PV nodes of at least `probcut_min_depth` plies: a null-window search of
+    /// the same position to `depth * probcut_percent / 100` plies against `beta + probcut_margin * depth`
+    /// (and `alpha - probcut_margin * depth`) that fails beyond that bound ends the node with its score.
+    /// 0 turns it off.
+    pub probcut_margin: i32,
+    pub probcut_min_depth: i32,
+    pub probcut_percent: i32,
+    /// Late move reductions: 0 none; 1 round one's (one ply from the fourth quiet move at depth 3+, two from
+    /// the ninth at depth 5+); 2 deeper (one ply from the third move, two at non-PV nodes from the fifth
+    /// at depth 4+).
+    pub lmr: u8,
+    /// Quiescence looks one quiet ply further where the opponent threatens a capture (0/1).
+    pub threats: bool,
+}
+
+impl Default for Selectivity {
+    fn default() -> Self {
+        Selectivity {
+            probcut_margin: 0,
+            probcut_min_depth: 3,
+            probcut_percent: 40,
+            lmr: 1,
+            threats: true,
+        }
+    }
+}
+
+impl Selectivity {
+    /// Round one's search: no ProbCut, the old reductions, no threat search.
+    pub fn classic() -> Selectivity {
+        Selectivity {
+            probcut_margin: 0,
+            probcut_min_depth: 3,
+            probcut_percent: 40,
+            lmr: 1,
+            threats: false,
+        }
+    }
+
+    /// Applies `key=value` settings separated by commas (`probcut=0,lmr=1`; `classic` resets to
+    /// [`Selectivity::classic`]). Keys: `probcut` (margin per ply), `probcut_depth`, `probcut_percent`, `lmr`,
+    /// `threats` (0/1).
+    pub fn parse_into(&mut self, text: &str) -> Result<(), String> {
+        for item in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            if item == "classic" {
+                *self = Selectivity::classic();
+                continue;
+            }
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| format!("'{item}' is not key=value"))?;
+            let v: i32 = value
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{value}' is not a number"))?;
+            match key.trim() {
+                "probcut" => self.probcut_margin = v.max(0),
+                "probcut_depth" => self.probcut_min_depth = v.max(1),
+                "probcut_percent" => self.probcut_percent = v.clamp(0, 90),
+                "lmr" => self.lmr = v.clamp(0, 2) as u8,
+                "threats" => self.threats = v != 0,
+                other => return Err(format!("unknown search setting '{other}'")),
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A cancel flag shared with other threads: `stop()` ends the running search within a few milliseconds.
 #[derive(Clone, Debug, Default)]
 pub struct StopHandle(Arc<AtomicBool>);
@@ -267,6 +344,7 @@ pub struct Searcher {
     /// Antidraughts: a side without a legal move has WON (docs/rules.md §9.2).
     no_move_wins: bool,
     root_excluded: Vec<Move>,
+    selectivity: Selectivity,
 }
 
 impl Searcher {
@@ -303,6 +381,7 @@ impl Searcher {
             mandatory: true,
             no_move_wins: false,
             root_excluded: Vec::new(),
+            selectivity: Selectivity::default(),
         };
         s.set_rules(rules);
         s
@@ -334,6 +413,16 @@ impl Searcher {
     pub fn set_evaluator(&mut self, eval: Evaluator) {
         self.eval = eval;
         self.tt.clear();
+    }
+
+    /// Searches with these selectivity settings from now on.
+    pub fn set_selectivity(&mut self, selectivity: Selectivity) {
+        self.selectivity = selectivity;
+    }
+
+    /// The selectivity settings in use.
+    pub fn selectivity(&self) -> Selectivity {
+        self.selectivity
     }
 
     /// The evaluation in use.
@@ -408,7 +497,10 @@ impl Searcher {
             self.root_excluded.clear();
             for _ in 0..multipv {
                 let score = self.root(&pos, depth as i32, &order);
-                if self.aborted {
+                // A depth cut short by a limit still counts with one line when its first move (the
+                // previous depth's best) finished: every move it then prefers was searched in full.
+                let partial = self.aborted && multipv == 1 && !self.pv[0].is_empty();
+                if self.aborted && !partial {
                     break;
                 }
                 let pv = self.pv[0].clone();
@@ -428,6 +520,9 @@ impl Searcher {
                     break;
                 }
             }
+            // Best first: with pruning, a later line's search (its better moves excluded) can come out
+            // higher than an earlier one's.
+            lines.sort_by_key(|l| std::cmp::Reverse(l.raw));
             // Next depth: the lines first, in their order, then the rest as before.
             let mut next: Vec<(Move, i32)> = lines.iter().map(|l| (l.pv[0], l.raw)).collect();
             let rest: Vec<(Move, i32)> = order
@@ -463,13 +558,12 @@ impl Searcher {
             if root_moves.len() == 1 && limits.depth.is_none() && limits.nodes.is_none() {
                 break;
             }
-            // Time: a next depth that would not finish is not started.
-            if let Some(deadline) = self.deadline {
-                let now = Instant::now();
-                if now >= deadline || (deadline - now) < start.elapsed() {
-                    self.aborted = true;
-                    break;
-                }
+            // Time: the search uses all of it (a depth cut short still counts, see above).
+            if let Some(deadline) = self.deadline
+                && Instant::now() >= deadline
+            {
+                self.aborted = true;
+                break;
             }
         }
         result.stopped = self.aborted;
@@ -604,7 +698,7 @@ impl Searcher {
     ) -> i32 {
         self.pv[ply].clear();
         if depth <= 0 || ply >= MAX_PLY {
-            return self.quiesce(pos, alpha, beta, ply);
+            return self.quiesce(pos, alpha, beta, ply, self.selectivity.threats);
         }
         self.nodes += 1;
         self.check_limits();
@@ -641,6 +735,38 @@ impl Searcher {
             }
         }
 
+        // ProbCut: a shallow null-window search far outside the window predicts the full one.
+        let sel = self.selectivity;
+        if !pv_node
+            && sel.probcut_margin > 0
+            && depth >= sel.probcut_min_depth
+            && beta.abs() < WIN_THRESHOLD
+            && alpha.abs() < WIN_THRESHOLD
+        {
+            let margin = sel.probcut_margin * depth;
+            let shallow = depth * sel.probcut_percent / 100;
+            let high = beta + margin;
+            if high < WIN_THRESHOLD {
+                let s = self.alpha_beta(pos, shallow, high - 1, high, ply, false);
+                if self.aborted {
+                    return 0;
+                }
+                if s >= high {
+                    return s;
+                }
+            }
+            let low = alpha - margin;
+            if low > -WIN_THRESHOLD {
+                let s = self.alpha_beta(pos, shallow, low, low + 1, ply, false);
+                if self.aborted {
+                    return 0;
+                }
+                if s <= low {
+                    return s;
+                }
+            }
+        }
+
         let mut list = std::mem::take(&mut self.lists[ply]);
         let mut scores = std::mem::take(&mut self.scores[ply]);
         pos.legal_moves_into(&mut list, Count::Unique);
@@ -671,8 +797,18 @@ impl Searcher {
             } else {
                 // Late quiet moves are searched shallower first.
                 let mut reduction = 0;
-                if quiet_node && depth >= 3 && i >= 3 && !mv.promotes() && scores[i] < KILLER_2 {
-                    reduction = if i >= 8 && depth >= 5 { 2 } else { 1 };
+                if quiet_node && depth >= 3 && !mv.promotes() && scores[i] < KILLER_2 {
+                    reduction = match sel.lmr {
+                        1 if i >= 3 => 1 + i32::from(i >= 8 && depth >= 5),
+                        2 if i >= 2 => {
+                            1 + i32::from(if pv_node {
+                                i >= 8 && depth >= 5
+                            } else {
+                                i >= 4 && depth >= 4
+                            })
+                        }
+                        _ => 0,
+                    };
                 }
                 score = -self.alpha_beta(
                     &child,
@@ -772,7 +908,17 @@ impl Searcher {
         }
     }
 
-    fn quiesce(&mut self, pos: &Position, mut alpha: i32, beta: i32, ply: usize) -> i32 {
+    /// Plays out captures. With `threats`, a quiet position where the opponent could capture if it were
+    /// their move is searched one ply further (every move, then captures only), so a piece left hanging
+    /// at the horizon is seen.
+    fn quiesce(
+        &mut self,
+        pos: &Position,
+        mut alpha: i32,
+        beta: i32,
+        ply: usize,
+        threats: bool,
+    ) -> i32 {
         self.nodes += 1;
         self.check_limits();
         if self.aborted {
@@ -788,6 +934,13 @@ impl Searcher {
             // A side with no capture and no move (every piece blocked) has lost (in antidraughts: won).
             if pos.count_quiet_moves() == 0 {
                 return self.no_move_score(ply);
+            }
+            if threats
+                && self.mandatory
+                && ply + 1 < MAX_PLY
+                && pos.with_side_to_move(!pos.side_to_move()).has_capture()
+            {
+                return self.quiet_threat(pos, alpha, beta, ply);
             }
             return self.eval.evaluate(pos);
         }
@@ -814,7 +967,7 @@ impl Searcher {
                 continue;
             }
             let child = pos.play_unchecked(&mv);
-            let score = -self.quiesce(&child, -beta, -alpha, ply + 1);
+            let score = -self.quiesce(&child, -beta, -alpha, ply + 1, false);
             if self.aborted {
                 break;
             }
@@ -830,6 +983,33 @@ impl Searcher {
         }
         self.lists[ply] = list;
         self.scores[ply] = scores;
+        best
+    }
+}
+
+impl Searcher {
+    /// One ply of every quiet move from a threatened position, each answered by quiescence.
+    fn quiet_threat(&mut self, pos: &Position, mut alpha: i32, beta: i32, ply: usize) -> i32 {
+        let mut list = std::mem::take(&mut self.lists[ply]);
+        pos.legal_moves_into(&mut list, Count::Unique);
+        let mut best = -INF;
+        for mv in &list {
+            let child = pos.play_unchecked(mv);
+            let score = -self.quiesce(&child, -beta, -alpha, ply + 1, false);
+            if self.aborted {
+                break;
+            }
+            if score > best {
+                best = score;
+                if score > alpha {
+                    alpha = score;
+                    if score >= beta {
+                        break;
+                    }
+                }
+            }
+        }
+        self.lists[ply] = list;
         best
     }
 }

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use draughts_ai::{Limits, RootState, Score, SearchOptions, Searcher, Weights};
+use draughts_ai::{Limits, RootState, Score, SearchOptions, Searcher, Selectivity, Weights};
 use draughts_engine::{Color, Count, Game, GameStatus, Move, Position, Variant};
 
 fn slow() -> bool {
@@ -181,6 +181,20 @@ const WINS: &[(Variant, &str, u32)] = &[
 
 #[test]
 fn shots_are_found() {
+    shots_are_found_with(Selectivity::default());
+}
+
+#[test]
+fn shots_are_found_by_round_ones_search_too() {
+    shots_are_found_with(Selectivity::classic());
+}
+
+fn shots_are_found_with(selectivity: Selectivity) {
+    let search = |pos: &Position, limits: &Limits| {
+        let mut s = Searcher::new(pos.rule_set());
+        s.set_selectivity(selectivity);
+        s.search(&RootState::new(*pos), limits, |_| {})
+    };
     for (v, fen, depth) in SHOTS {
         let pos = Position::from_fen(*v, fen).unwrap();
         let values = oracle_moves(&pos, *depth);
@@ -189,9 +203,12 @@ fn shots_are_found() {
         let r = search(&pos, &Limits::depth(*depth + 4));
         let mv = r.best.unwrap();
         let mut got = values.iter().find(|(m, _)| *m == mv).unwrap().1;
-        if got < 100 + material(&pos) {
-            // The search sees further than the oracle: look two plies deeper at the move it chose.
-            got = -oracle(&pos.play_unchecked(&mv), *depth + 1);
+        // The search sees further than the oracle: look two, then four plies deeper at the move it chose
+        // (a quiet move that keeps the shot for the next move is as good).
+        for extra in [1, 3] {
+            if got < 100 + material(&pos) {
+                got = -oracle(&pos.play_unchecked(&mv), *depth + extra);
+            }
         }
         // The move played must win material too (the oracle's horizon is shorter than the search's,
         // so the exact amount may differ when the deeper search sees further).
@@ -339,6 +356,81 @@ fn time_limit_is_respected() {
         t.elapsed()
     );
     assert!(r.best.is_some());
+}
+
+#[test]
+fn a_move_time_is_used_to_its_end() {
+    // The search does not stop early because a next depth might not finish: a depth cut short still
+    // gives its result, so the whole time is worth using.
+    let pos = Position::start(Variant::International);
+    let time = Duration::from_millis(150);
+    let t = Instant::now();
+    let r = search(&pos, &Limits::time(time));
+    let used = t.elapsed();
+    assert!(used >= time, "{used:?}");
+    assert!(used < time + Duration::from_millis(150), "{used:?}");
+    assert!(r.stopped);
+    assert!(pos.is_legal(&r.best.unwrap()));
+    assert_line_legal(&pos, &r.lines[0].pv);
+}
+
+#[test]
+fn a_depth_cut_short_keeps_its_searched_best_move() {
+    // Under a node limit the last depth is usually cut short; its line is reported when its first move
+    // was searched, and the move played is that line's.
+    let pos = Position::start(Variant::International);
+    for nodes in [3_000, 20_000, 70_000] {
+        let mut s = Searcher::new(Variant::International);
+        let mut infos = Vec::new();
+        let r = s.search(&RootState::new(pos), &Limits::nodes(nodes), |i| {
+            infos.push(i.clone())
+        });
+        let last = infos.last().unwrap();
+        assert_eq!(r.depth, last.depth);
+        assert_eq!(r.best, Some(last.lines[0].pv[0]));
+        assert_line_legal(&pos, &r.lines[0].pv);
+    }
+}
+
+#[test]
+fn probcut_and_deeper_reductions_search_fewer_nodes_to_a_depth() {
+    let mut classic = 0;
+    let mut selective = 0;
+    let mut pruned = Selectivity::classic();
+    pruned.parse_into("probcut=10,lmr=2").unwrap();
+    for fen in draughts_ai::bench::positions(Variant::International) {
+        let pos = Position::from_fen(Variant::International, fen).unwrap();
+        for (sel, total) in [
+            (Selectivity::classic(), &mut classic),
+            (pruned, &mut selective),
+        ] {
+            let mut s = Searcher::new(Variant::International);
+            s.set_selectivity(sel);
+            let r = s.search(&RootState::new(pos), &Limits::depth(9), |_| {});
+            assert_line_legal(&pos, &r.lines[0].pv);
+            *total += r.nodes;
+        }
+    }
+    assert!(selective * 20 < classic * 17, "{selective} vs {classic}");
+}
+
+#[test]
+fn selectivity_settings_parse() {
+    let mut s = Selectivity::default();
+    s.parse_into("probcut=0, lmr=1, threats=0").unwrap();
+    assert_eq!(s, Selectivity::classic());
+    s.parse_into("probcut=7,probcut_depth=4,probcut_percent=50")
+        .unwrap();
+    assert_eq!(
+        (s.probcut_margin, s.probcut_min_depth, s.probcut_percent),
+        (7, 4, 50)
+    );
+    let mut t = Selectivity::default();
+    t.parse_into("classic").unwrap();
+    assert_eq!(t, Selectivity::classic());
+    assert!(t.parse_into("bogus=1").is_err());
+    assert!(t.parse_into("lmr").is_err());
+    assert!(t.parse_into("lmr=x").is_err());
 }
 
 #[test]

@@ -1,26 +1,21 @@
-//! The AI commands of the `draughts` tool: `analyse`, `bestmove`, `hub`, `match` and `search-bench`.
+//! The AI commands of the `draughts` tool: `analyse`, `bestmove`, `hub` and `search-bench` (`match` is in
+//! `ai_match`, `train` in `ai_train`).
 //!
 //! All search logic is in `draughts-ai`; this module owns the I/O around it: argument parsing, output
 //! formats, the Hub command loop (stdin reader + one search thread) and external Hub engine processes.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command as Process, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use draughts_ai::hub::{self, HubError};
 use draughts_ai::level::{MAX_LEVEL, MIN_LEVEL};
-use draughts_ai::openings::balanced_openings;
 use draughts_ai::{
-    Info, Level, Limits, Line, Rng, RootState, Score, SearchResult, Searcher, StopHandle, Tally,
-    greedy_move,
+    Info, Level, Limits, Line, Rng, RootState, Score, SearchResult, Searcher, StopHandle,
 };
-use draughts_engine::{
-    Color, Game, GameResult, GameStatus, Move, Position, RuleOptions, RuleSet, Variant,
-};
+use draughts_engine::{Game, Move, Position, RuleSet, Variant};
 use serde::Serialize;
 
 use crate::{CliError, PositionArgs, position};
@@ -35,7 +30,7 @@ pub(crate) enum AiCommand {
     /// Speak the Hub protocol (version 2, as Scan 3.1 defines it) on stdin/stdout.
     Hub,
     /// Play a match between two engines (our levels, `greedy`, or an external Hub engine command).
-    Match(MatchArgs),
+    Match(crate::ai_match::MatchArgs),
     /// Search speed: nodes per second and time to depth on fixed middlegame positions per variant.
     SearchBench(SearchBenchArgs),
     /// Train the learned evaluation: self-play data (`train gen`) and the fit (`train fit`).
@@ -62,6 +57,12 @@ pub(crate) struct AnalyseArgs {
     /// Transposition table size in MiB.
     #[arg(long, default_value_t = 64)]
     hash: usize,
+    /// Search settings as in `draughts match` (`classic`, `threats=0`, ...; default: the shipped ones).
+    #[arg(long, default_value = "")]
+    search: String,
+    /// Evaluation: `default`, `hand`, or a weights file.
+    #[arg(long, default_value = "default")]
+    eval: String,
     /// Print JSON, one object per line (one per depth and line, then the result).
     #[arg(long)]
     json: bool,
@@ -83,49 +84,6 @@ pub(crate) struct BestmoveArgs {
 }
 
 #[derive(Args, Debug)]
-pub(crate) struct MatchArgs {
-    /// Rule set.
-    #[arg(long, short = 'v')]
-    variant: String,
-    /// House-rule options.
-    #[arg(long, short = 'o', default_value = "")]
-    options: String,
-    /// First engine: a level `1`..`8` (or `level:N`), `greedy`, or a Hub engine command (`hub:CMD` or CMD).
-    /// A level may name its evaluation after a colon: `8:hand` (the hand-set one), `8:default`, or
-    /// `8:FILE` (a weights file from `draughts train fit`).
-    #[arg(long)]
-    a: String,
-    /// Second engine, same forms.
-    #[arg(long)]
-    b: String,
-    /// Number of games (each opening is played twice, colours swapped).
-    #[arg(long, default_value_t = 20)]
-    games: u32,
-    /// Time per move in milliseconds for Hub engines (default 100); with it, our levels also get this
-    /// time cap. Without it our levels stop on their node or depth limits only, so the games do not
-    /// depend on the machine's load.
-    #[arg(long)]
-    movetime: Option<u64>,
-    /// Games played at the same time, one thread (and one pair of engines) each.
-    #[arg(long, default_value_t = 1)]
-    concurrency: u32,
-    /// Seed for the levels' randomness.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// A game still going after this many plies is scored a draw.
-    #[arg(long, default_value_t = 400)]
-    max_plies: u32,
-    /// Adjudicate a game as won once both engines' own searches agree, on four consecutive moves (two
-    /// each), that one side is at least this many centi-men ahead (or has a forced win). Only engines that
-    /// report scores (our levels) take part; off by default.
-    #[arg(long)]
-    adjudicate: Option<i32>,
-    /// Print the final report as JSON.
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(Args, Debug)]
 pub(crate) struct SearchBenchArgs {
     /// Only this variant (default: all eight).
     #[arg(long, short = 'v')]
@@ -140,6 +98,9 @@ pub(crate) struct SearchBenchArgs {
     /// variant only).
     #[arg(long, default_value = "default")]
     eval: String,
+    /// Search settings as in `draughts match` (`classic`, `probcut=0,lmr=1`, ...; default: the shipped ones).
+    #[arg(long, default_value = "")]
+    search: String,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -150,7 +111,7 @@ pub(crate) fn run(cmd: AiCommand) -> Result<(), CliError> {
         AiCommand::Analyse(a) => analyse(a),
         AiCommand::Bestmove(a) => bestmove(a),
         AiCommand::Hub => hub_loop(),
-        AiCommand::Match(a) => run_match(a),
+        AiCommand::Match(a) => crate::ai_match::run(a),
         AiCommand::SearchBench(a) => search_bench(a),
         AiCommand::Train(a) => crate::ai_train::run(a),
     }
@@ -210,7 +171,7 @@ struct ResultJson {
     lines: Vec<Vec<String>>,
 }
 
-fn print_line<T: Serialize>(value: &T) {
+pub(crate) fn print_line<T: Serialize>(value: &T) {
     if let Ok(text) = serde_json::to_string(value) {
         println!("{text}");
     }
@@ -233,6 +194,10 @@ fn analyse(a: AnalyseArgs) -> Result<(), CliError> {
         ..Default::default()
     };
     let mut searcher = Searcher::with_options(pos.rule_set(), &options);
+    searcher.set_evaluator(crate::ai_train::evaluator(pos.variant(), &a.eval)?);
+    let mut selectivity = draughts_ai::Selectivity::default();
+    selectivity.parse_into(&a.search).map_err(CliError)?;
+    searcher.set_selectivity(selectivity);
     let json = a.json;
     let on_info = |info: &Info| {
         for (i, line) in info.lines.iter().enumerate() {
@@ -317,7 +282,7 @@ fn clock_seed() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-fn level(n: u8) -> Result<Level, CliError> {
+pub(crate) fn level(n: u8) -> Result<Level, CliError> {
     Level::new(n).ok_or_else(|| {
         CliError(format!(
             "level must be from {MIN_LEVEL} to {MAX_LEVEL}, got {n}"
@@ -559,517 +524,6 @@ fn pv_hub(pos: &Position, pv: &[Move]) -> Vec<String> {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Matches.
-
-/// An engine taking part in a match.
-enum Engine {
-    Level {
-        level: Level,
-        searcher: Box<Searcher>,
-        rng: Rng,
-    },
-    Greedy(Rng),
-    Hub(HubProcess),
-}
-
-/// An external engine speaking the Hub protocol on its stdin/stdout.
-struct HubProcess {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-    name: String,
-}
-
-impl HubProcess {
-    fn start(command: &str, variant: Variant) -> Result<HubProcess, CliError> {
-        let mut child = Process::new("sh")
-            .arg("-c")
-            .arg(command)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| CliError(format!("cannot start '{command}': {e}")))?;
-        let stdin = child.stdin.take().ok_or(CliError("no stdin".into()))?;
-        let stdout = child.stdout.take().ok_or(CliError("no stdout".into()))?;
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut p = HubProcess {
-            child,
-            stdin,
-            lines: rx,
-            name: command.to_string(),
-        };
-        p.send("hub")?;
-        p.wait_for("wait", Duration::from_secs(30))?;
-        p.send(&format!(
-            "set-param name=variant value={}",
-            hub::variant_name(variant)
-        ))?;
-        p.send("init")?;
-        p.wait_for("ready", Duration::from_secs(120))?;
-        Ok(p)
-    }
-
-    fn send(&mut self, line: &str) -> Result<(), CliError> {
-        writeln!(self.stdin, "{line}")
-            .and_then(|_| self.stdin.flush())
-            .map_err(|e| CliError(format!("engine '{}': {e}", self.name)))
-    }
-
-    /// Waits for a line whose command is `command`; returns it.
-    fn wait_for(&mut self, command: &str, timeout: Duration) -> Result<hub::Line, CliError> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(text) => {
-                    if let Some(l) = hub::parse_line(&text) {
-                        if l.command == command {
-                            return Ok(l);
-                        }
-                        // A protocol error ends the match rather than passing unnoticed.
-                        if l.command == "error" {
-                            return Err(CliError(format!(
-                                "engine '{}' reported a protocol error: {text}",
-                                self.name
-                            )));
-                        }
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(CliError(format!(
-                        "engine '{}' did not answer '{command}' in time",
-                        self.name
-                    )));
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(CliError(format!("engine '{}' exited", self.name)));
-                }
-            }
-        }
-    }
-
-    fn choose(&mut self, game: &Game, movetime: Duration) -> Result<Move, CliError> {
-        let moves: Vec<String> = {
-            let mut p = *game.start_position();
-            game.moves()
-                .iter()
-                .map(|m| {
-                    let t = hub::write_move(&p, m);
-                    p = p.play_unchecked(m);
-                    t
-                })
-                .collect()
-        };
-        self.send(&format!(
-            "pos pos={} moves=\"{}\"",
-            hub::write_position(game.start_position()),
-            moves.join(" ")
-        ))?;
-        self.send(&format!("level move-time={:.3}", movetime.as_secs_f64()))?;
-        self.send("go think")?;
-        let done = self.wait_for("done", movetime * 20 + Duration::from_secs(10))?;
-        let text = done.get("move").unwrap_or_default();
-        hub::parse_move(game.position(), text)
-            .map_err(|e| CliError(format!("engine '{}' played '{text}': {e}", self.name)))
-    }
-}
-
-impl Drop for HubProcess {
-    fn drop(&mut self) {
-        let _ = self.send("quit");
-        std::thread::sleep(Duration::from_millis(50));
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Engine {
-    fn start(
-        spec: &str,
-        rules: RuleSet,
-        movetime: Option<Duration>,
-        seed: u64,
-    ) -> Result<Engine, CliError> {
-        let trimmed = spec.trim();
-        let level_text = trimmed.strip_prefix("level:").unwrap_or(trimmed);
-        let (number, eval) = level_text
-            .split_once(':')
-            .unwrap_or((level_text, "default"));
-        if let Ok(n) = number.parse::<u8>() {
-            let mut level = level(n)?;
-            // Deterministic by default: no time cap unless the match sets one.
-            level.time = movetime;
-            let mut searcher = Box::new(Searcher::new(rules));
-            searcher.set_evaluator(crate::ai_train::evaluator(rules.variant(), eval)?);
-            return Ok(Engine::Level {
-                level,
-                searcher,
-                rng: Rng::new(seed),
-            });
-        }
-        let lower = trimmed.to_ascii_lowercase();
-        if lower == "greedy" {
-            return Ok(Engine::Greedy(Rng::new(seed)));
-        }
-        let command = spec.strip_prefix("hub:").unwrap_or(spec);
-        Ok(Engine::Hub(HubProcess::start(command, rules.variant())?))
-    }
-
-    fn new_game(&mut self, seed: u64) -> Result<(), CliError> {
-        match self {
-            Engine::Level { searcher, rng, .. } => {
-                searcher.clear();
-                *rng = Rng::new(seed);
-            }
-            Engine::Greedy(rng) => *rng = Rng::new(seed),
-            Engine::Hub(p) => p.send("new-game")?,
-        }
-        Ok(())
-    }
-
-    /// The engine's move, and its score of the position for the side to move (centi-men or the search's
-    /// win/loss scores) when it searched and says so (our levels do).
-    fn choose(&mut self, game: &Game, movetime: Duration) -> Result<(Move, Option<i32>), CliError> {
-        let pos = game.position();
-        let (mv, score) = match self {
-            Engine::Level {
-                level,
-                searcher,
-                rng,
-            } => level.choose_scored(searcher, &RootState::from_game(game), rng),
-            Engine::Greedy(rng) => (greedy_move(pos, rng), None),
-            Engine::Hub(p) => (Some(p.choose(game, movetime)?), None),
-        };
-        Ok((
-            mv.ok_or_else(|| CliError("engine found no move".into()))?,
-            score,
-        ))
-    }
-}
-
-#[derive(Serialize)]
-struct MatchJson {
-    variant: &'static str,
-    a: String,
-    b: String,
-    games: u32,
-    wins: u32,
-    draws: u32,
-    losses: u32,
-    score: f64,
-    /// `null` when one side scored everything (then see `elo_lower`/`elo_upper`).
-    elo: f64,
-    elo_error: f64,
-    /// The 95% interval (finite even for a clean sweep).
-    elo_lower: f64,
-    elo_upper: f64,
-    /// Games the runner ended, not the rules: draws at `--max-plies` and wins by `--adjudicate`.
-    adjudicated: u32,
-    seconds: f64,
-}
-
-/// What a match needs to play any one of its games (shared by the worker threads).
-struct MatchPlan {
-    rules: RuleSet,
-    openings: Vec<Vec<Move>>,
-    seed: u64,
-    max_plies: u32,
-    hub_time: Duration,
-    /// See `MatchArgs::adjudicate`.
-    adjudicate: Option<i32>,
-}
-
-/// One finished game, from engine A's point of view.
-struct GameOutcome {
-    index: u32,
-    a_white: bool,
-    plies: usize,
-    /// `None`: adjudicated a draw after `max_plies`.
-    result: Option<GameResult>,
-    /// Won by adjudication (`--adjudicate`): the winner.
-    adjudicated_winner: Option<Color>,
-}
-
-/// Plays game number `index` of the match (its opening, colours and seeds depend on the index only, so a
-/// match of node-limited levels gives the same games whatever the concurrency).
-fn play_game(
-    plan: &MatchPlan,
-    index: u32,
-    engine_a: &mut Engine,
-    engine_b: &mut Engine,
-) -> Result<GameOutcome, CliError> {
-    let opening = &plan.openings[(index / 2) as usize % plan.openings.len()];
-    let a_white = index.is_multiple_of(2);
-    let mut game = Game::new(Position::start(plan.rules));
-    for mv in opening {
-        if game.play(mv).is_err() {
-            break;
-        }
-    }
-    let game_seed = plan
-        .seed
-        .wrapping_mul(1_000_003)
-        .wrapping_add(u64::from(index));
-    engine_a.new_game(game_seed)?;
-    engine_b.new_game(game_seed ^ 0xABCD)?;
-    // The last scores, from White's point of view (adjudication).
-    let mut white_scores: Vec<Option<i32>> = Vec::new();
-    while game.status() == GameStatus::Ongoing {
-        if game.moves().len() as u32 >= plan.max_plies {
-            return Ok(GameOutcome {
-                index,
-                a_white,
-                plies: game.moves().len(),
-                result: None,
-                adjudicated_winner: None,
-            });
-        }
-        let white_to_move = game.position().side_to_move() == Color::White;
-        let engine = if white_to_move == a_white {
-            &mut *engine_a
-        } else {
-            &mut *engine_b
-        };
-        let (mv, score) = engine.choose(&game, plan.hub_time)?;
-        game.play(&mv)
-            .map_err(|e| CliError(format!("illegal move from an engine: {e}")))?;
-        if let Some(threshold) = plan.adjudicate {
-            white_scores.push(score.map(|s| if white_to_move { s } else { -s }));
-            if let Some(winner) = adjudicated_winner(&white_scores, threshold) {
-                return Ok(GameOutcome {
-                    index,
-                    a_white,
-                    plies: game.moves().len(),
-                    result: None,
-                    adjudicated_winner: Some(winner),
-                });
-            }
-        }
-    }
-    let result = match game.status() {
-        GameStatus::Finished(r) => Some(r),
-        GameStatus::Ongoing => None,
-    };
-    Ok(GameOutcome {
-        index,
-        a_white,
-        plies: game.moves().len(),
-        result,
-        adjudicated_winner: None,
-    })
-}
-
-/// The side both engines agree is winning: the last four scores (White's point of view, two from each
-/// engine) all at least `threshold` for the same side. A move without a score (forced, or an engine that
-/// reports none) breaks the run.
-fn adjudicated_winner(white_scores: &[Option<i32>], threshold: i32) -> Option<Color> {
-    let last = white_scores.get(white_scores.len().checked_sub(4)?..)?;
-    if last.iter().all(|s| s.is_some_and(|s| s >= threshold)) {
-        Some(Color::White)
-    } else if last.iter().all(|s| s.is_some_and(|s| s <= -threshold)) {
-        Some(Color::Black)
-    } else {
-        None
-    }
-}
-
-/// "Elo +191 ± 160 (95%)", or the interval's finite side after a clean sweep.
-fn elo_text(e: &draughts_ai::EloEstimate) -> String {
-    if e.elo.is_finite() && e.error.is_finite() {
-        format!("Elo {:+.0} ± {:.0} (95%)", e.elo, e.error)
-    } else if e.elo > 0.0 {
-        format!("Elo > {:+.0} (95%)", e.lower)
-    } else {
-        format!("Elo < {:+.0} (95%)", e.upper)
-    }
-}
-
-fn run_match(a: MatchArgs) -> Result<(), CliError> {
-    let variant: Variant = a.variant.parse()?;
-    let rules = RuleSet::with_options(variant, RuleOptions::parse(&a.options)?)?;
-    let movetime = a.movetime.map(Duration::from_millis);
-    let games = a.games.max(1);
-    let concurrency = a.concurrency.clamp(1, games);
-    // Fail fast on bad engine specs before choosing openings.
-    let specs = [a.a.clone(), a.b.clone()];
-    let start_pair = |worker: u64| -> Result<(Engine, Engine), CliError> {
-        let seed = a.seed.wrapping_add(worker);
-        Ok((
-            Engine::start(&specs[0], rules, movetime, seed)?,
-            Engine::start(&specs[1], rules, movetime, seed ^ 1)?,
-        ))
-    };
-    let first_pair = start_pair(0)?;
-    let plies = match variant {
-        Variant::International | Variant::Turkish => 2,
-        _ => 3,
-    };
-    eprintln!("choosing balanced openings ({plies} plies)...");
-    let plan = MatchPlan {
-        rules,
-        openings: balanced_openings(rules, plies, games.div_ceil(2) as usize),
-        seed: a.seed,
-        max_plies: a.max_plies,
-        hub_time: movetime.unwrap_or(Duration::from_millis(100)),
-        adjudicate: a.adjudicate,
-    };
-    eprintln!(
-        "{} openings; {games} games, {} vs {}, {concurrency} at a time",
-        plan.openings.len(),
-        a.a,
-        a.b
-    );
-    let start = Instant::now();
-    let next_game = std::sync::atomic::AtomicU32::new(0);
-    let (tx, rx) = mpsc::channel::<Result<GameOutcome, CliError>>();
-    let mut tally = Tally::default();
-    let mut adjudicated = 0;
-    let mut first_error = None;
-    std::thread::scope(|scope| {
-        let mut first_pair = Some(first_pair);
-        for worker in 0..concurrency {
-            let tx = tx.clone();
-            let plan = &plan;
-            let next_game = &next_game;
-            let pair = match first_pair.take() {
-                Some(p) => Ok(p),
-                None => start_pair(u64::from(worker)),
-            };
-            scope.spawn(move || {
-                let (mut engine_a, mut engine_b) = match pair {
-                    Ok(p) => p,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                };
-                loop {
-                    let index = next_game.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if index >= games {
-                        break;
-                    }
-                    let outcome = play_game(plan, index, &mut engine_a, &mut engine_b);
-                    let failed = outcome.is_err();
-                    if tx.send(outcome).is_err() || failed {
-                        // Stop the other workers too.
-                        next_game.store(games, std::sync::atomic::Ordering::Relaxed);
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        let mut finished = 0;
-        for outcome in rx {
-            let o = match outcome {
-                Ok(o) => o,
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                    continue;
-                }
-            };
-            finished += 1;
-            let a_color = if o.a_white {
-                Color::White
-            } else {
-                Color::Black
-            };
-            let winner = match (o.result, o.adjudicated_winner) {
-                (Some(GameResult::Win { winner, .. }), _) => Some(winner),
-                (_, Some(winner)) => Some(winner),
-                _ => None,
-            };
-            let text = match winner {
-                Some(w) if w == a_color => {
-                    tally.wins += 1;
-                    "A wins"
-                }
-                Some(_) => {
-                    tally.losses += 1;
-                    "B wins"
-                }
-                None => {
-                    tally.draws += 1;
-                    "draw"
-                }
-            };
-            if o.result.is_none() {
-                adjudicated += 1;
-            }
-            let how = match (o.result, o.adjudicated_winner) {
-                (Some(r), _) => r.describe(),
-                (None, Some(w)) => format!(
-                    "adjudicated: both engines see {} at least {} centi-men ahead",
-                    if w == Color::White { "white" } else { "black" },
-                    plan.adjudicate.unwrap_or_default()
-                ),
-                (None, None) => format!("adjudicated a draw after {} plies", plan.max_plies),
-            };
-            let e = tally.elo();
-            eprintln!(
-                "game {} ({finished}/{games} done; A {}, {} plies): {text} ({}) | A +{} ={} -{} | {:.1}% | {}",
-                o.index + 1,
-                if o.a_white { "white" } else { "black" },
-                o.plies,
-                how,
-                tally.wins,
-                tally.draws,
-                tally.losses,
-                100.0 * e.score,
-                elo_text(&e)
-            );
-        }
-    });
-    if let Some(e) = first_error {
-        return Err(e);
-    }
-    let e = tally.elo();
-    let report = MatchJson {
-        variant: variant.key(),
-        a: a.a.clone(),
-        b: a.b.clone(),
-        games: tally.games(),
-        wins: tally.wins,
-        draws: tally.draws,
-        losses: tally.losses,
-        score: e.score,
-        elo: e.elo,
-        elo_error: e.error,
-        elo_lower: e.lower,
-        elo_upper: e.upper,
-        adjudicated,
-        seconds: start.elapsed().as_secs_f64(),
-    };
-    if a.json {
-        print_line(&report);
-    } else {
-        println!(
-            "{} {} vs {}: {} games, A +{} ={} -{} ({:.1}%), {}, {:.0} s",
-            report.variant,
-            report.a,
-            report.b,
-            report.games,
-            report.wins,
-            report.draws,
-            report.losses,
-            100.0 * report.score,
-            elo_text(&e),
-            report.seconds
-        );
-    }
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------------------------------
 // Search benchmark.
 
 #[derive(Serialize)]
@@ -1115,6 +569,9 @@ fn search_bench(a: SearchBenchArgs) -> Result<(), CliError> {
             };
             let mut searcher = Searcher::with_options(v, &options);
             searcher.set_evaluator(crate::ai_train::evaluator(v, &a.eval)?);
+            let mut selectivity = draughts_ai::Selectivity::default();
+            selectivity.parse_into(&a.search).map_err(CliError)?;
+            searcher.set_selectivity(selectivity);
             let cpu_start = thread_cpu_seconds();
             let r = searcher.search(&RootState::new(pos), &Limits::depth(depth), |_| {});
             let cpu = cpu_start.zip(thread_cpu_seconds()).map(|(a, b)| b - a);
@@ -1154,25 +611,4 @@ fn search_bench(a: SearchBenchArgs) -> Result<(), CliError> {
         crate::print_json(&out)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn adjudication_needs_four_agreeing_scores() {
-        let w = |v: &[Option<i32>]| adjudicated_winner(v, 500);
-        assert_eq!(w(&[Some(600), Some(700), Some(800)]), None);
-        assert_eq!(
-            w(&[Some(0), Some(600), Some(700), Some(500), Some(900)]),
-            Some(Color::White)
-        );
-        assert_eq!(
-            w(&[Some(-600), Some(-29_990), Some(-700), Some(-500)]),
-            Some(Color::Black)
-        );
-        assert_eq!(w(&[Some(600), None, Some(700), Some(800)]), None);
-        assert_eq!(w(&[Some(600), Some(-700), Some(700), Some(800)]), None);
-    }
 }

@@ -1,6 +1,7 @@
 //! `draughts`: a thin command-line tool over the engine crate, and a client of the platform's API.
 
 mod ai_cmds;
+mod ai_match;
 mod ai_train;
 mod analysis_cli;
 mod client;
