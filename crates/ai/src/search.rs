@@ -10,8 +10,10 @@
 //! - Draw rules: a position repeated since the last capture or man move is a draw (one repetition is
 //!   enough inside the search), and so is the variant's no-progress count running out; the evaluation
 //!   knows the lone-king endings.
-//! - Selectivity ([`Selectivity`]): ProbCut-style pruning at non-PV nodes (a shallow null-window search far
-//!   outside the window ends the node), and late move reductions of one or two plies.
+//! - Selectivity ([`Selectivity`]): the threat search (a quiet position at the horizon where the opponent
+//!   threatens a capture is searched one ply further) and deeper late move reductions, both on by default
+//!   after winning matches; ProbCut-style pruning at non-PV nodes (a shallow null-window search far
+//!   outside the window ends the node), off by default since it showed no gain.
 //! - Limits: depth, nodes, time, any combination, plus a cancel flag read every 1024 nodes. A time limit is
 //!   used to its end: a depth cut short by a limit still gives its result once its first move (the previous
 //!   depth's best) has been searched, since every move it then prefers was searched in full. With a depth
@@ -238,7 +240,7 @@ pub struct Selectivity {
     /// the ninth at depth 5+); 2 deeper (one ply from the third move, two at non-PV nodes from the fifth
     /// at depth 4+).
     pub lmr: u8,
-    /// Quiescence looks one quiet ply further where the opponent threatens a capture (0/1).
+    /// Quiescence looks one quiet ply further where the opponent threatens a capture (`threats=0|1`).
     pub threats: bool,
 }
 
@@ -248,7 +250,7 @@ impl Default for Selectivity {
             probcut_margin: 0,
             probcut_min_depth: 3,
             probcut_percent: 40,
-            lmr: 1,
+            lmr: 2,
             threats: true,
         }
     }
