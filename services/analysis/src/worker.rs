@@ -48,8 +48,9 @@ use crate::queue::Queue;
 pub const IDLE_POLL: Duration = Duration::from_millis(500);
 /// A worker counts as live this long after its last heartbeat, milliseconds.
 pub const LIVE_WINDOW_MS: u64 = 3_000;
-/// A running job's guard subscribes to its cancel wake-ups after this long.
-const SUBSCRIBE_AFTER: Duration = Duration::from_millis(50);
+/// A job that ends within this long (a computer move) costs no cancel subscription and no progress
+/// write: its guard subscribes to its wake-ups, and its progress is written, only after it.
+const SHORT_JOB: Duration = Duration::from_millis(50);
 /// Heartbeat period.
 const HEARTBEAT: Duration = Duration::from_secs(1);
 
@@ -670,6 +671,9 @@ async fn write_progress(
     mut rx: watch::Receiver<Option<ProgressRec>>,
     latest: Arc<Mutex<Option<(JobRecord, Version)>>>,
 ) {
+    // A short job's progress is superseded by its result before anyone could read it: writing it
+    // would only cost a round trip (and make the finish's compare-and-set race with it).
+    tokio::time::sleep(SHORT_JOB).await;
     while rx.changed().await.is_ok() {
         let Some(progress) = rx.borrow_and_update().clone() else {
             continue;
@@ -714,7 +718,7 @@ async fn guard(
     // wake-ups only once it has run for a while (a subscription is a connection on Redis).
     tokio::select! {
         _ = async { let _ = done.wait_for(|d| *d).await; } => return false,
-        _ = tokio::time::sleep(SUBSCRIBE_AFTER) => {}
+        _ = tokio::time::sleep(SHORT_JOB) => {}
     }
     let mut events = queue
         .live()

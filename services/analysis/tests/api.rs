@@ -213,8 +213,9 @@ async fn who_may_call_what() {
 async fn a_position_is_watched_to_its_result_by_its_owner_only() {
     let (server, mut client) = start(Config::for_tests()).await;
     let ann = player_token("ann");
+    // Stopped by its 300 ms (progress is written once a job has run 50 ms): its progress is seen.
     let job = client
-        .analyze_position(authed(&ann, analyze(&["11-15", "23-19"], limits(9, 0))))
+        .analyze_position(authed(&ann, analyze(&["11-15", "23-19"], limits(40, 300))))
         .await
         .unwrap()
         .into_inner();
@@ -232,7 +233,11 @@ async fn a_position_is_watched_to_its_result_by_its_owner_only() {
     let Some(pb::analysis_view::Result::Position(result)) = &view.result else {
         panic!("a position result");
     };
-    assert_eq!(result.depth, 9);
+    assert!(
+        (4..40).contains(&result.depth),
+        "stopped on time: {}",
+        result.depth
+    );
     assert_eq!(result.lines.len(), 2, "multi-PV 2");
     assert!(!result.lines[0].pv.is_empty());
     // Not bob's job: NOT_FOUND, for reading and cancelling alike.
@@ -259,7 +264,7 @@ async fn a_position_is_watched_to_its_result_by_its_owner_only() {
     assert_eq!(foreign_cancel.code(), tonic::Code::NotFound);
     // The same request again: from the cache, at once.
     let cached = client
-        .analyze_position(authed(&bob, analyze(&["11-15", "23-19"], limits(9, 0))))
+        .analyze_position(authed(&bob, analyze(&["11-15", "23-19"], limits(40, 300))))
         .await
         .unwrap()
         .into_inner();
