@@ -5,6 +5,10 @@
 //!   after the other to one idle worker slot, at level 1 on the start position (a depth-1 search of a
 //!   few microseconds), and records the whole time from submit to the caller seeing the answer: the
 //!   queue's overhead per job (p50/p99/max), plus the enqueue-to-start part.
+//!   `DRAUGHTS_MEASURE_GAP_MS=G` waits G ms between jobs (as a human's think time does: the worker is
+//!   idle, blocked on its read, when each job comes; back to back, a job may arrive while the worker
+//!   still acknowledges the last one); `DRAUGHTS_MEASURE_BACKEND=memory` runs them on the in-memory
+//!   store (the process's own share: tasks, the search thread, encoding).
 //! - `throughput_one_and_two_workers`: 24 position jobs of 300 000 nodes each, submitted at once, run by
 //!   one and then by two worker slots (each its own search thread); jobs per second, beside the same 24
 //!   searches on one and two plain threads without the queue (what the machine's cores deliver).
@@ -101,6 +105,12 @@ async fn queue_overhead() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
     let (_server, live) = redis().await;
+    // DRAUGHTS_MEASURE_BACKEND=memory: the same jobs on the in-memory store (what the process itself
+    // costs: tasks, the search thread, encoding; no network).
+    let live: Arc<dyn LiveStore> = match std::env::var("DRAUGHTS_MEASURE_BACKEND").as_deref() {
+        Ok("memory") => Arc::new(draughts_store::MemoryStore::new()),
+        _ => live,
+    };
     let queue = Queue::new(live.clone(), QueueConfig::for_tests())
         .await
         .unwrap();
@@ -120,7 +130,16 @@ async fn queue_overhead() {
     let mut total = hdrhistogram::Histogram::<u64>::new(3).unwrap();
     let mut to_start = hdrhistogram::Histogram::<u64>::new(3).unwrap();
     let mut slow_searches = 0u64;
+    let gap = Duration::from_millis(
+        std::env::var("DRAUGHTS_MEASURE_GAP_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    );
     for i in 0..n + 100 {
+        if !gap.is_zero() {
+            tokio::time::sleep(gap).await;
+        }
         let spec = JobSpec::BestMove {
             line: line("international", fen, vec![]),
             level: Some(1),
