@@ -194,7 +194,8 @@ export async function playRandomMove(page) {
     const waiting = await page.evaluate(() => !document.querySelector("g.target, g.landing"));
     if (waiting) break;
   }
-  await page.waitForFunction((b) => Number(document.querySelector("[data-testid=status]")?.dataset.ply ?? -1) > b, before, { timeout: 10_000 });
+  // Generous: on two cores busy with builds a move took longer than 10 s to come back once.
+  await page.waitForFunction((b) => Number(document.querySelector("[data-testid=status]")?.dataset.ply ?? -1) > b, before, { timeout: 30_000 });
 }
 
 export function outDir(...parts) {
