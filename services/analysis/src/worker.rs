@@ -16,7 +16,9 @@
 //!    slot -> that slot is alive, leave the entry; attempts used up -> FAILED with the reason.
 //! 3. Take the lease, mark RUNNING (attempt n), search on a blocking thread with the stop flag shared
 //!    with a guard task that renews the lease and stops the search when the job is cancelled (a wake-up
-//!    on the job's channel, or the record read at each renewal) or the lease is lost.
+//!    on the job's channel, or the record read at each renewal) or the lease is lost. A new job's entry
+//!    carries its record, so its search starts at once, while the lease and the mark are in flight: the
+//!    search writes nothing before they have won, and is stopped unseen when they lose.
 //! 4. Progress goes through a `watch` channel (the search never waits for the store; updates coalesce)
 //!    into the record.
 //! 5. Finish with a compare-and-set that only succeeds for the running attempt: a slot that lost its
@@ -37,8 +39,8 @@ use futures_util::StreamExt;
 use tokio::sync::watch;
 
 use crate::contract::{
-    self, CachedResult, Class, Heartbeat, JobEntry, JobRecord, JobResult, JobState, ProgressRec,
-    VERSION, decode, encode,
+    self, CachedResult, Class, Heartbeat, JobEntry, JobRecord, JobResult, JobSpec, JobState,
+    ProgressRec, VERSION, decode, encode,
 };
 use crate::engine;
 use crate::error::AnalysisResult;
@@ -291,7 +293,7 @@ impl Slot {
         &mut self,
         class: Class,
         entry: Entry,
-        searcher: Option<Searcher>,
+        mut searcher: Option<Searcher>,
     ) -> Option<Searcher> {
         let (job_id, first) = match decode::<JobEntry>(&entry.payload) {
             Ok(job) => (job.job_id, job.record.map(|record| *record)),
@@ -301,11 +303,21 @@ impl Slot {
                 return searcher;
             }
         };
+        // A new job's entry carries its spec: its search starts now, while the start's round trip is
+        // in flight (a computer move's search is often shorter than that round trip). Nothing of it
+        // is written before the start has won; if the start loses, the search is stopped unseen.
+        let early = first
+            .as_ref()
+            .map(|record| self.spawn_search(&record.spec, searcher.take()));
         match self.start(&job_id, first).await {
             Ok(Start::Run(started)) => {
                 self.running.fetch_add(1, Ordering::Relaxed);
                 let (record, version) = *started;
-                let searcher = self.execute(class, &entry, record, version, searcher).await;
+                let search = match early {
+                    Some(search) => search,
+                    None => self.spawn_search(&record.spec, searcher),
+                };
+                let searcher = self.execute(class, &entry, record, version, search).await;
                 self.running.fetch_sub(1, Ordering::Relaxed);
                 self.jobs_done += 1;
                 if self.jobs_done.is_multiple_of(256) {
@@ -320,14 +332,46 @@ impl Slot {
                 searcher
             }
             Ok(Start::Done) => {
+                let searcher = abandon(early, searcher).await;
                 self.ack(class, &entry).await;
                 searcher
             }
-            Ok(Start::Busy) => searcher,
+            Ok(Start::Busy) => abandon(early, searcher).await,
             Err(e) => {
                 tracing::warn!(error = %e, job_id, "could not start a job; it will be retried");
-                searcher
+                abandon(early, searcher).await
             }
+        }
+    }
+
+    /// Starts a job's search on a blocking thread (with this slot's searcher, or a new one).
+    fn spawn_search(&self, spec: &JobSpec, searcher: Option<Searcher>) -> Search {
+        let mut searcher = searcher.unwrap_or_else(|| {
+            Searcher::with_options(
+                Variant::International,
+                &SearchOptions {
+                    tt_megabytes: self.config.hash_mb,
+                    ..SearchOptions::default()
+                },
+            )
+        });
+        let stop = searcher.stop_handle();
+        stop.reset();
+        let (progress_tx, progress) = watch::channel(None::<ProgressRec>);
+        let spec = spec.clone();
+        let cap = self.config.max_search;
+        let stop_in_search = stop.clone();
+        let handle = tokio::task::spawn_blocking(move || {
+            let outcome = engine::run(&spec, &mut searcher, &stop_in_search, cap, |p| {
+                progress_tx.send_replace(Some(p));
+            });
+            (outcome, searcher)
+        });
+        Search {
+            handle,
+            stop,
+            progress,
+            started: Instant::now(),
         }
     }
 
@@ -434,7 +478,7 @@ impl Slot {
         entry: &Entry,
         record: JobRecord,
         version: Version,
-        searcher: Option<Searcher>,
+        search: Search,
     ) -> Option<Searcher> {
         draughts_runtime::propagation::set_parent_from_map(
             &tracing::Span::current(),
@@ -442,18 +486,12 @@ impl Slot {
         );
         let job_id = record.job_id.clone();
         let attempt = record.attempts;
-        let mut searcher = searcher.unwrap_or_else(|| {
-            Searcher::with_options(
-                Variant::International,
-                &SearchOptions {
-                    tt_megabytes: self.config.hash_mb,
-                    ..SearchOptions::default()
-                },
-            )
-        });
-        let stop = searcher.stop_handle();
-        stop.reset();
-        let (progress_tx, progress_rx) = watch::channel(None::<ProgressRec>);
+        let Search {
+            handle,
+            stop,
+            progress: progress_rx,
+            started,
+        } = search;
         // The record as this slot last wrote it: the finish starts from it without a read (this
         // slot is the record's only writer while it runs the job, unless the job is cancelled or
         // joined, which the compare-and-set notices).
@@ -476,17 +514,7 @@ impl Slot {
             self.config.shutdown_grace,
             done_rx,
         ));
-        let spec = record.spec.clone();
-        let cap = self.config.max_search;
-        let started = Instant::now();
-        let stop_in_search = stop.clone();
-        let joined = tokio::task::spawn_blocking(move || {
-            let outcome = engine::run(&spec, &mut searcher, &stop_in_search, cap, |p| {
-                progress_tx.send_replace(Some(p));
-            });
-            (outcome, searcher)
-        })
-        .await;
+        let joined = handle.await;
         let _ = done_tx.send(true);
         let (outcome, searcher) = match joined {
             Ok((Ok(_), searcher)) if stop.is_stopped() => (Outcome::Stopped, Some(searcher)),
@@ -576,31 +604,45 @@ impl Slot {
                     // A fresh entry hands the job to the next free slot at once.
                     self.queue.enqueue_entry(class, job_id, None).await?;
                 }
-                self.ack(class, entry).await;
-                if retry {
-                    // The next slot may start it at once. (A finished job's lease just expires: its
-                    // entry is acknowledged, nobody looks at it again.)
-                    let _ = live.release(&lease, &self.consumer).await;
-                }
-                if after.state.is_final() {
-                    self.queue
-                        .release_fingerprint(&after.fingerprint, job_id)
-                        .await;
-                }
-                if let (JobState::Done, Some(result)) = (after.state, result)
-                    && !after.fingerprint.is_empty()
-                {
-                    let cached = CachedResult { v: VERSION, result };
-                    let key = contract::cache_key(&after.fingerprint);
-                    let _ = live
-                        .put(
-                            &key,
-                            encode(&cached).into(),
-                            None,
-                            Some(self.queue.config().result_ttl),
-                        )
-                        .await;
-                }
+                // The acknowledgement, the lease, the fingerprint and the cache are independent
+                // of each other: they go out together (one round trip of latency before this slot
+                // reads the queue again).
+                let release_lease = async {
+                    if retry {
+                        // The next slot may start it at once. (A finished job's lease just expires:
+                        // its entry is acknowledged, nobody looks at it again.)
+                        let _ = live.release(&lease, &self.consumer).await;
+                    }
+                };
+                let release_fingerprint = async {
+                    if after.state.is_final() {
+                        self.queue
+                            .release_fingerprint(&after.fingerprint, job_id)
+                            .await;
+                    }
+                };
+                let cache = async {
+                    if let (JobState::Done, Some(result)) = (after.state, result)
+                        && !after.fingerprint.is_empty()
+                    {
+                        let cached = CachedResult { v: VERSION, result };
+                        let key = contract::cache_key(&after.fingerprint);
+                        let _ = live
+                            .put(
+                                &key,
+                                encode(&cached).into(),
+                                None,
+                                Some(self.queue.config().result_ttl),
+                            )
+                            .await;
+                    }
+                };
+                tokio::join!(
+                    self.ack(class, entry),
+                    release_lease,
+                    release_fingerprint,
+                    cache
+                );
                 metrics::counter!("analysis_jobs_finished_total", "class" => class.name(), "state" => state_name(after.state)).increment(1);
             }
             Some((after, false)) if after.state.is_final() => {
@@ -660,6 +702,23 @@ enum Start {
     Done,
     /// Another slot holds the run lease: leave the entry.
     Busy,
+}
+
+/// A search running on a blocking thread: its result and the searcher come back from `handle`.
+struct Search {
+    handle: tokio::task::JoinHandle<(Result<JobResult, engine::JobInputError>, Searcher)>,
+    stop: StopHandle,
+    progress: watch::Receiver<Option<ProgressRec>>,
+    started: Instant,
+}
+
+/// Stops an early search whose job this slot does not run, and takes its searcher back.
+async fn abandon(early: Option<Search>, searcher: Option<Searcher>) -> Option<Searcher> {
+    let Some(search) = early else {
+        return searcher;
+    };
+    search.stop.stop();
+    search.handle.await.ok().map(|(_, searcher)| searcher)
 }
 
 /// Writes each progress update into the record while the attempt is this slot's.

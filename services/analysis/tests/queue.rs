@@ -68,6 +68,7 @@ macro_rules! queue_suite {
                 computer_moves_are_answered_while_bulk_work_is_queued,
                 a_job_changed_after_queueing_runs_from_its_current_record,
                 a_computer_move_s_finished_notice_carries_its_record,
+                a_job_cancelled_before_its_start_is_searched_by_nobody,
             );
         }
     )*};
@@ -644,6 +645,57 @@ mod checks {
         let (after, _) = q.load(&id).await.unwrap().unwrap();
         assert_eq!(after.state, JobState::Cancelled);
         assert!(after.result.is_none());
+        w.stop().await;
+    }
+
+    /// A worker starts a new job's search while its start is in flight; a job cancelled before
+    /// that start must cost nothing: its start loses, the search is stopped unseen (the slot is free
+    /// at once, not after the 20 s search), and the record stays as the cancel left it.
+    pub async fn a_job_cancelled_before_its_start_is_searched_by_nobody(store: Arc<dyn LiveStore>) {
+        let q = queue(store, QueueConfig::for_tests()).await;
+        let long = q
+            .submit(job(
+                Class::Interactive,
+                position(&[], timed(20_000)),
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        let id = long.record().job_id.clone();
+        let cancelled = q.cancel(&id, Some("player:ann")).await.unwrap();
+        assert_eq!(cancelled.state, JobState::Cancelled);
+        let (_, cancelled_version) = q.load(&id).await.unwrap().unwrap();
+        let started_at = Instant::now();
+        let w = TestWorker::start(&q, "early", 1, Duration::from_secs(5));
+        let next = q
+            .submit(job(
+                Class::Interactive,
+                position(&["9-13"], depth(2)),
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        wait_for(&q, &next.record().job_id, "done", |r| {
+            r.state == JobState::Done
+        })
+        .await;
+        assert!(
+            started_at.elapsed() < Duration::from_secs(10),
+            "the slot waited for a cancelled job's search: {:?}",
+            started_at.elapsed()
+        );
+        let (after, version) = q.load(&id).await.unwrap().unwrap();
+        assert_eq!(
+            version, cancelled_version,
+            "nothing wrote the cancelled record"
+        );
+        assert_eq!(
+            (after.state, after.attempts, after.worker.as_deref()),
+            (JobState::Cancelled, 0, None)
+        );
+        assert!(after.result.is_none() && after.progress.is_none());
         w.stop().await;
     }
 
