@@ -13,6 +13,8 @@
 use std::fmt;
 use std::ops::{BitAnd, BitAndAssign, BitOr, BitOrAssign, BitXor, Not, Shl, Shr};
 
+use crate::variant::Precedence;
+
 /// The word a board's squares are kept in: `u64` (every board up to 64 squares) or `u128` (12x12).
 /// The generator and the position's hot paths are monomorphised over it.
 pub(crate) trait Bits:
@@ -414,9 +416,15 @@ pub(crate) trait Geometry {
     const BOTTOM_ROW: Self::B;
     /// The Frisian king-move limit applies (docs/rules.md §11.5).
     const KING_MOVE_LIMIT: bool = false;
-    /// Per bit: the squares one step away in any capture direction (used by the eight-direction board's
-    /// man captures; empty where it is not used).
-    const NEIGHBOURS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
+    /// Rules every variant played on this geometry shares, fixed at compile time so that the generator's
+    /// tests of them fold away; `None` reads the position's rule table. (`geometry_rules_match_the_tables`
+    /// checks them against docs/rules.md's tables in `variant.rs`.)
+    const FLYING: Option<bool> = None;
+    const MEN_CAPTURE_BACKWARD: Option<bool> = None;
+    const MEN_CAPTURE_KINGS: Option<bool> = None;
+    /// Captured pieces leave the board when the chain ends (the Turkish strike is the other way).
+    const STRIKE: Option<bool> = None;
+    const PRECEDENCE: Option<Precedence> = None;
     /// The direction of each step, indexed by its shift + 16 (the eight-direction board's man captures).
     const DIR_OF_SHIFT: [u8; 32] = dir_table(Self::SHIFT, Self::SHIFT_ORTHO);
 }
@@ -451,6 +459,23 @@ pub(crate) fn step<G: Geometry>(b: G::B, d: usize) -> G::B {
     }) & mask
 }
 
+/// Calls `f` for every capture direction of `G` in ascending order, one call per direction written out,
+/// so that every `step` inside is a constant shift (the compiler does not unroll every loop over
+/// directions, and a step by a direction read at run time is a table lookup and a variable shift).
+#[inline(always)]
+pub(crate) fn each_dir<G: Geometry>(mut f: impl FnMut(usize)) {
+    f(0);
+    f(1);
+    f(2);
+    f(3);
+    if G::N_DIRS == 8 {
+        f(4);
+        f(5);
+        f(6);
+        f(7);
+    }
+}
+
 /// 10x10: up-left, up-right, down-right, down-left.
 pub(crate) struct Diag10;
 impl Geometry for Diag10 {
@@ -463,6 +488,12 @@ impl Geometry for Diag10 {
     const MASK: u64 = TEN.mask as u64;
     const TOP_ROW: u64 = TEN.top_row as u64;
     const BOTTOM_ROW: u64 = TEN.bottom_row as u64;
+    // International and its goal variants (antidraughts, breakthrough, killer).
+    const FLYING: Option<bool> = Some(true);
+    const MEN_CAPTURE_BACKWARD: Option<bool> = Some(true);
+    const MEN_CAPTURE_KINGS: Option<bool> = Some(true);
+    const STRIKE: Option<bool> = Some(true);
+    const PRECEDENCE: Option<Precedence> = Some(Precedence::MostPieces);
 }
 
 /// 12x12 (canadian, docs/rules.md §12): the 10x10 layout with six squares a row, so the steps are 7 and 6
@@ -478,6 +509,12 @@ impl Geometry for Diag12 {
     const MASK: u128 = TWELVE.mask;
     const TOP_ROW: u128 = TWELVE.top_row;
     const BOTTOM_ROW: u128 = TWELVE.bottom_row;
+    // Canadian: international's rules.
+    const FLYING: Option<bool> = Some(true);
+    const MEN_CAPTURE_BACKWARD: Option<bool> = Some(true);
+    const MEN_CAPTURE_KINGS: Option<bool> = Some(true);
+    const STRIKE: Option<bool> = Some(true);
+    const PRECEDENCE: Option<Precedence> = Some(Precedence::MostPieces);
 }
 
 const TEN_MASK: u64 = TEN.mask as u64;
@@ -493,37 +530,6 @@ const fn row_ends(first: bool) -> u64 {
         row += 1;
     }
     m
-}
-
-/// The union of the eight steps of every square of the Frisian board (see [`Geometry::NEIGHBOURS`]).
-const fn frisian_neighbours() -> [u64; 64] {
-    let shifts = [-6i32, -5, 6, 5, -11, 1, 11, -1];
-    let masks = [
-        TEN_MASK,
-        TEN_MASK,
-        TEN_MASK,
-        TEN_MASK,
-        TEN_MASK,
-        TEN_MASK & !row_ends(true),
-        TEN_MASK,
-        TEN_MASK & !row_ends(false),
-    ];
-    let mut out = [0u64; 64];
-    let mut bit = 0;
-    while bit < 64 {
-        let b = 1u64 << bit;
-        if TEN_MASK & b != 0 {
-            let mut d = 0;
-            while d < 8 {
-                let s = shifts[d];
-                let t = if s > 0 { b << s } else { b >> -s };
-                out[bit] |= t & masks[d];
-                d += 1;
-            }
-        }
-        bit += 1;
-    }
-    out
 }
 
 /// Frisian 10x10 (docs/rules.md §11.2): the four diagonals of [`Diag10`], then up, right, down, left over
@@ -548,7 +554,12 @@ impl Geometry for Frisian10 {
     const TOP_ROW: u64 = TEN.top_row as u64;
     const BOTTOM_ROW: u64 = TEN.bottom_row as u64;
     const KING_MOVE_LIMIT: bool = true;
-    const NEIGHBOURS: [u64; 64] = frisian_neighbours();
+    // Frisian and Frysk.
+    const FLYING: Option<bool> = Some(true);
+    const MEN_CAPTURE_BACKWARD: Option<bool> = Some(true);
+    const MEN_CAPTURE_KINGS: Option<bool> = Some(true);
+    const STRIKE: Option<bool> = Some(true);
+    const PRECEDENCE: Option<Precedence> = Some(Precedence::Frisian);
 }
 
 /// 8x8 diagonal (also the mirrored board, which shares the layout).
@@ -580,6 +591,12 @@ impl Geometry for Ortho {
     const MASK: u64 = TURKISH.mask as u64;
     const TOP_ROW: u64 = TURKISH.top_row as u64;
     const BOTTOM_ROW: u64 = TURKISH.bottom_row as u64;
+    // Turkish.
+    const FLYING: Option<bool> = Some(true);
+    const MEN_CAPTURE_BACKWARD: Option<bool> = Some(false);
+    const MEN_CAPTURE_KINGS: Option<bool> = Some(true);
+    const STRIKE: Option<bool> = Some(false);
+    const PRECEDENCE: Option<Precedence> = Some(Precedence::MostPieces);
 }
 
 #[cfg(test)]
@@ -695,11 +712,6 @@ mod tests {
             .enumerate()
         {
             assert_eq!(usize::from(Frisian10::DIR_OF_SHIFT[(s + 16) as usize]), d);
-        }
-        for sq in TEN.squares() {
-            let m = 1u64 << sq.bit();
-            let all = (0..8).fold(0, |acc, d| acc | step::<Frisian10>(m, d));
-            assert_eq!(Frisian10::NEIGHBOURS[sq.0 as usize], all, "{sq:?}");
         }
         // Frisian: square 28 (e5) also reaches e7 (18), g5 (29), e3 (38), c5 (27); 6 (a9) c9 and a7.
         assert_eq!(
