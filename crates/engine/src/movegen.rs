@@ -11,7 +11,7 @@
 
 use crate::board::{Bits, Geometry, Square, each_dir, step};
 use crate::position::{Move, Position};
-use crate::variant::{Color, Precedence, Promotion, Removal, Rules};
+use crate::variant::{Color, Precedence, Promotion, Removal, RuleSet, Rules};
 
 /// Receives generated moves (`B`: the board's word).
 pub(crate) trait Sink<B: Bits> {
@@ -181,14 +181,19 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
             let from = m.lowest();
             m = m.clear_lowest();
             self.empty = empty0 | from;
-            // The first jump is known from the direction sets (directions in ascending order).
-            #[allow(clippy::needless_range_loop)]
-            for d in 0..G::N_DIRS {
+            // The first jumps are known from the direction sets (directions in ascending order).
+            let mut ds = 0u32;
+            each_dir::<G>(|d| {
                 if !(first[d] & from).is_zero() {
-                    let over = step::<G>(from, d);
-                    let land = step::<G>(over, d);
-                    self.man_jump_over(from, zero, 0, 0, 0, d, over, land);
+                    ds |= 1 << d;
                 }
+            });
+            while ds != 0 {
+                let d = ds.trailing_zeros() as usize;
+                ds &= ds - 1;
+                let over = step::<G>(from, d);
+                let land = step::<G>(over, d);
+                self.man_jump_over(from, zero, 0, 0, 0, d, over, land);
             }
         }
         let mut k = own_kings;
@@ -615,10 +620,29 @@ pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
 /// precedence does not look at kings taken. Then each first jump is one move.
 #[inline(always)]
 pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> Option<u64> {
-    let rs = pos.rule_set();
-    let rules = rs.rules();
     let (own, opp) = pos.own_opp::<G::B>();
-    let kings = pos.kings_bb::<G::B>();
+    bulk_count_bits::<G>(
+        pos.rule_set(),
+        pos.side_to_move(),
+        own,
+        opp,
+        pos.kings_bb::<G::B>(),
+        blocked_king::<G>(pos),
+    )
+}
+
+/// [`bulk_count`] from the pieces of the side to move and the other side (`blocked`: the king that may
+/// not make a quiet move, docs/rules.md §11.5).
+#[inline(always)]
+pub(crate) fn bulk_count_bits<G: Geometry>(
+    rs: RuleSet,
+    side: Color,
+    own: G::B,
+    opp: G::B,
+    kings: G::B,
+    blocked: G::B,
+) -> Option<u64> {
+    let rules = rs.rules();
     let empty = G::MASK & !(own | opp);
     let zero = <G::B as Bits>::ZERO;
     let men_jumpable = if men_capture_kings::<G>(rules) {
@@ -627,7 +651,7 @@ pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> Option<u64> {
         opp & !kings
     };
     let own_men = own & !kings;
-    let dirs = man_capture_dirs::<G>(rules, pos.side_to_move());
+    let dirs = man_capture_dirs::<G>(rules, side);
     // Squares a man could jump from, per direction and in any.
     let mut first = [zero; 8];
     let mut jump_from = zero;
@@ -644,7 +668,7 @@ pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> Option<u64> {
         return None;
     }
     if (own_men & jump_from).is_zero() {
-        return Some(count_quiet_in::<G>(pos, rules, own, kings, empty));
+        return Some(count_quiet_in::<G>(rules, side, own, kings, empty, blocked));
     }
     let kings_alike = matches!(
         precedence::<G>(rules),
@@ -653,7 +677,7 @@ pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> Option<u64> {
     if !rs.mandatory_capture() || (!kings_alike && !(opp & kings).is_zero()) {
         return None;
     }
-    let promo_row = match pos.side_to_move() {
+    let promo_row = match side {
         Color::White => G::TOP_ROW,
         Color::Black => G::BOTTOM_ROW,
     };
@@ -737,29 +761,34 @@ pub(crate) fn count_quiet<G: Geometry>(pos: &Position) -> u64 {
     let (own, _) = pos.own_opp::<G::B>();
     let kings = pos.kings_bb::<G::B>();
     let empty = G::MASK & !(pos.white_bb::<G::B>() | pos.black_bb::<G::B>());
-    count_quiet_in::<G>(pos, rules, own, kings, empty)
+    count_quiet_in::<G>(
+        rules,
+        pos.side_to_move(),
+        own,
+        kings,
+        empty,
+        blocked_king::<G>(pos),
+    )
 }
 
 #[inline(always)]
 fn count_quiet_in<G: Geometry>(
-    pos: &Position,
     rules: &Rules,
+    side: Color,
     own: G::B,
     kings: G::B,
     empty: G::B,
+    blocked: G::B,
 ) -> u64 {
     let own_men = own & !kings;
-    let dirs = man_move_dirs(
-        G::BOARD.kind == crate::BoardKind::Turkish,
-        pos.side_to_move(),
-    );
+    let dirs = man_move_dirs(G::BOARD.kind == crate::BoardKind::Turkish, side);
     let mut n = 0u64;
     for d in 0..4 {
         if dirs & (1 << d) != 0 {
             n += u64::from((step::<G>(own_men, d) & empty).count_ones());
         }
     }
-    let own_kings = own & kings & !blocked_king::<G>(pos);
+    let own_kings = own & kings & !blocked;
     if !own_kings.is_zero() {
         for d in 0..4 {
             let mut front = step::<G>(own_kings, d) & empty;

@@ -302,6 +302,55 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
     }
     #[inline(always)]
     fn quiet_step(&mut self, from: G::B, to: G::B, king: bool, promotes: bool) {
+        if self.depth == 2 {
+            // The last ply from the child's pieces alone: the child position is built only when the
+            // capture generator has to count. (A quiet move leaves the other side's king-move run and
+            // men as they were, so its blocked king is the parent's.)
+            let p = self.pos;
+            let (mut white, mut black, mut kings) = (
+                p.white_bb::<G::B>(),
+                p.black_bb::<G::B>(),
+                p.kings_bb::<G::B>(),
+            );
+            let ft = from | to;
+            let mover = match p.side {
+                Color::White => {
+                    white = white ^ ft;
+                    white
+                }
+                Color::Black => {
+                    black = black ^ ft;
+                    black
+                }
+            };
+            if king {
+                kings = kings ^ ft;
+            } else if promotes {
+                kings |= to;
+            }
+            if p.rules.rules().goal == Goal::FirstKing && !(mover & kings).is_zero() {
+                return;
+            }
+            let (own, opp) = match p.side {
+                Color::White => (black, white),
+                Color::Black => (white, black),
+            };
+            let blocked = if G::KING_MOVE_LIMIT {
+                <G::B as Bits>::join(p.blocked_king_of(!p.side), 0)
+            } else {
+                <G::B as Bits>::ZERO
+            };
+            self.total +=
+                match movegen::bulk_count_bits::<G>(p.rules, !p.side, own, opp, kings, blocked) {
+                    Some(n) => n,
+                    None => count_by_generator::<G>(
+                        &p.play_quiet_in::<G>(from, to, king, promotes),
+                        &mut self.rest[0],
+                        self.count,
+                    ),
+                };
+            return;
+        }
         let child = self.pos.play_quiet_in::<G>(from, to, king, promotes);
         self.total += subtree::<G>(&child, self.depth, self.count, self.rest);
     }
@@ -515,12 +564,21 @@ impl Position {
     /// bit; 0 when none.
     #[inline]
     pub(crate) fn blocked_king(&self) -> u64 {
-        let r = self.runs[usize::from(self.side == Color::Black)];
+        self.blocked_king_of(self.side)
+    }
+
+    /// [`Position::blocked_king`] for either side.
+    #[inline]
+    pub(crate) fn blocked_king_of(&self, color: Color) -> u64 {
+        let r = self.runs[usize::from(color == Color::Black)];
         let limit = match self.rules.rules().king_move_limit {
             Some(l) => l,
             None => return 0,
         };
-        let (own, _) = self.own_opp::<u64>();
+        let own = match color {
+            Color::White => self.white,
+            Color::Black => self.black,
+        };
         if r & 3 >= limit && own & !self.kings != 0 {
             1u64 << (r >> 2)
         } else {

@@ -755,6 +755,9 @@ proptest! {
                 }
             }
             prop_assert_eq!(Position::from_fen(variant, &pos.to_fen()).unwrap(), pos);
+            // perft's last ply reads the held king from the parent (its fast path for quiet moves).
+            let two_plies: u64 = moves.iter().map(|m| pos.play_unchecked(m).legal_moves().len() as u64).sum();
+            prop_assert_eq!(pos.perft(2, Count::Unique), two_plies, "{}", pos.to_fen());
             let quiet_kings: Vec<&Move> = moves.iter().filter(|m| m.is_king_move() && !m.is_capture()).collect();
             let mv = if !quiet_kings.is_empty() && rng.below(4) != 0 {
                 *quiet_kings[rng.below(quiet_kings.len())]
