@@ -622,7 +622,7 @@ pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
 pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> Option<u64> {
     let (own, opp) = pos.own_opp::<G::B>();
     bulk_count_bits::<G>(
-        pos.rule_set(),
+        &LeafRules::new(pos.rule_set()),
         pos.side_to_move(),
         own,
         opp,
@@ -631,18 +631,41 @@ pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> Option<u64> {
     )
 }
 
+/// The rules [`bulk_count_bits`] reads, looked up once per node (the same in a whole perft tree).
+#[derive(Clone, Copy)]
+pub(crate) struct LeafRules {
+    pub(crate) rules: &'static Rules,
+    mandatory: bool,
+    crowning_goes_on: bool,
+    /// Breakthrough: a crowning ends the game (docs/rules.md §9.3).
+    pub(crate) first_king: bool,
+}
+
+impl LeafRules {
+    #[inline(always)]
+    pub(crate) fn new(rs: RuleSet) -> LeafRules {
+        let rules = rs.rules();
+        LeafRules {
+            rules,
+            mandatory: rs.mandatory_capture(),
+            crowning_goes_on: rs.promotion() == Promotion::Continue,
+            first_king: rules.goal == crate::variant::Goal::FirstKing,
+        }
+    }
+}
+
 /// [`bulk_count`] from the pieces of the side to move and the other side (`blocked`: the king that may
 /// not make a quiet move, docs/rules.md §11.5).
 #[inline(always)]
 pub(crate) fn bulk_count_bits<G: Geometry>(
-    rs: RuleSet,
+    lr: &LeafRules,
     side: Color,
     own: G::B,
     opp: G::B,
     kings: G::B,
     blocked: G::B,
 ) -> Option<u64> {
-    let rules = rs.rules();
+    let rules = lr.rules;
     let empty = G::MASK & !(own | opp);
     let zero = <G::B as Bits>::ZERO;
     let men_jumpable = if men_capture_kings::<G>(rules) {
@@ -674,14 +697,13 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
         precedence::<G>(rules),
         Precedence::MostPieces | Precedence::Free | Precedence::KingFirst
     );
-    if !rs.mandatory_capture() || (!kings_alike && !(opp & kings).is_zero()) {
+    if !lr.mandatory || (!kings_alike && !(opp & kings).is_zero()) {
         return None;
     }
     let promo_row = match side {
         Color::White => G::TOP_ROW,
         Color::Black => G::BOTTOM_ROW,
     };
-    let crowning_goes_on = rs.promotion() == Promotion::Continue;
     // Every landing square at once; each first jump is a move (a man jumps a piece one way only).
     let mut n = 0u32;
     let mut lands = zero;
@@ -689,7 +711,7 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
         lands |= step::<G>(step::<G>(first[d], d), d);
         n += first[d].count_ones();
     });
-    if !(lands & jump_from).is_zero() || (crowning_goes_on && !(lands & promo_row).is_zero()) {
+    if !(lands & jump_from).is_zero() || (lr.crowning_goes_on && !(lands & promo_row).is_zero()) {
         return None;
     }
     Some(u64::from(n))

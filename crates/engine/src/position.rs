@@ -267,6 +267,12 @@ fn count_by_generator<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: 
 /// list); captures are kept, since a later chain may outrank them, and counted once the generator is done.
 struct PerftSink<'a, G: Geometry> {
     pos: &'a Position,
+    /// The position's pieces and rules, read once (the loop over the moves keeps them in registers).
+    white: G::B,
+    black: G::B,
+    kings: G::B,
+    side: Color,
+    leaf: movegen::LeafRules,
     /// This node's depth (2 or more).
     depth: u32,
     count: Count,
@@ -307,13 +313,9 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
             // capture generator has to count. (A quiet move leaves the other side's king-move run and
             // men as they were, so its blocked king is the parent's.)
             let p = self.pos;
-            let (mut white, mut black, mut kings) = (
-                p.white_bb::<G::B>(),
-                p.black_bb::<G::B>(),
-                p.kings_bb::<G::B>(),
-            );
+            let (mut white, mut black, mut kings) = (self.white, self.black, self.kings);
             let ft = from | to;
-            let mover = match p.side {
+            let mover = match self.side {
                 Color::White => {
                     white = white ^ ft;
                     white
@@ -328,27 +330,28 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
             } else if promotes {
                 kings |= to;
             }
-            if p.rules.rules().goal == Goal::FirstKing && !(mover & kings).is_zero() {
+            if self.leaf.first_king && !(mover & kings).is_zero() {
                 return;
             }
-            let (own, opp) = match p.side {
+            let (own, opp) = match self.side {
                 Color::White => (black, white),
                 Color::Black => (white, black),
             };
             let blocked = if G::KING_MOVE_LIMIT {
-                <G::B as Bits>::join(p.blocked_king_of(!p.side), 0)
+                <G::B as Bits>::join(p.blocked_king_of(!self.side), 0)
             } else {
                 <G::B as Bits>::ZERO
             };
-            self.total +=
-                match movegen::bulk_count_bits::<G>(p.rules, !p.side, own, opp, kings, blocked) {
-                    Some(n) => n,
-                    None => count_by_generator::<G>(
-                        &p.play_quiet_in::<G>(from, to, king, promotes),
-                        &mut self.rest[0],
-                        self.count,
-                    ),
-                };
+            self.total += match movegen::bulk_count_bits::<G>(
+                &self.leaf, !self.side, own, opp, kings, blocked,
+            ) {
+                Some(n) => n,
+                None => count_by_generator::<G>(
+                    &p.play_quiet_in::<G>(from, to, king, promotes),
+                    &mut self.rest[0],
+                    self.count,
+                ),
+            };
             return;
         }
         let child = self.pos.play_quiet_in::<G>(from, to, king, promotes);
@@ -374,6 +377,11 @@ fn perft_rec<G: Geometry>(
     }
     let mut sink = PerftSink::<G> {
         pos,
+        white: pos.white_bb::<G::B>(),
+        black: pos.black_bb::<G::B>(),
+        kings: pos.kings_bb::<G::B>(),
+        side: pos.side,
+        leaf: movegen::LeafRules::new(pos.rules),
         depth,
         count,
         captures: ListSink::new(list, count.unique()),
