@@ -416,6 +416,9 @@ pub(crate) trait Geometry {
     const BOTTOM_ROW: Self::B;
     /// The Frisian king-move limit applies (docs/rules.md §11.5).
     const KING_MOVE_LIMIT: bool = false;
+    /// Per bit: the squares one step away in any capture direction (the eight-direction board's man
+    /// captures; empty where it is not used).
+    const NEIGHBOURS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
     /// Rules every variant played on this geometry shares, fixed at compile time so that the generator's
     /// tests of them fold away; `None` reads the position's rule table. (`geometry_rules_match_the_tables`
     /// checks them against docs/rules.md's tables in `variant.rs`.)
@@ -532,6 +535,37 @@ const fn row_ends(first: bool) -> u64 {
     m
 }
 
+/// The union of the eight steps of every square of the Frisian board (see [`Geometry::NEIGHBOURS`]).
+const fn frisian_neighbours() -> [u64; 64] {
+    let shifts = [-6i32, -5, 6, 5, -11, 1, 11, -1];
+    let masks = [
+        TEN_MASK,
+        TEN_MASK,
+        TEN_MASK,
+        TEN_MASK,
+        TEN_MASK,
+        TEN_MASK & !row_ends(true),
+        TEN_MASK,
+        TEN_MASK & !row_ends(false),
+    ];
+    let mut out = [0u64; 64];
+    let mut bit = 0;
+    while bit < 64 {
+        let b = 1u64 << bit;
+        if TEN_MASK & b != 0 {
+            let mut d = 0;
+            while d < 8 {
+                let s = shifts[d];
+                let t = if s > 0 { b << s } else { b >> -s };
+                out[bit] |= t & masks[d];
+                d += 1;
+            }
+        }
+        bit += 1;
+    }
+    out
+}
+
 /// Frisian 10x10 (docs/rules.md §11.2): the four diagonals of [`Diag10`], then up, right, down, left over
 /// the dark squares two ranks or two files away (a row holds five dark squares one bit apart; two rows down
 /// is eleven bits with the ghost layout).
@@ -554,6 +588,7 @@ impl Geometry for Frisian10 {
     const TOP_ROW: u64 = TEN.top_row as u64;
     const BOTTOM_ROW: u64 = TEN.bottom_row as u64;
     const KING_MOVE_LIMIT: bool = true;
+    const NEIGHBOURS: [u64; 64] = frisian_neighbours();
     // Frisian and Frysk.
     const FLYING: Option<bool> = Some(true);
     const MEN_CAPTURE_BACKWARD: Option<bool> = Some(true);
@@ -712,6 +747,11 @@ mod tests {
             .enumerate()
         {
             assert_eq!(usize::from(Frisian10::DIR_OF_SHIFT[(s + 16) as usize]), d);
+        }
+        for sq in TEN.squares() {
+            let m = 1u64 << sq.bit();
+            let all = (0..8).fold(0, |acc, d| acc | step::<Frisian10>(m, d));
+            assert_eq!(Frisian10::NEIGHBOURS[sq.0 as usize], all, "{sq:?}");
         }
         // Frisian: square 28 (e5) also reaches e7 (18), g5 (29), e3 (38), c5 (27); 6 (a9) c9 and a7.
         assert_eq!(

@@ -423,11 +423,28 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         let jumpable = self.men_jumpable & !captured;
         let mut ahead = <G::B as Bits>::ZERO;
         let dirs = self.man_dirs();
-        each_dir::<G>(|d| {
-            if dirs & (1 << d) != 0 {
-                ahead |= step::<G>(step::<G>(cur, d) & jumpable, d) & empty;
+        if G::N_DIRS == 8 {
+            // Eight directions (Frisian): the jumpable neighbours first (most chains end with none).
+            // Every step is a constant shift in the bit layout, so the square beyond a neighbour `o` of
+            // `s` is `2o - s`, valid where it is a neighbour of `o` too; men capture every way here.
+            let s = cur.trailing_zeros() as i32;
+            let mut c = G::NEIGHBOURS[s as usize & 63] & jumpable;
+            while !c.is_zero() {
+                let o = c.trailing_zeros() as i32;
+                c = c.clear_lowest();
+                let l = 2 * o - s;
+                if (0..64).contains(&l) {
+                    ahead |= <G::B as Bits>::bit(l as u32) & G::NEIGHBOURS[o as usize & 63] & empty;
+                }
             }
-        });
+            debug_assert_eq!(dirs, 0xFF);
+        } else {
+            each_dir::<G>(|d| {
+                if dirs & (1 << d) != 0 {
+                    ahead |= step::<G>(step::<G>(cur, d) & jumpable, d) & empty;
+                }
+            });
+        }
         if ahead.is_zero() {
             let promoted = !(cur & self.promo_row).is_zero();
             self.emit(from, cur, captured, n, n_kings, order, promoted, false);
