@@ -2,7 +2,7 @@
 //! `cargo run --release -p draughts-engine --example movelist -- FILE [ROUNDS]`, FILE holding
 //! `<variant> <FEN>` lines (`crates/ai/data/bench.txt`). For each position, ROUNDS times (default 200):
 //! its legal moves and, after each, the reply list. Prints per variant the lists made, moves listed and
-//! a checksum (the same for two builds that generate the same moves in the same order).
+//! a checksum of every reply list (equal for two builds that generate the same moves in the same order).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -40,11 +40,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     child.legal_moves_into(&mut replies, Count::Unique);
                     lists += 1;
                     moves += replies.len() as u64;
-                    if let Some(r) = replies.first() {
+                    for r in &replies {
                         sum = sum.wrapping_mul(31).wrapping_add(
                             (i as u64)
                                 ^ u64::from(r.from().bit()) << 8
-                                ^ u64::from(r.to().bit()) << 16,
+                                ^ u64::from(r.to().bit()) << 16
+                                ^ (r.captured().0 as u64) << 24,
                         );
                     }
                 }
