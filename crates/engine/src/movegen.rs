@@ -843,6 +843,16 @@ fn count_quiet_in<G: Geometry>(
     n
 }
 
+/// Whether another capture order can give the same move (the same origin, destination and captured set),
+/// so that the unique-move sinks must compare it. Never for a single capture, nor for two pieces taken by
+/// a man that stays a man: its jumps are two equal steps each, and taking A then B from x (over x + a and
+/// x + 2a + b) or B then A ends on the same square only if b = -a, that is on A again.
+#[inline(always)]
+fn may_repeat(mv: &Move) -> bool {
+    let n = mv.n_captured();
+    n >= 3 || (n == 2 && (mv.is_king_move() || mv.promotes()))
+}
+
 /// Collects moves into a list, keeping only the captures with the best precedence key and, in unique
 /// mode, dropping chains that repeat another's start, end, captured set and promotion.
 pub(crate) struct ListSink<'a> {
@@ -877,7 +887,7 @@ impl<B: Bits> Sink<B> for ListSink<'_> {
             }
         }
         self.best = key;
-        if self.unique && mv.n_captured() >= 2 && self.list.contains(&mv) {
+        if self.unique && may_repeat(&mv) && self.list.contains(&mv) {
             return;
         }
         self.list.push(mv);
@@ -934,7 +944,7 @@ impl<B: Bits> Sink<B> for CountSink<'_> {
             }
         }
         self.best = key;
-        if self.unique && mv.n_captured() >= 2 {
+        if self.unique && may_repeat(&mv) {
             if self.seen.contains(&mv) {
                 return;
             }
