@@ -3,8 +3,11 @@
 # and checks each one: `--help` inside the image's root, and a short smoke test of the one-process
 # platform (draughtsd inside the image root answers a health check from the host).
 #
-#   deploy/images/build.sh [--profile debug|release] [--tag TAG] [--no-check] [BIN...]
+#   deploy/images/build.sh [--profile debug|release] [--cpu LEVEL] [--tag TAG] [--no-check] [BIN...]
 #
+# Release binaries are built for the CPU baseline x86-64-v2 (README "CPU baseline for release builds");
+# `--cpu x86-64` builds for every x86-64 CPU (the fallback for CPUs without SSE4.2/POPCNT). A RUSTFLAGS
+# set in the environment is used as it is.
 # Running a container does not work on every build machine (podman on hybrid cgroups), so the check
 # runs each binary with `chroot` inside the mounted image (`podman image mount`), which needs root.
 # Images: localhost/draughts/<name>:<tag>, name = the binary without its `draughts-` prefix.
@@ -12,15 +15,17 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 profile=release
+cpu=x86-64-v2
 tag=latest
 check=1
 bins=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) profile="$2"; shift 2 ;;
+    --cpu) cpu="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
     --no-check) check=0; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) bins+=("$1"); shift ;;
   esac
@@ -34,7 +39,10 @@ fi
 
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 cargo_flags=(--locked)
-[ "$profile" = release ] && cargo_flags+=(--release)
+if [ "$profile" = release ]; then
+  cargo_flags+=(--release)
+  [ -n "${RUSTFLAGS:-}" ] || export RUSTFLAGS="-C target-cpu=$cpu"
+fi
 echo "building the workspace's binaries ($profile)"
 cargo build "${cargo_flags[@]}" --workspace --bins
 for bin in "${bins[@]}"; do

@@ -13,6 +13,8 @@
 use std::fmt;
 use std::ops::{BitAnd, BitAndAssign, BitOr, BitOrAssign, BitXor, Not, Shl, Shr};
 
+use crate::variant::Precedence;
+
 /// The word a board's squares are kept in: `u64` (every board up to 64 squares) or `u128` (12x12).
 /// The generator and the position's hot paths are monomorphised over it.
 pub(crate) trait Bits:
@@ -414,9 +416,18 @@ pub(crate) trait Geometry {
     const BOTTOM_ROW: Self::B;
     /// The Frisian king-move limit applies (docs/rules.md §11.5).
     const KING_MOVE_LIMIT: bool = false;
-    /// Per bit: the squares one step away in any capture direction (used by the eight-direction board's
-    /// man captures; empty where it is not used).
+    /// Per bit: the squares one step away in any capture direction (the eight-direction board's man
+    /// captures; empty where it is not used).
     const NEIGHBOURS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
+    /// Rules every variant played on this geometry shares, fixed at compile time so that the generator's
+    /// tests of them fold away; `None` reads the position's rule table. (`geometry_rules_match_the_tables`
+    /// checks them against docs/rules.md's tables in `variant.rs`.)
+    const FLYING: Option<bool> = None;
+    const MEN_CAPTURE_BACKWARD: Option<bool> = None;
+    const MEN_CAPTURE_KINGS: Option<bool> = None;
+    /// Captured pieces leave the board when the chain ends (the Turkish strike is the other way).
+    const STRIKE: Option<bool> = None;
+    const PRECEDENCE: Option<Precedence> = None;
     /// The direction of each step, indexed by its shift + 16 (the eight-direction board's man captures).
     const DIR_OF_SHIFT: [u8; 32] = dir_table(Self::SHIFT, Self::SHIFT_ORTHO);
 }
@@ -451,6 +462,23 @@ pub(crate) fn step<G: Geometry>(b: G::B, d: usize) -> G::B {
     }) & mask
 }
 
+/// Calls `f` for every capture direction of `G` in ascending order, one call per direction written out,
+/// so that every `step` inside is a constant shift (the compiler does not unroll every loop over
+/// directions, and a step by a direction read at run time is a table lookup and a variable shift).
+#[inline(always)]
+pub(crate) fn each_dir<G: Geometry>(mut f: impl FnMut(usize)) {
+    f(0);
+    f(1);
+    f(2);
+    f(3);
+    if G::N_DIRS == 8 {
+        f(4);
+        f(5);
+        f(6);
+        f(7);
+    }
+}
+
 /// 10x10: up-left, up-right, down-right, down-left.
 pub(crate) struct Diag10;
 impl Geometry for Diag10 {
@@ -463,6 +491,12 @@ impl Geometry for Diag10 {
     const MASK: u64 = TEN.mask as u64;
     const TOP_ROW: u64 = TEN.top_row as u64;
     const BOTTOM_ROW: u64 = TEN.bottom_row as u64;
+    // International and its goal variants (antidraughts, breakthrough, killer).
+    const FLYING: Option<bool> = Some(true);
+    const MEN_CAPTURE_BACKWARD: Option<bool> = Some(true);
+    const MEN_CAPTURE_KINGS: Option<bool> = Some(true);
+    const STRIKE: Option<bool> = Some(true);
+    const PRECEDENCE: Option<Precedence> = Some(Precedence::MostPieces);
 }
 
 /// 12x12 (canadian, docs/rules.md §12): the 10x10 layout with six squares a row, so the steps are 7 and 6
@@ -478,6 +512,12 @@ impl Geometry for Diag12 {
     const MASK: u128 = TWELVE.mask;
     const TOP_ROW: u128 = TWELVE.top_row;
     const BOTTOM_ROW: u128 = TWELVE.bottom_row;
+    // Canadian: international's rules.
+    const FLYING: Option<bool> = Some(true);
+    const MEN_CAPTURE_BACKWARD: Option<bool> = Some(true);
+    const MEN_CAPTURE_KINGS: Option<bool> = Some(true);
+    const STRIKE: Option<bool> = Some(true);
+    const PRECEDENCE: Option<Precedence> = Some(Precedence::MostPieces);
 }
 
 const TEN_MASK: u64 = TEN.mask as u64;
@@ -549,6 +589,12 @@ impl Geometry for Frisian10 {
     const BOTTOM_ROW: u64 = TEN.bottom_row as u64;
     const KING_MOVE_LIMIT: bool = true;
     const NEIGHBOURS: [u64; 64] = frisian_neighbours();
+    // Frisian and Frysk.
+    const FLYING: Option<bool> = Some(true);
+    const MEN_CAPTURE_BACKWARD: Option<bool> = Some(true);
+    const MEN_CAPTURE_KINGS: Option<bool> = Some(true);
+    const STRIKE: Option<bool> = Some(true);
+    const PRECEDENCE: Option<Precedence> = Some(Precedence::Frisian);
 }
 
 /// 8x8 diagonal (also the mirrored board, which shares the layout).
@@ -580,6 +626,12 @@ impl Geometry for Ortho {
     const MASK: u64 = TURKISH.mask as u64;
     const TOP_ROW: u64 = TURKISH.top_row as u64;
     const BOTTOM_ROW: u64 = TURKISH.bottom_row as u64;
+    // Turkish.
+    const FLYING: Option<bool> = Some(true);
+    const MEN_CAPTURE_BACKWARD: Option<bool> = Some(false);
+    const MEN_CAPTURE_KINGS: Option<bool> = Some(true);
+    const STRIKE: Option<bool> = Some(false);
+    const PRECEDENCE: Option<Precedence> = Some(Precedence::MostPieces);
 }
 
 #[cfg(test)]

@@ -9,9 +9,9 @@
 //! precedence key (the Italian list, Spanish kings, the maximum rule, Czech king-first are all "keep the
 //! chains with the largest key"), so the sink keeps only the best chains as it goes.
 
-use crate::board::{Bits, Geometry, Square, step};
+use crate::board::{Bits, Geometry, Square, each_dir, step};
 use crate::position::{Move, Position};
-use crate::variant::{Color, Precedence, Promotion, Removal};
+use crate::variant::{Color, Precedence, Promotion, Removal, RuleSet, Rules};
 
 /// Receives generated moves (`B`: the board's word).
 pub(crate) trait Sink<B: Bits> {
@@ -27,6 +27,11 @@ pub(crate) trait Sink<B: Bits> {
     fn has_captures(&self) -> bool;
     /// A quiet move.
     fn quiet(&mut self, mv: Move);
+    /// A quiet move as the generator finds it (one-bit sets), for sinks that play it at once.
+    #[inline(always)]
+    fn quiet_step(&mut self, from: B, to: B, king: bool, promotes: bool) {
+        self.quiet(Move::new(from, to, B::ZERO, 0, king, promotes));
+    }
 }
 
 /// Per-position constants of the search.
@@ -64,13 +69,33 @@ pub(crate) fn man_move_dirs(turkish: bool, side: Color) -> u8 {
     }
 }
 
-pub(crate) fn man_capture_dirs(pos: &Position) -> u8 {
-    let rules = pos.rule_set().rules();
-    if rules.men_capture_backward {
+/// The directions a man of `side` captures in.
+#[inline(always)]
+pub(crate) fn man_capture_dirs<G: Geometry>(rules: &Rules, side: Color) -> u8 {
+    if G::MEN_CAPTURE_BACKWARD.unwrap_or(rules.men_capture_backward) {
         0xFF
     } else {
-        man_move_dirs(rules.board == crate::BoardKind::Turkish, pos.side_to_move())
+        man_move_dirs(G::BOARD.kind == crate::BoardKind::Turkish, side)
     }
+}
+
+// The rules the generator reads: a constant where the geometry fixes it (`Geometry::FLYING` and the
+// others, resolved at compile time), else the position's rule table.
+#[inline(always)]
+fn flying<G: Geometry>(rules: &Rules) -> bool {
+    G::FLYING.unwrap_or(rules.flying_kings)
+}
+#[inline(always)]
+fn men_capture_kings<G: Geometry>(rules: &Rules) -> bool {
+    G::MEN_CAPTURE_KINGS.unwrap_or(rules.men_capture_kings)
+}
+#[inline(always)]
+fn strike<G: Geometry>(rules: &Rules) -> bool {
+    G::STRIKE.unwrap_or(rules.removal == Removal::Strike)
+}
+#[inline(always)]
+fn precedence<G: Geometry>(rules: &Rules) -> Precedence {
+    G::PRECEDENCE.unwrap_or(rules.precedence)
 }
 
 impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
@@ -84,7 +109,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
             empty: G::MASK & !(pos.white_bb::<G::B>() | pos.black_bb::<G::B>()),
             opp,
             opp_kings,
-            men_jumpable: if rules.men_capture_kings {
+            men_jumpable: if men_capture_kings::<G>(rules) {
                 opp
             } else {
                 opp & !opp_kings
@@ -93,11 +118,11 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
                 Color::White => G::TOP_ROW,
                 Color::Black => G::BOTTOM_ROW,
             },
-            man_capture_dirs: man_capture_dirs(pos),
-            flying: rules.flying_kings,
-            strike: rules.removal == Removal::Strike,
+            man_capture_dirs: man_capture_dirs::<G>(rules, pos.side_to_move()),
+            flying: flying::<G>(rules),
+            strike: strike::<G>(rules),
             promotion: rs.promotion(),
-            precedence: rules.precedence,
+            precedence: precedence::<G>(rules),
             split_landings: false,
             killer: rules.killer,
             _g: std::marker::PhantomData,
@@ -110,6 +135,28 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         self
     }
 
+    // The fields a geometry may fix at compile time (see the rule readers above).
+    #[inline(always)]
+    fn man_dirs(&self) -> u8 {
+        if G::MEN_CAPTURE_BACKWARD == Some(true) {
+            0xFF
+        } else {
+            self.man_capture_dirs
+        }
+    }
+    #[inline(always)]
+    fn flying(&self) -> bool {
+        G::FLYING.unwrap_or(self.flying)
+    }
+    #[inline(always)]
+    fn strike(&self) -> bool {
+        G::STRIKE.unwrap_or(self.strike)
+    }
+    #[inline(always)]
+    fn precedence(&self) -> Precedence {
+        G::PRECEDENCE.unwrap_or(self.precedence)
+    }
+
     /// Generates every legal move of `pos` into the sink.
     pub(crate) fn run(mut self, pos: &Position) {
         let (own, _) = pos.own_opp::<G::B>();
@@ -117,36 +164,36 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         let own_men = own & !own_kings;
         // Men that have a first jump, per direction.
         let zero = <G::B as Bits>::ZERO;
-        let mut first = [zero; 4];
+        let mut first = [zero; 8];
         let mut starters = zero;
-        for d in 0..G::N_DIRS {
-            if self.man_capture_dirs & (1 << d) != 0 {
+        let (dirs, empty, jumpable) = (self.man_dirs(), self.empty, self.men_jumpable);
+        each_dir::<G>(|d| {
+            if dirs & (1 << d) != 0 {
                 let r = d ^ 2;
-                let f = own_men & step::<G>(step::<G>(self.empty, r) & self.men_jumpable, r);
+                let f = own_men & step::<G>(step::<G>(empty, r) & jumpable, r);
                 starters |= f;
-                if G::N_DIRS == 4 {
-                    first[d & 3] = f;
-                }
+                first[d] = f;
             }
-        }
+        });
         let empty0 = self.empty;
         let mut m = starters;
         while !m.is_zero() {
             let from = m.lowest();
             m = m.clear_lowest();
             self.empty = empty0 | from;
-            if G::N_DIRS == 8 {
-                self.man_jump(from, from, zero, 0, 0, 0);
-            } else {
-                // The first jump is known from the direction sets (the same moves, in the same order,
-                // as `man_jump` would find them: directions in ascending order).
-                for (d, f) in first.iter().enumerate() {
-                    if !(*f & from).is_zero() {
-                        let over = step::<G>(from, d);
-                        let land = step::<G>(over, d);
-                        self.man_jump_over(from, zero, 0, 0, 0, d, over, land);
-                    }
+            // The first jumps are known from the direction sets (directions in ascending order).
+            let mut ds = 0u32;
+            each_dir::<G>(|d| {
+                if !(first[d] & from).is_zero() {
+                    ds |= 1 << d;
                 }
+            });
+            while ds != 0 {
+                let d = ds.trailing_zeros() as usize;
+                ds &= ds - 1;
+                let over = step::<G>(from, d);
+                let land = step::<G>(over, d);
+                self.man_jump_over(from, zero, 0, 0, 0, d, over, land);
             }
         }
         let mut k = own_kings;
@@ -168,47 +215,57 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
             G::BOARD.kind == crate::BoardKind::Turkish,
             pos.side_to_move(),
         );
-        for d in 0..4 {
-            if dirs & (1 << d) == 0 {
-                continue;
-            }
-            let mut t = step::<G>(own_men, d) & self.empty;
-            while !t.is_zero() {
-                let to = t.lowest();
-                t = t.clear_lowest();
-                let from = step::<G>(to, d ^ 2);
-                let promotes = !(to & self.promo_row).is_zero();
-                self.sink.quiet(Move::new(
-                    from,
-                    to,
-                    <G::B as Bits>::ZERO,
-                    0,
-                    false,
-                    promotes,
-                ));
-            }
+        // One call per direction, so that each step is a constant shift.
+        if dirs & 1 != 0 {
+            self.quiet_men(own_men, 0);
+        }
+        if dirs & 2 != 0 {
+            self.quiet_men(own_men, 1);
+        }
+        if dirs & 4 != 0 {
+            self.quiet_men(own_men, 2);
+        }
+        if dirs & 8 != 0 {
+            self.quiet_men(own_men, 3);
         }
         let mut k = own_kings & !blocked_king::<G>(pos);
         while !k.is_zero() {
             let from = k.lowest();
             k = k.clear_lowest();
-            for d in 0..4 {
-                let mut to = step::<G>(from, d) & self.empty;
-                while !to.is_zero() {
-                    self.sink
-                        .quiet(Move::new(from, to, <G::B as Bits>::ZERO, 0, true, false));
-                    if !self.flying {
-                        break;
-                    }
-                    to = step::<G>(to, d) & self.empty;
-                }
+            self.quiet_king(from, 0);
+            self.quiet_king(from, 1);
+            self.quiet_king(from, 2);
+            self.quiet_king(from, 3);
+        }
+    }
+
+    #[inline(always)]
+    fn quiet_men(&mut self, own_men: G::B, d: usize) {
+        let mut t = step::<G>(own_men, d) & self.empty;
+        while !t.is_zero() {
+            let to = t.lowest();
+            t = t.clear_lowest();
+            let from = step::<G>(to, d ^ 2);
+            let promotes = !(to & self.promo_row).is_zero();
+            self.sink.quiet_step(from, to, false, promotes);
+        }
+    }
+
+    #[inline(always)]
+    fn quiet_king(&mut self, from: G::B, d: usize) {
+        let mut to = step::<G>(from, d) & self.empty;
+        while !to.is_zero() {
+            self.sink.quiet_step(from, to, true, false);
+            if !self.flying() {
+                break;
             }
+            to = step::<G>(to, d) & self.empty;
         }
     }
 
     #[inline(always)]
     fn empty_now(&self, captured: G::B) -> G::B {
-        if self.strike {
+        if self.strike() {
             self.empty
         } else {
             self.empty | captured
@@ -233,7 +290,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
             // 199; at equal value a king's capture.
             ((100 * n + 99 * n_kings) << 1) | u32::from(mover_king)
         } else {
-            match self.precedence {
+            match self.precedence() {
                 Precedence::Free | Precedence::Frisian => 0,
                 Precedence::MostPieces => n,
                 Precedence::MostPiecesThenKings => (n << 8) | n_kings,
@@ -255,6 +312,9 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         if n < 16 { 1 << (15 - n) } else { 0 }
     }
 
+    /// The jumps of a man on `cur` whose chain goes on, `ahead` being its landing squares (from
+    /// [`Gen::man_go_on`], never empty).
+    #[allow(clippy::too_many_arguments)]
     fn man_jump(
         &mut self,
         from: G::B,
@@ -263,39 +323,28 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         n: u32,
         n_kings: u32,
         order: u32,
+        ahead: G::B,
     ) {
-        let empty = self.empty_now(captured);
-        let jumpable = self.men_jumpable & !captured;
-        let mut any = false;
         if G::N_DIRS == 8 {
-            // Eight directions (Frisian): visit the jumpable neighbours, not the directions. Every step is
-            // a constant shift in the bit layout, so the square beyond a neighbour `o` of `s` is
-            // `2o - s`, valid where it is a neighbour of `o` too.
+            // Eight directions (Frisian): visit the landing squares, not the directions. Every step is a
+            // constant shift in the bit layout, so the piece jumped from `s` to `l` is on (s + l) / 2,
+            // and the step tells the direction.
             let s = cur.trailing_zeros() as i32;
-            let mut c = G::NEIGHBOURS[s as usize & 63] & jumpable;
-            while !c.is_zero() {
-                let over = c.lowest();
-                c = c.clear_lowest();
-                let o = over.trailing_zeros() as i32;
-                let l = 2 * o - s;
-                if !(0..64).contains(&l) {
-                    continue;
-                }
-                let land = <G::B as Bits>::bit(l as u32) & G::NEIGHBOURS[o as usize & 63] & empty;
-                if land.is_zero() {
-                    continue;
-                }
+            let mut a = ahead;
+            while !a.is_zero() {
+                let land = a.lowest();
+                a = a.clear_lowest();
+                let o = (s + land.trailing_zeros() as i32) / 2;
+                let over = <G::B as Bits>::bit(o as u32);
                 let d = usize::from(G::DIR_OF_SHIFT[(o - s + 16) as usize & 31]);
-                if self.man_capture_dirs & (1 << d) == 0 {
-                    continue;
-                }
-                any = true;
                 self.man_jump_over(from, captured, n, n_kings, order, d, over, land);
             }
         } else {
-            // (Reached through `man_go_on`, which has seen that the chain goes on.)
+            // Directions in ascending order (the order of the moves in the lists).
+            let empty = self.empty_now(captured);
+            let jumpable = self.men_jumpable & !captured;
             for d in 0..G::N_DIRS {
-                if self.man_capture_dirs & (1 << d) == 0 {
+                if self.man_dirs() & (1 << d) == 0 {
                     continue;
                 }
                 let over = step::<G>(cur, d) & jumpable;
@@ -306,13 +355,8 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
                 if land.is_zero() {
                     continue;
                 }
-                any = true;
                 self.man_jump_over(from, captured, n, n_kings, order, d, over, land);
             }
-        }
-        if !any && n > 0 {
-            let promoted = !(cur & self.promo_row).is_zero();
-            self.emit(from, cur, captured, n, n_kings, order, promoted, false);
         }
     }
 
@@ -375,22 +419,38 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         n_kings: u32,
         order: u32,
     ) {
-        if G::N_DIRS == 4 {
-            let empty = self.empty_now(captured);
-            let jumpable = self.men_jumpable & !captured;
-            let mut ahead = <G::B as Bits>::ZERO;
-            for d in 0..4 {
-                if self.man_capture_dirs & (1 << d) != 0 {
-                    ahead |= step::<G>(step::<G>(cur, d) & jumpable, d) & empty;
+        let empty = self.empty_now(captured);
+        let jumpable = self.men_jumpable & !captured;
+        let mut ahead = <G::B as Bits>::ZERO;
+        let dirs = self.man_dirs();
+        if G::N_DIRS == 8 {
+            // Eight directions (Frisian): the jumpable neighbours first (most chains end with none).
+            // Every step is a constant shift in the bit layout, so the square beyond a neighbour `o` of
+            // `s` is `2o - s`, valid where it is a neighbour of `o` too; men capture every way here.
+            let s = cur.trailing_zeros() as i32;
+            let mut c = G::NEIGHBOURS[s as usize & 63] & jumpable;
+            while !c.is_zero() {
+                let o = c.trailing_zeros() as i32;
+                c = c.clear_lowest();
+                let l = 2 * o - s;
+                if (0..64).contains(&l) {
+                    ahead |= <G::B as Bits>::bit(l as u32) & G::NEIGHBOURS[o as usize & 63] & empty;
                 }
             }
-            if ahead.is_zero() {
-                let promoted = !(cur & self.promo_row).is_zero();
-                self.emit(from, cur, captured, n, n_kings, order, promoted, false);
-                return;
-            }
+            debug_assert_eq!(dirs, 0xFF);
+        } else {
+            each_dir::<G>(|d| {
+                if dirs & (1 << d) != 0 {
+                    ahead |= step::<G>(step::<G>(cur, d) & jumpable, d) & empty;
+                }
+            });
         }
-        self.man_jump(from, cur, captured, n, n_kings, order);
+        if ahead.is_zero() {
+            let promoted = !(cur & self.promo_row).is_zero();
+            self.emit(from, cur, captured, n, n_kings, order, promoted, false);
+            return;
+        }
+        self.man_jump(from, cur, captured, n, n_kings, order, ahead);
     }
 
     /// Whether a king standing on `at` (after the jumps in `captured`) can jump in one of `dirs`.
@@ -402,7 +462,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
                 continue;
             }
             let mut sq = step::<G>(at, d);
-            if self.flying {
+            if self.flying() {
                 while !(sq & empty).is_zero() {
                     sq = step::<G>(sq, d);
                 }
@@ -442,7 +502,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
                 continue;
             }
             let mut sq = step::<G>(cur, d);
-            if self.flying {
+            if self.flying() {
                 while !(sq & empty).is_zero() {
                     sq = step::<G>(sq, d);
                 }
@@ -466,7 +526,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
                 order
             };
             let back = 1u8 << (d ^ 2);
-            if !self.flying {
+            if !self.flying() {
                 self.sink.jump(first_land, over);
                 self.king_jump(
                     from,
@@ -568,40 +628,128 @@ pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
     has_capture_in::<G>(pos, rules, own, opp, kings, empty)
 }
 
-/// perft's last ply: the number of quiet moves when the side to move has no capture, `None` when it
-/// has one ([`has_capture`] and [`count_quiet`] sharing their sets).
+/// perft's last ply: the number of legal moves counted on bitboards where that is exact, `None` where the
+/// capture generator must count them. Exact when the side to move has no capture (its quiet moves), and
+/// when its only captures are single jumps by men that no rule can tell apart: none of them can go on
+/// (tested for every landing square at once: a jump from a landing square over anything but the piece
+/// just taken is the same test as a first jump, and jumping back over that piece would land on the
+/// origin, which is occupied in the sets tested), none crowns a man that would go on as a king, and the
+/// precedence does not look at kings taken. Then each first jump is one move.
 #[inline(always)]
-pub(crate) fn quiet_count_without_capture<G: Geometry>(pos: &Position) -> Option<u64> {
-    let rules = pos.rule_set().rules();
+pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> Option<u64> {
     let (own, opp) = pos.own_opp::<G::B>();
-    let kings = pos.kings_bb::<G::B>();
-    let empty = G::MASK & !(pos.white_bb::<G::B>() | pos.black_bb::<G::B>());
-    if has_capture_in::<G>(pos, rules, own, opp, kings, empty) {
-        return None;
-    }
-    Some(count_quiet_in::<G>(pos, rules, own, kings, empty))
+    bulk_count_bits::<G>(
+        &LeafRules::new(pos.rule_set()),
+        pos.side_to_move(),
+        own,
+        opp,
+        pos.kings_bb::<G::B>(),
+        blocked_king::<G>(pos),
+    )
 }
 
+/// The rules [`bulk_count_bits`] reads, looked up once per node (the same in a whole perft tree).
+#[derive(Clone, Copy)]
+pub(crate) struct LeafRules {
+    pub(crate) rules: &'static Rules,
+    mandatory: bool,
+    crowning_goes_on: bool,
+    /// Breakthrough: a crowning ends the game (docs/rules.md §9.3).
+    pub(crate) first_king: bool,
+}
+
+impl LeafRules {
+    #[inline(always)]
+    pub(crate) fn new(rs: RuleSet) -> LeafRules {
+        let rules = rs.rules();
+        LeafRules {
+            rules,
+            mandatory: rs.mandatory_capture(),
+            crowning_goes_on: rs.promotion() == Promotion::Continue,
+            first_king: rules.goal == crate::variant::Goal::FirstKing,
+        }
+    }
+}
+
+/// [`bulk_count`] from the pieces of the side to move and the other side (`blocked`: the king that may
+/// not make a quiet move, docs/rules.md §11.5).
 #[inline(always)]
-fn has_capture_in<G: Geometry>(
-    pos: &Position,
-    rules: &crate::variant::Rules,
+pub(crate) fn bulk_count_bits<G: Geometry>(
+    lr: &LeafRules,
+    side: Color,
     own: G::B,
     opp: G::B,
     kings: G::B,
-    empty: G::B,
-) -> bool {
-    let men_jumpable = if rules.men_capture_kings {
+    blocked: G::B,
+) -> Option<u64> {
+    let rules = lr.rules;
+    let empty = G::MASK & !(own | opp);
+    let zero = <G::B as Bits>::ZERO;
+    let men_jumpable = if men_capture_kings::<G>(rules) {
         opp
     } else {
         opp & !kings
     };
     let own_men = own & !kings;
-    let dirs = if rules.men_capture_backward {
-        0xFF
-    } else {
-        man_move_dirs(rules.board == crate::BoardKind::Turkish, pos.side_to_move())
+    let dirs = man_capture_dirs::<G>(rules, side);
+    // Squares a man could jump from, per direction and in any.
+    let mut first = [zero; 8];
+    let mut jump_from = zero;
+    each_dir::<G>(|d| {
+        if dirs & (1 << d) != 0 {
+            let r = d ^ 2;
+            let j = step::<G>(step::<G>(empty, r) & men_jumpable, r);
+            jump_from |= j;
+            first[d] = own_men & j;
+        }
+    });
+    let own_kings = own & kings;
+    if !own_kings.is_zero() && king_has_capture::<G>(flying::<G>(rules), own_kings, opp, empty) {
+        return None;
+    }
+    if (own_men & jump_from).is_zero() {
+        return Some(count_quiet_in::<G>(rules, side, own, kings, empty, blocked));
+    }
+    let kings_alike = matches!(
+        precedence::<G>(rules),
+        Precedence::MostPieces | Precedence::Free | Precedence::KingFirst
+    );
+    if !lr.mandatory || (!kings_alike && !(opp & kings).is_zero()) {
+        return None;
+    }
+    let promo_row = match side {
+        Color::White => G::TOP_ROW,
+        Color::Black => G::BOTTOM_ROW,
     };
+    // Every landing square at once; each first jump is a move (a man jumps a piece one way only).
+    let mut n = 0u32;
+    let mut lands = zero;
+    each_dir::<G>(|d| {
+        lands |= step::<G>(step::<G>(first[d], d), d);
+        n += first[d].count_ones();
+    });
+    if !(lands & jump_from).is_zero() || (lr.crowning_goes_on && !(lands & promo_row).is_zero()) {
+        return None;
+    }
+    Some(u64::from(n))
+}
+
+#[inline(always)]
+fn has_capture_in<G: Geometry>(
+    pos: &Position,
+    rules: &Rules,
+    own: G::B,
+    opp: G::B,
+    kings: G::B,
+    empty: G::B,
+) -> bool {
+    let men_jumpable = if men_capture_kings::<G>(rules) {
+        opp
+    } else {
+        opp & !kings
+    };
+    let own_men = own & !kings;
+    let dirs = man_capture_dirs::<G>(rules, pos.side_to_move());
     for d in 0..G::N_DIRS {
         if dirs & (1 << d) != 0 {
             let r = d ^ 2;
@@ -611,13 +759,16 @@ fn has_capture_in<G: Geometry>(
         }
     }
     let own_kings = own & kings;
-    if own_kings.is_zero() {
-        return false;
-    }
+    !own_kings.is_zero() && king_has_capture::<G>(flying::<G>(rules), own_kings, opp, empty)
+}
+
+/// Whether one of `own_kings` can jump a piece of `opp`.
+#[inline(always)]
+fn king_has_capture<G: Geometry>(flying: bool, own_kings: G::B, opp: G::B, empty: G::B) -> bool {
     for d in 0..G::N_DIRS {
         let mut front = step::<G>(own_kings, d);
         let mut blockers = front & !empty;
-        if rules.flying_kings {
+        if flying {
             front &= empty;
             while !front.is_zero() {
                 front = step::<G>(front, d);
@@ -649,34 +800,39 @@ pub(crate) fn count_quiet<G: Geometry>(pos: &Position) -> u64 {
     let (own, _) = pos.own_opp::<G::B>();
     let kings = pos.kings_bb::<G::B>();
     let empty = G::MASK & !(pos.white_bb::<G::B>() | pos.black_bb::<G::B>());
-    count_quiet_in::<G>(pos, rules, own, kings, empty)
+    count_quiet_in::<G>(
+        rules,
+        pos.side_to_move(),
+        own,
+        kings,
+        empty,
+        blocked_king::<G>(pos),
+    )
 }
 
 #[inline(always)]
 fn count_quiet_in<G: Geometry>(
-    pos: &Position,
-    rules: &crate::variant::Rules,
+    rules: &Rules,
+    side: Color,
     own: G::B,
     kings: G::B,
     empty: G::B,
+    blocked: G::B,
 ) -> u64 {
     let own_men = own & !kings;
-    let dirs = man_move_dirs(
-        G::BOARD.kind == crate::BoardKind::Turkish,
-        pos.side_to_move(),
-    );
+    let dirs = man_move_dirs(G::BOARD.kind == crate::BoardKind::Turkish, side);
     let mut n = 0u64;
     for d in 0..4 {
         if dirs & (1 << d) != 0 {
             n += u64::from((step::<G>(own_men, d) & empty).count_ones());
         }
     }
-    let own_kings = own & kings & !blocked_king::<G>(pos);
+    let own_kings = own & kings & !blocked;
     if !own_kings.is_zero() {
         for d in 0..4 {
             let mut front = step::<G>(own_kings, d) & empty;
             n += u64::from(front.count_ones());
-            if rules.flying_kings {
+            if flying::<G>(rules) {
                 while !front.is_zero() {
                     front = step::<G>(front, d) & empty;
                     n += u64::from(front.count_ones());
@@ -685,6 +841,16 @@ fn count_quiet_in<G: Geometry>(
         }
     }
     n
+}
+
+/// Whether another capture order can give the same move (the same origin, destination and captured set),
+/// so that the unique-move sinks must compare it. Never for a single capture, nor for two pieces taken by
+/// a man that stays a man: its jumps are two equal steps each, and taking A then B from x (over x + a and
+/// x + 2a + b) or B then A ends on the same square only if b = -a, that is on A again.
+#[inline(always)]
+fn may_repeat(mv: &Move) -> bool {
+    let n = mv.n_captured();
+    n >= 3 || (n == 2 && (mv.is_king_move() || mv.promotes()))
 }
 
 /// Collects moves into a list, keeping only the captures with the best precedence key and, in unique
@@ -721,7 +887,7 @@ impl<B: Bits> Sink<B> for ListSink<'_> {
             }
         }
         self.best = key;
-        if self.unique && mv.n_captured() >= 2 && self.list.contains(&mv) {
+        if self.unique && may_repeat(&mv) && self.list.contains(&mv) {
             return;
         }
         self.list.push(mv);
@@ -733,6 +899,65 @@ impl<B: Bits> Sink<B> for ListSink<'_> {
     #[inline]
     fn quiet(&mut self, mv: Move) {
         self.list.push(mv);
+    }
+}
+
+/// Counts moves without listing them (perft's last ply when the side to move has a capture): the chains
+/// with the best precedence key, and in unique mode each multi-capture once (those alone are kept, to
+/// compare; a single capture is never a duplicate).
+pub(crate) struct CountSink<'a> {
+    seen: &'a mut Vec<Move>,
+    best: u32,
+    n_captures: u64,
+    n_quiet: u64,
+    unique: bool,
+}
+
+impl<'a> CountSink<'a> {
+    pub(crate) fn new(seen: &'a mut Vec<Move>, unique: bool) -> Self {
+        seen.clear();
+        CountSink {
+            seen,
+            best: 0,
+            n_captures: 0,
+            n_quiet: 0,
+            unique,
+        }
+    }
+
+    /// The number of moves given to the sink that are legal moves.
+    pub(crate) fn count(&self) -> u64 {
+        self.n_captures + self.n_quiet
+    }
+}
+
+impl<B: Bits> Sink<B> for CountSink<'_> {
+    #[inline(always)]
+    fn capture(&mut self, mv: Move, key: u32) {
+        if self.n_captures > 0 {
+            if key < self.best {
+                return;
+            }
+            if key > self.best {
+                self.seen.clear();
+                self.n_captures = 0;
+            }
+        }
+        self.best = key;
+        if self.unique && may_repeat(&mv) {
+            if self.seen.contains(&mv) {
+                return;
+            }
+            self.seen.push(mv);
+        }
+        self.n_captures += 1;
+    }
+    fn has_captures(&self) -> bool {
+        self.n_captures > 0
+    }
+    #[inline(always)]
+    fn quiet(&mut self, _mv: Move) {
+        self.n_quiet += 1;
     }
 }
 

@@ -6,7 +6,7 @@ use crate::board::{
     Bitboard, Bits, Board, BoardKind, Diag8, Diag10, Diag12, Frisian10, Geometry, Ortho, Square,
 };
 use crate::fen::{Fen, FenError, SquareRef};
-use crate::movegen::{self, Gen, ListSink, PathSink};
+use crate::movegen::{self, CountSink, Gen, ListSink, PathSink, Sink};
 use crate::variant::{Color, Goal, RuleSet, Variant};
 
 /// Man or king.
@@ -241,16 +241,121 @@ fn gen_paths<G: Geometry>(pos: &Position, sink: &mut PathSink) {
     Gen::<G, _>::new(pos, sink).run(pos);
 }
 
+/// perft's last ply: the number of legal moves, on bitboards where that is exact (inlined into the loop
+/// over the parent's moves), else by the capture generator.
+#[inline(always)]
 fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) -> u64 {
     if pos.is_over_by_first_king() {
         return 0;
     }
-    match movegen::quiet_count_without_capture::<G>(pos) {
+    match movegen::bulk_count::<G>(pos) {
         Some(n) => n,
-        None => {
-            gen_list::<G>(pos, list, count);
-            list.len() as u64
+        None => count_by_generator::<G>(pos, list, count),
+    }
+}
+
+#[inline(never)]
+fn count_by_generator<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) -> u64 {
+    let mut sink = CountSink::new(list, count.unique());
+    Gen::<G, _>::new(pos, &mut sink)
+        .split_landings(count.split())
+        .run(pos);
+    sink.count()
+}
+
+/// perft's interior nodes: a quiet move is played and its subtree counted as the generator finds it (no
+/// list); captures are kept, since a later chain may outrank them, and counted once the generator is done.
+struct PerftSink<'a, G: Geometry> {
+    pos: &'a Position,
+    /// The position's pieces and rules, read once (the loop over the moves keeps them in registers).
+    white: G::B,
+    black: G::B,
+    kings: G::B,
+    side: Color,
+    leaf: movegen::LeafRules,
+    /// This node's depth (2 or more).
+    depth: u32,
+    count: Count,
+    captures: ListSink<'a>,
+    /// The lists of the plies below.
+    rest: &'a mut [Vec<Move>],
+    total: u64,
+    _g: std::marker::PhantomData<G>,
+}
+
+/// The subtree of `child`, `depth - 1` plies deep (the last ply counted by [`count_moves`]).
+#[inline(always)]
+fn subtree<G: Geometry>(child: &Position, depth: u32, count: Count, rest: &mut [Vec<Move>]) -> u64 {
+    if depth == 2 {
+        count_moves::<G>(child, &mut rest[0], count)
+    } else {
+        perft_rec::<G>(child, depth - 1, count, rest)
+    }
+}
+
+impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
+    #[inline(always)]
+    fn capture(&mut self, mv: Move, key: u32) {
+        Sink::<G::B>::capture(&mut self.captures, mv, key);
+    }
+    fn has_captures(&self) -> bool {
+        Sink::<G::B>::has_captures(&self.captures)
+    }
+    #[inline(always)]
+    fn quiet(&mut self, mv: Move) {
+        let child = self.pos.play_in::<G>(&mv);
+        self.total += subtree::<G>(&child, self.depth, self.count, self.rest);
+    }
+    #[inline(always)]
+    fn quiet_step(&mut self, from: G::B, to: G::B, king: bool, promotes: bool) {
+        if self.depth == 2 {
+            // The last ply from the child's pieces alone: the child position is built only when the
+            // capture generator has to count. (A quiet move leaves the other side's king-move run and
+            // men as they were, so its blocked king is the parent's.)
+            let p = self.pos;
+            let (mut white, mut black, mut kings) = (self.white, self.black, self.kings);
+            let ft = from | to;
+            let mover = match self.side {
+                Color::White => {
+                    white = white ^ ft;
+                    white
+                }
+                Color::Black => {
+                    black = black ^ ft;
+                    black
+                }
+            };
+            if king {
+                kings = kings ^ ft;
+            } else if promotes {
+                kings |= to;
+            }
+            if self.leaf.first_king && !(mover & kings).is_zero() {
+                return;
+            }
+            let (own, opp) = match self.side {
+                Color::White => (black, white),
+                Color::Black => (white, black),
+            };
+            let blocked = if G::KING_MOVE_LIMIT {
+                <G::B as Bits>::join(p.blocked_king_of(!self.side), 0)
+            } else {
+                <G::B as Bits>::ZERO
+            };
+            self.total += match movegen::bulk_count_bits::<G>(
+                &self.leaf, !self.side, own, opp, kings, blocked,
+            ) {
+                Some(n) => n,
+                None => count_by_generator::<G>(
+                    &p.play_quiet_in::<G>(from, to, king, promotes),
+                    &mut self.rest[0],
+                    self.count,
+                ),
+            };
+            return;
         }
+        let child = self.pos.play_quiet_in::<G>(from, to, king, promotes);
+        self.total += subtree::<G>(&child, self.depth, self.count, self.rest);
     }
 }
 
@@ -267,20 +372,34 @@ fn perft_rec<G: Geometry>(
     if depth == 1 {
         return count_moves::<G>(pos, list, count);
     }
-    gen_list::<G>(pos, list, count);
-    let mut total = 0;
-    if depth == 2
-        && let Some(leaf_list) = rest.first_mut()
-    {
-        // The last ply counted here, without a call per move.
-        for mv in list.iter() {
-            total += count_moves::<G>(&pos.play_in::<G>(mv), leaf_list, count);
-        }
-        return total;
+    if pos.is_over_by_first_king() {
+        return 0;
     }
-    for mv in list.iter() {
-        let child = pos.play_in::<G>(mv);
-        total += perft_rec::<G>(&child, depth - 1, count, rest);
+    let mut sink = PerftSink::<G> {
+        pos,
+        white: pos.white_bb::<G::B>(),
+        black: pos.black_bb::<G::B>(),
+        kings: pos.kings_bb::<G::B>(),
+        side: pos.side,
+        leaf: movegen::LeafRules::new(pos.rules),
+        depth,
+        count,
+        captures: ListSink::new(list, count.unique()),
+        rest,
+        total: 0,
+        _g: std::marker::PhantomData,
+    };
+    Gen::<G, _>::new(pos, &mut sink)
+        .split_landings(count.split())
+        .run(pos);
+    let PerftSink {
+        captures,
+        rest,
+        mut total,
+        ..
+    } = sink;
+    for mv in captures.list.iter() {
+        total += subtree::<G>(&pos.play_in::<G>(mv), depth, count, rest);
     }
     total
 }
@@ -453,12 +572,21 @@ impl Position {
     /// bit; 0 when none.
     #[inline]
     pub(crate) fn blocked_king(&self) -> u64 {
-        let r = self.runs[usize::from(self.side == Color::Black)];
+        self.blocked_king_of(self.side)
+    }
+
+    /// [`Position::blocked_king`] for either side.
+    #[inline]
+    pub(crate) fn blocked_king_of(&self, color: Color) -> u64 {
+        let r = self.runs[usize::from(color == Color::Black)];
         let limit = match self.rules.rules().king_move_limit {
             Some(l) => l,
             None => return 0,
         };
-        let (own, _) = self.own_opp::<u64>();
+        let own = match color {
+            Color::White => self.white,
+            Color::Black => self.black,
+        };
         if r & 3 >= limit && own & !self.kings != 0 {
             1u64 << (r >> 2)
         } else {
@@ -631,9 +759,50 @@ impl Position {
     #[inline(always)]
     pub(crate) fn play_in<G: Geometry>(&self, mv: &Move) -> Position {
         let mut next = self.play_pieces::<G::B>(mv);
-        if G::KING_MOVE_LIMIT {
+        // A man's move changes no run when no run is counting (most moves of a game).
+        if G::KING_MOVE_LIMIT && (mv.is_king_move() || self.runs != [0; 2]) {
             next.update_runs(self.side, mv);
         }
+        next
+    }
+
+    /// [`Position::play_in`] for a quiet move given as one-bit sets (perft plays them as they are found).
+    #[inline(always)]
+    pub(crate) fn play_quiet_in<G: Geometry>(
+        &self,
+        from: G::B,
+        to: G::B,
+        king: bool,
+        promotes: bool,
+    ) -> Position {
+        if G::KING_MOVE_LIMIT {
+            return self.play_in::<G>(&Move::new(
+                from,
+                to,
+                <G::B as Bits>::ZERO,
+                0,
+                king,
+                promotes,
+            ));
+        }
+        let ft = from | to;
+        let (mut white, mut black, mut kings) = (
+            self.white_bb::<G::B>(),
+            self.black_bb::<G::B>(),
+            self.kings_bb::<G::B>(),
+        );
+        match self.side {
+            Color::White => white = white ^ ft,
+            Color::Black => black = black ^ ft,
+        }
+        if king {
+            kings = kings ^ ft;
+        } else if promotes {
+            kings |= to;
+        }
+        let mut next = *self;
+        next.set_bb::<G::B>(white, black, kings);
+        next.side = !self.side;
         next
     }
 
@@ -794,6 +963,37 @@ pub(crate) fn resolve_square(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rules a geometry fixes at compile time are those of every variant played on it.
+    #[test]
+    fn geometry_rules_match_the_tables() {
+        fn check<G: Geometry>(pos: &Position) {
+            let r = pos.rule_set().rules();
+            let v = pos.variant();
+            let fixed = |c: Option<bool>, actual: bool| c.is_none_or(|c| c == actual);
+            assert!(fixed(G::FLYING, r.flying_kings), "{v}: flying kings");
+            assert!(
+                fixed(G::MEN_CAPTURE_BACKWARD, r.men_capture_backward),
+                "{v}: men capture backward"
+            );
+            assert!(
+                fixed(G::MEN_CAPTURE_KINGS, r.men_capture_kings),
+                "{v}: men capture kings"
+            );
+            assert!(
+                fixed(G::STRIKE, r.removal == crate::variant::Removal::Strike),
+                "{v}: removal"
+            );
+            assert!(
+                G::PRECEDENCE.is_none_or(|p| p == r.precedence),
+                "{v}: precedence"
+            );
+        }
+        for v in Variant::ALL {
+            let pos = Position::start(v);
+            dispatch!(&pos, check);
+        }
+    }
 
     /// The 12x12 board's high parts cost the 64-bit boards no move size: a move stays 16 bytes (the move
     /// lists of perft and the search), and a position 48 bytes (40 before the 12x12 board).

@@ -361,6 +361,29 @@ proptest! {
         }
     }
 
+    /// perft's fast paths (the last ply counted on bitboards where that is exact, quiet moves played as
+    /// the generator finds them) give the counts of the plain tree of legal move lists, in every
+    /// convention, for depths 1..=3.
+    #[test]
+    fn perft_equals_the_move_list_tree(pos in arb_position()) {
+        fn tree(pos: &Position, depth: u32, c: Count) -> u64 {
+            if depth == 0 {
+                return 1;
+            }
+            let mut list = Vec::new();
+            pos.legal_moves_into(&mut list, c);
+            list.iter().map(|mv| tree(&pos.play_unchecked(mv), depth - 1, c)).sum()
+        }
+        for (c, name) in [(Count::Unique, "unique"), (Count::AllOrders, "all"), (Count::AllPaths, "paths")] {
+            for d in 1..=3 {
+                if d == 3 && pos.perft(2, c) > 3_000 {
+                    break;
+                }
+                prop_assert_eq!(pos.perft(d, c), tree(&pos, d, c), "{}: perft({}) {}", show(&pos), d, name);
+            }
+        }
+    }
+
     /// Move lists: no duplicates; captured sets are opponent pieces, as many as `n_captured`; playing
     /// flips the side to move, keeps the mover's count, removes the captured pieces, and gives a valid
     /// position (it survives a FEN round trip: no man is left on its own promotion row).
@@ -732,6 +755,9 @@ proptest! {
                 }
             }
             prop_assert_eq!(Position::from_fen(variant, &pos.to_fen()).unwrap(), pos);
+            // perft's last ply reads the held king from the parent (its fast path for quiet moves).
+            let two_plies: u64 = moves.iter().map(|m| pos.play_unchecked(m).legal_moves().len() as u64).sum();
+            prop_assert_eq!(pos.perft(2, Count::Unique), two_plies, "{}", pos.to_fen());
             let quiet_kings: Vec<&Move> = moves.iter().filter(|m| m.is_king_move() && !m.is_capture()).collect();
             let mv = if !quiet_kings.is_empty() && rng.below(4) != 0 {
                 *quiet_kings[rng.below(quiet_kings.len())]
