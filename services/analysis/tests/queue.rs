@@ -609,34 +609,13 @@ mod checks {
     pub async fn cancel_stops_a_running_search(store: Arc<dyn LiveStore>) {
         let q = queue(store, QueueConfig::for_tests()).await;
         let w = TestWorker::start(&q, "cancel", 1, Duration::from_secs(5));
-        let long = q
-            .submit(job(
-                Class::Interactive,
-                position(&[], timed(20_000)),
-                "player:ann",
-                false,
-            ))
-            .await
-            .unwrap();
-        let id = long.record().job_id.clone();
+        let id = submit_long_search(&q).await;
         wait_for(&q, &id, "running", |r| r.state == JobState::Running).await;
         let cancelled_at = Instant::now();
         let record = q.cancel(&id, Some("player:ann")).await.unwrap();
         assert_eq!(record.state, JobState::Cancelled);
         // The slot is free again at once: a small job behind it finishes long before the 20 s search.
-        let next = q
-            .submit(job(
-                Class::Interactive,
-                position(&["9-13"], depth(2)),
-                "player:ann",
-                false,
-            ))
-            .await
-            .unwrap();
-        wait_for(&q, &next.record().job_id, "done", |r| {
-            r.state == JobState::Done
-        })
-        .await;
+        a_small_job_finishes(&q).await;
         assert!(
             cancelled_at.elapsed() < Duration::from_secs(3),
             "{:?}",
@@ -648,11 +627,8 @@ mod checks {
         w.stop().await;
     }
 
-    /// A worker starts a new job's search while its start is in flight; a job cancelled before
-    /// that start must cost nothing: its start loses, the search is stopped unseen (the slot is free
-    /// at once, not after the 20 s search), and the record stays as the cancel left it.
-    pub async fn a_job_cancelled_before_its_start_is_searched_by_nobody(store: Arc<dyn LiveStore>) {
-        let q = queue(store, QueueConfig::for_tests()).await;
+    /// Submits a 20 s search for `player:ann`; returns its job id.
+    async fn submit_long_search(q: &Queue) -> String {
         let long = q
             .submit(job(
                 Class::Interactive,
@@ -662,12 +638,11 @@ mod checks {
             ))
             .await
             .unwrap();
-        let id = long.record().job_id.clone();
-        let cancelled = q.cancel(&id, Some("player:ann")).await.unwrap();
-        assert_eq!(cancelled.state, JobState::Cancelled);
-        let (_, cancelled_version) = q.load(&id).await.unwrap().unwrap();
-        let started_at = Instant::now();
-        let w = TestWorker::start(&q, "early", 1, Duration::from_secs(5));
+        long.record().job_id.clone()
+    }
+
+    /// Submits a depth-2 search and waits until it is done.
+    async fn a_small_job_finishes(q: &Queue) {
         let next = q
             .submit(job(
                 Class::Interactive,
@@ -677,10 +652,24 @@ mod checks {
             ))
             .await
             .unwrap();
-        wait_for(&q, &next.record().job_id, "done", |r| {
+        wait_for(q, &next.record().job_id, "done", |r| {
             r.state == JobState::Done
         })
         .await;
+    }
+
+    /// A worker starts a new job's search while its start is in flight; a job cancelled before
+    /// that start must cost nothing: its start loses, the search is stopped unseen (the slot is free
+    /// at once, not after the 20 s search), and the record stays as the cancel left it.
+    pub async fn a_job_cancelled_before_its_start_is_searched_by_nobody(store: Arc<dyn LiveStore>) {
+        let q = queue(store, QueueConfig::for_tests()).await;
+        let id = submit_long_search(&q).await;
+        let cancelled = q.cancel(&id, Some("player:ann")).await.unwrap();
+        assert_eq!(cancelled.state, JobState::Cancelled);
+        let (_, cancelled_version) = q.load(&id).await.unwrap().unwrap();
+        let started_at = Instant::now();
+        let w = TestWorker::start(&q, "early", 1, Duration::from_secs(5));
+        a_small_job_finishes(&q).await;
         assert!(
             started_at.elapsed() < Duration::from_secs(10),
             "the slot waited for a cancelled job's search: {:?}",
