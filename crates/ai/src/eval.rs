@@ -1,5 +1,6 @@
 //! Static evaluation: the learned pattern evaluation ([`crate::learned`]) where a variant ships weights
-//! (`data/weights/<variant>.drw`: international today), else one hand-set weight table per variant.
+//! (`data/weights/<variant>.drw`: international, english, brazilian and russian today), else one
+//! hand-set weight table per variant.
 //!
 //! Scores are in centi-men from the side to move's point of view (hand-set: a man is worth
 //! [`Weights::man`] = 100; learned: the fit's scale, about 220 for a man with all men on the board and 60 in
@@ -456,6 +457,9 @@ pub fn shipped(variant: Variant) -> Option<Arc<LearnedWeights>> {
 fn shipped_bytes(variant: Variant) -> Option<&'static [u8]> {
     match variant {
         Variant::International => Some(include_bytes!("../data/weights/international.drw")),
+        Variant::English => Some(include_bytes!("../data/weights/english.drw")),
+        Variant::Brazilian => Some(include_bytes!("../data/weights/brazilian.drw")),
+        Variant::Russian => Some(include_bytes!("../data/weights/russian.drw")),
         _ => None,
     }
 }
@@ -551,6 +555,38 @@ mod tests {
         }
     }
 
+    /// Every variant that ships learned weights plays with them, and they know that a man up is better:
+    /// the start position with one of Black's men taken off scores higher for White than the start.
+    #[test]
+    fn shipped_weights_are_used_and_value_a_man() {
+        for v in Variant::ALL {
+            let e = Evaluator::new(v);
+            if shipped(v).is_none() {
+                assert!(e.learned_weights().is_none(), "{v}");
+                continue;
+            }
+            assert!(e.learned_weights().is_some(), "{v}");
+            let start = Position::start(v);
+            let board = start.board();
+            let black: Vec<String> = board
+                .squares()
+                .filter(|sq| start.pieces(Color::Black).bits64() >> sq.bit() & 1 != 0)
+                .map(|sq| board.number(sq).to_string())
+                .collect();
+            let white: Vec<String> = board
+                .squares()
+                .filter(|sq| start.pieces(Color::White).bits64() >> sq.bit() & 1 != 0)
+                .map(|sq| board.number(sq).to_string())
+                .collect();
+            let score = |black: &[String]| {
+                let fen = format!("W:W{}:B{}", white.join(","), black.join(","));
+                e.evaluate(&Position::from_fen(v, &fen).unwrap())
+            };
+            let (level, up) = (score(&black), score(&black[1..]));
+            assert!(up > level + 30, "{v}: {up} vs {level}");
+        }
+    }
+
     /// International plays with the shipped learned weights, and they know the basics: a man up is
     /// better, four kings beat a lone king, and three kings against one stay drawish.
     #[test]
@@ -565,7 +601,11 @@ mod tests {
         let four = score("W:WK10,K20,K30,K40:BK45");
         let three = score("W:WK10,K20,K30:BK45");
         assert!(four > 100 && three < 50, "{four} {three}");
-        assert!(Evaluator::new(Variant::English).learned_weights().is_none());
+        assert!(
+            Evaluator::new(Variant::Canadian)
+                .learned_weights()
+                .is_none()
+        );
     }
 
     #[test]

@@ -19,8 +19,9 @@
 //!   men left (all men: middlegame; none: endgame).
 //!
 //! Weights are `i16` in quarter centi-men ([`UNIT`]). The file format ([`LearnedWeights::to_bytes`]): the
-//! magic `DRW1`, the variant key's length and bytes, the number of tables and entries per table, the number
-//! of global features, then every weight as two little-endian `i16` (middlegame, endgame), tables first.
+//! magic `DRW2`, the variant key's length and bytes, the number of tables and entries per table, the number
+//! of global features, then every weight's two values (middlegame, endgame), tables first, as runs of
+//! zeros and varint values (the first format, `DRW1`, held them as plain `i16` and is still read).
 
 use draughts_engine::{Board, BoardKind, Color, Position, Variant};
 
@@ -597,6 +598,8 @@ pub enum WeightsError {
         "the weights file's shape ({0} tables, {1} features) does not fit this variant's layout"
     )]
     Shape(u32, u32),
+    #[error("the weights file's body is malformed")]
+    Body,
 }
 
 /// The learned weights of one variant with its layout: an evaluation.
@@ -636,7 +639,42 @@ fn fold(layout: &Layout, weights: &[[i16; 2]]) -> Vec<[i16; 2]> {
     fast
 }
 
-const MAGIC: &[u8; 4] = b"DRW1";
+/// The weights file's magic (zero runs, see [`LearnedWeights::to_bytes`]).
+const MAGIC: &[u8; 4] = b"DRW2";
+/// The first format's magic: every weight as two plain `i16`.
+const MAGIC_PLAIN: &[u8; 4] = b"DRW1";
+
+fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(bytes: &mut &[u8]) -> Result<u32, WeightsError> {
+    let mut v = 0u32;
+    for shift in (0..35).step_by(7) {
+        let (&b, tail) = bytes.split_first().ok_or(WeightsError::Truncated)?;
+        *bytes = tail;
+        v |= u32::from(b & 0x7f)
+            .checked_shl(shift)
+            .ok_or(WeightsError::Body)?;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(WeightsError::Body)
+}
+
+fn zigzag(v: i16) -> u32 {
+    ((i32::from(v) << 1) ^ (i32::from(v) >> 31)) as u32
+}
+
+fn unzigzag(z: u32) -> Result<i16, WeightsError> {
+    let v = ((z >> 1) as i32) ^ -((z & 1) as i32);
+    i16::try_from(v).map_err(|_| WeightsError::Body)
+}
 
 impl LearnedWeights {
     /// All-zero pattern tables with plain material (a starting point for training).
@@ -692,18 +730,33 @@ impl LearnedWeights {
         (f32::from(w[0]) / UNIT as f32, f32::from(w[1]) / UNIT as f32)
     }
 
+    /// The weights file ([`MAGIC`], `DRW2`): the header (magic, the variant key's length and bytes, the
+    /// number of tables, entries per table and global features, each a little-endian `u32`), then the
+    /// weights' `2 * n` values (middlegame, endgame of each weight in turn) as runs: the number of zeros
+    /// before the next non-zero value, then that value (zigzag), both as LEB128 varints; a last run of
+    /// zeros may end the file. Most pattern entries are never seen in training and stay zero, so this is
+    /// about a tenth of the plain `i16` body that `DRW1` files hold (still read).
     pub fn to_bytes(&self) -> Vec<u8> {
         let key = self.layout.variant.key().as_bytes();
-        let mut out = Vec::with_capacity(16 + key.len() + 4 * self.weights.len());
+        let mut out = Vec::with_capacity(64 + key.len());
         out.extend_from_slice(MAGIC);
         out.push(key.len() as u8);
         out.extend_from_slice(key);
         out.extend_from_slice(&(self.layout.n_tables() as u32).to_le_bytes());
         out.extend_from_slice(&(TABLE as u32).to_le_bytes());
         out.extend_from_slice(&(N_DENSE as u32).to_le_bytes());
-        for w in &self.weights {
-            out.extend_from_slice(&w[0].to_le_bytes());
-            out.extend_from_slice(&w[1].to_le_bytes());
+        let mut zeros = 0u32;
+        for &v in self.weights.iter().flatten() {
+            if v == 0 {
+                zeros += 1;
+                continue;
+            }
+            put_varint(&mut out, zeros);
+            put_varint(&mut out, zigzag(v));
+            zeros = 0;
+        }
+        if zeros > 0 {
+            put_varint(&mut out, zeros);
         }
         out
     }
@@ -718,9 +771,11 @@ impl LearnedWeights {
             rest = tail;
             Ok(head)
         };
-        if take(4)? != MAGIC {
-            return Err(WeightsError::Magic);
-        }
+        let runs = match take(4)? {
+            m if m == MAGIC => true,
+            m if m == MAGIC_PLAIN => false,
+            _ => return Err(WeightsError::Magic),
+        };
         let key_len = take(1)?[0] as usize;
         let key = String::from_utf8_lossy(take(key_len)?).into_owned();
         if key != variant.key() {
@@ -739,16 +794,33 @@ impl LearnedWeights {
             return Err(WeightsError::Shape(n_tables, n_dense));
         }
         let n = layout.n_weights();
-        let body = take(4 * n)?;
-        let weights = body
-            .chunks_exact(4)
-            .map(|c| {
-                [
-                    i16::from_le_bytes([c[0], c[1]]),
-                    i16::from_le_bytes([c[2], c[3]]),
-                ]
-            })
-            .collect();
+        let weights = if runs {
+            let mut values = vec![0i16; 2 * n];
+            let mut body = rest;
+            let mut at = 0usize;
+            while at < values.len() {
+                at += get_varint(&mut body)? as usize;
+                if at >= values.len() {
+                    break;
+                }
+                values[at] = unzigzag(get_varint(&mut body)?)?;
+                at += 1;
+            }
+            if at > values.len() || !body.is_empty() {
+                return Err(WeightsError::Body);
+            }
+            values.chunks_exact(2).map(|c| [c[0], c[1]]).collect()
+        } else {
+            take(4 * n)?
+                .chunks_exact(4)
+                .map(|c| {
+                    [
+                        i16::from_le_bytes([c[0], c[1]]),
+                        i16::from_le_bytes([c[2], c[3]]),
+                    ]
+                })
+                .collect()
+        };
         Ok(LearnedWeights::build(layout, weights))
     }
 
@@ -963,5 +1035,37 @@ mod tests {
             LearnedWeights::from_bytes(Variant::International, b"XXXXabc").unwrap_err(),
             WeightsError::Magic
         );
+        let mut longer = bytes.clone();
+        longer.push(1);
+        assert_eq!(
+            LearnedWeights::from_bytes(Variant::International, &longer).unwrap_err(),
+            WeightsError::Body
+        );
+    }
+
+    /// Zero runs keep mostly-zero weights small, and the first (plain) format still decodes.
+    #[test]
+    fn sparse_weights_are_small_and_plain_files_still_decode() {
+        for v in [Variant::International, Variant::English, Variant::Turkish] {
+            let w = LearnedWeights::material_only(v, 100, -250);
+            let bytes = w.to_bytes();
+            assert!(bytes.len() < 64, "{v}: {} bytes", bytes.len());
+            assert_eq!(
+                LearnedWeights::from_bytes(v, &bytes).unwrap().weights,
+                w.weights
+            );
+            let mut plain = MAGIC_PLAIN.to_vec();
+            plain.extend_from_slice(&bytes[4..4 + 1 + v.key().len() + 12]);
+            for x in w.weights.iter().flatten() {
+                plain.extend_from_slice(&x.to_le_bytes());
+            }
+            assert_eq!(
+                LearnedWeights::from_bytes(v, &plain).unwrap().weights,
+                w.weights
+            );
+        }
+        for x in [0i16, 1, -1, 63, -64, i16::MAX, i16::MIN] {
+            assert_eq!(unzigzag(zigzag(x)), Ok(x));
+        }
     }
 }

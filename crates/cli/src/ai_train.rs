@@ -75,8 +75,9 @@ pub(crate) struct FitArgs {
     /// Adam step size in centi-men.
     #[arg(long, default_value_t = 2.0)]
     lr: f32,
-    /// L2 penalty per pattern weight.
-    #[arg(long, default_value_t = 2e-6)]
+    /// L2 penalty per pattern weight (default 0: with Adam it empties the tables, see
+    /// `draughts_ai::train::FitConfig::l2`).
+    #[arg(long, default_value_t = 0.0)]
     l2: f32,
     /// Share of the game result in the target (the rest: the search's score).
     #[arg(long, default_value_t = 0.5)]
