@@ -853,6 +853,23 @@ fn may_repeat(mv: &Move) -> bool {
     n >= 3 || (n == 2 && (mv.is_king_move() || mv.promotes()))
 }
 
+/// Capture precedence as every sink applies it (one place for the rule): whether a chain with
+/// precedence `key` is kept, given the best key so far (`best`) and whether any chain is kept. A key
+/// below the best loses; a key above it first drops every chain kept so far (`drop_kept`).
+#[inline(always)]
+fn precedence_admits(best: &mut u32, any_kept: bool, key: u32, drop_kept: impl FnOnce()) -> bool {
+    if any_kept {
+        if key < *best {
+            return false;
+        }
+        if key > *best {
+            drop_kept();
+        }
+    }
+    *best = key;
+    true
+}
+
 /// Collects moves into a list, keeping only the captures with the best precedence key and, in unique
 /// mode, dropping chains that repeat another's start, end, captured set and promotion.
 pub(crate) struct ListSink<'a> {
@@ -877,16 +894,13 @@ impl<'a> ListSink<'a> {
 impl<B: Bits> Sink<B> for ListSink<'_> {
     #[inline]
     fn capture(&mut self, mv: Move, key: u32) {
-        if self.n_captures > 0 {
-            if key < self.best {
-                return;
-            }
-            if key > self.best {
-                self.list.clear();
-                self.n_captures = 0;
-            }
+        let any_kept = self.n_captures > 0;
+        if !precedence_admits(&mut self.best, any_kept, key, || {
+            self.list.clear();
+            self.n_captures = 0;
+        }) {
+            return;
         }
-        self.best = key;
         if self.unique && may_repeat(&mv) && self.list.contains(&mv) {
             return;
         }
@@ -934,16 +948,13 @@ impl<'a> CountSink<'a> {
 impl<B: Bits> Sink<B> for CountSink<'_> {
     #[inline(always)]
     fn capture(&mut self, mv: Move, key: u32) {
-        if self.n_captures > 0 {
-            if key < self.best {
-                return;
-            }
-            if key > self.best {
-                self.seen.clear();
-                self.n_captures = 0;
-            }
+        let any_kept = self.n_captures > 0;
+        if !precedence_admits(&mut self.best, any_kept, key, || {
+            self.seen.clear();
+            self.n_captures = 0;
+        }) {
+            return;
         }
-        self.best = key;
         if self.unique && may_repeat(&mv) {
             if self.seen.contains(&mv) {
                 return;
@@ -1002,16 +1013,13 @@ impl<B: Bits> Sink<B> for PathSink {
         self.overs.pop();
     }
     fn capture(&mut self, mv: Move, key: u32) {
-        if self.n_captures > 0 {
-            if key < self.best {
-                return;
-            }
-            if key > self.best {
-                self.paths.clear();
-                self.n_captures = 0;
-            }
+        let any_kept = self.n_captures > 0;
+        if !precedence_admits(&mut self.best, any_kept, key, || {
+            self.paths.clear();
+            self.n_captures = 0;
+        }) {
+            return;
         }
-        self.best = key;
         let mut path = Vec::with_capacity(self.lands.len() + 1);
         path.push(mv.from());
         path.extend_from_slice(&self.lands);
