@@ -256,6 +256,20 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
     /// Appends `payload` to `stream` (creating it) and returns the new entry's id.
     async fn append(&self, stream: &str, payload: Bytes) -> Result<EntryId, StoreError>;
 
+    /// Appends `payload` to `stream` unless `group` already has `max_waiting` entries it was never
+    /// handed ([`waiting`](LiveStore::waiting)): the new entry's id, or `None` when the queue is full
+    /// and nothing was appended. The count and the append are one atomic step (one script on Redis,
+    /// one critical section in memory), so a work queue's capacity check costs no round trip of its
+    /// own and concurrent writers cannot pass the bound together. Fails with NotFound if the group
+    /// does not exist.
+    async fn append_bounded(
+        &self,
+        stream: &str,
+        group: &str,
+        max_waiting: u64,
+        payload: Bytes,
+    ) -> Result<Option<EntryId>, StoreError>;
+
     /// Creates consumer group `group` on `stream` (creating the stream), starting at the
     /// beginning of the stream. Idempotent: an existing group is left as it is.
     async fn ensure_group(&self, stream: &str, group: &str) -> Result<(), StoreError>;

@@ -222,6 +222,25 @@ fn group_mut<'a>(
     }
 }
 
+/// Appends `payload` to a stream (under the store's lock); the notify wakes its blocked readers
+/// once the lock is released.
+fn append_to(
+    stream_state: &mut StreamState,
+    payload: Bytes,
+) -> Result<(EntryId, Arc<Notify>), StoreError> {
+    let now_ms = now_unix_ms();
+    let last = stream_state.last_id;
+    let id = if now_ms > last.ms {
+        EntryId::new(now_ms, 0)
+    } else {
+        last.successor()
+            .ok_or_else(|| StoreError::internal("memory", "stream id space exhausted"))?
+    };
+    stream_state.entries.insert(id, payload);
+    stream_state.last_id = id;
+    Ok((id, stream_state.appended.clone()))
+}
+
 fn deliver_new(
     state: &mut State,
     stream: &str,
@@ -363,21 +382,39 @@ impl LiveStore for MemoryStore {
     async fn append(&self, stream: &str, payload: Bytes) -> Result<EntryId, StoreError> {
         let (id, notify) = {
             let mut state = self.lock();
-            let stream_state = state.streams.entry(stream.to_owned()).or_default();
-            let now_ms = now_unix_ms();
-            let last = stream_state.last_id;
-            let id = if now_ms > last.ms {
-                EntryId::new(now_ms, 0)
-            } else {
-                last.successor()
-                    .ok_or_else(|| StoreError::internal("memory", "stream id space exhausted"))?
-            };
-            stream_state.entries.insert(id, payload);
-            stream_state.last_id = id;
-            (id, stream_state.appended.clone())
+            append_to(state.streams.entry(stream.to_owned()).or_default(), payload)?
         };
         notify.notify_waiters();
         Ok(id)
+    }
+
+    async fn append_bounded(
+        &self,
+        stream: &str,
+        group: &str,
+        max_waiting: u64,
+        payload: Bytes,
+    ) -> Result<Option<EntryId>, StoreError> {
+        let (id, notify) = {
+            let mut state = self.lock();
+            let stream_state = group_mut(&mut state, stream, group)?;
+            let waiting = stream_state.groups[group]
+                .last_delivered
+                .successor()
+                .map_or(0, |next| {
+                    stream_state
+                        .entries
+                        .range(next..)
+                        .take(usize::try_from(max_waiting).unwrap_or(usize::MAX))
+                        .count()
+                });
+            if u64::try_from(waiting).unwrap_or(u64::MAX) >= max_waiting {
+                return Ok(None);
+            }
+            append_to(stream_state, payload)?
+        };
+        notify.notify_waiters();
+        Ok(Some(id))
     }
 
     async fn ensure_group(&self, stream: &str, group: &str) -> Result<(), StoreError> {

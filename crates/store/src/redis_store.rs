@@ -174,6 +174,31 @@ end
 return taken
 ";
 
+/// KEYS[1] = stream; ARGV[1] = group, ARGV[2] = most entries waiting (never delivered to the group),
+/// ARGV[3] = payload field, ARGV[4] = payload. Appends unless that many wait: returns the new entry's
+/// id, 0 when full, -1 when the stream or the group does not exist. The group's lag is Redis' own
+/// count; when Redis cannot tell it (entries deleted), the entries after the last delivered one are
+/// counted, at most ARGV[2] of them.
+const APPEND_BOUNDED_SCRIPT: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local max = tonumber(ARGV[2])
+local found, lag, last = false, false, nil
+for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+  local info = {}
+  for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
+  if info['name'] == ARGV[1] then
+    found, lag, last = true, info['lag'], info['last-delivered-id']
+  end
+end
+if not found then return -1 end
+if max <= 0 then return 0 end
+if type(lag) ~= 'number' then
+  lag = #redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', max)
+end
+if lag >= max then return 0 end
+return redis.call('XADD', KEYS[1], '*', ARGV[3], ARGV[4])
+";
+
 /// KEYS[1] = counter; ARGV[1] = window ms. Returns the count in the current window.
 const HIT_SCRIPT: &str = r"
 local count = redis.call('INCR', KEYS[1])
@@ -192,6 +217,7 @@ struct Scripts {
     claim_due: Script,
     take_picked: Script,
     hit: Script,
+    append_bounded: Script,
 }
 
 /// A connection of either kind; commands and scripts run on it the same way.
@@ -436,6 +462,7 @@ impl RedisStore {
                 claim_due: Script::new(CLAIM_DUE_SCRIPT),
                 take_picked: Script::new(TAKE_PICKED_SCRIPT),
                 hit: Script::new(HIT_SCRIPT),
+                append_bounded: Script::new(APPEND_BOUNDED_SCRIPT),
             }),
         }
     }
@@ -803,6 +830,37 @@ impl LiveStore for RedisStore {
             .arg(payload.as_ref());
         let id: String = self.query(&cmd).await?;
         parse_id(&id)
+    }
+
+    async fn append_bounded(
+        &self,
+        stream: &str,
+        group: &str,
+        max_waiting: u64,
+        payload: Bytes,
+    ) -> Result<Option<EntryId>, StoreError> {
+        let reply: Value = self
+            .scripts
+            .append_bounded
+            .key(self.keys.stream(stream))
+            .arg(group)
+            .arg(max_waiting)
+            .arg(STREAM_PAYLOAD_FIELD)
+            .arg(payload.as_ref())
+            .invoke_async(&mut self.conn())
+            .await?;
+        match reply {
+            Value::Int(0) => Ok(None),
+            Value::Int(_) => Err(StoreError::not_found(format!(
+                "consumer group {group:?} of stream {stream:?}"
+            ))),
+            Value::BulkString(id) => parse_id(&String::from_utf8_lossy(&id)).map(Some),
+            Value::SimpleString(id) => parse_id(&id).map(Some),
+            other => Err(StoreError::internal(
+                "redis",
+                format!("bounded append answered {other:?}"),
+            )),
+        }
     }
 
     async fn ensure_group(&self, stream: &str, group: &str) -> Result<(), StoreError> {

@@ -168,6 +168,29 @@ impl Queue {
         }
     }
 
+    /// Writes a new job's first record (carried in its entry) unless it exists: the record and its
+    /// version as they are now (`None`: it was there and has gone since).
+    pub(crate) async fn create_or_load(
+        &self,
+        job_id: &str,
+        first: JobRecord,
+    ) -> AnalysisResult<Option<(JobRecord, Version)>> {
+        match self
+            .live
+            .put(
+                &contract::job_key(job_id),
+                encode(&first).into(),
+                None,
+                Some(self.ttl()),
+            )
+            .await
+        {
+            Ok(version) => Ok(Some((first, version))),
+            Err(StoreError::Conflict { .. }) => self.load(job_id).await,
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Applies `change` to the record with compare-and-set, retrying on a lost race. `change` returns
     /// whether it changed anything (`false`: nothing is written). Returns the record after the call
     /// and whether this call changed it; `None` when the record does not exist.
@@ -287,21 +310,53 @@ impl Queue {
 
     /// Submits a job: from the cache, merged into an identical pending job, or queued.
     pub async fn submit(&self, job: NewJob) -> AnalysisResult<Submitted> {
-        let fingerprint = if job.mergeable {
-            fingerprint(&job.spec)
-        } else {
-            String::new()
-        };
-        let now = now_unix_ms();
-        let mut record = JobRecord {
+        self.submit_gated(job, async { Ok(()) }).await
+    }
+
+    /// [`submit`](Queue::submit) after `gate` (a quota count) has let it through. For a job that is
+    /// not mergeable (a BestMove) the gate runs alongside the job's one round trip to the store
+    /// instead of before it: if it refuses, the job is withdrawn (cancelled if it was queued, so a
+    /// worker drops it or stops it at once) and the gate's error returned.
+    pub async fn submit_gated(
+        &self,
+        job: NewJob,
+        gate: impl Future<Output = AnalysisResult<()>>,
+    ) -> AnalysisResult<Submitted> {
+        if job.mergeable {
+            gate.await?;
+            return self.submit_mergeable(job).await;
+        }
+        let record = self.new_record(
+            job.job_id,
+            job.class,
+            job.spec,
+            job.owner.clone(),
+            String::new(),
+            job.trace,
+        );
+        self.enqueue_new(record, job.owner.as_deref(), false, gate)
+            .await
+    }
+
+    /// The first record of a new job.
+    fn new_record(
+        &self,
+        job_id: String,
+        class: Class,
+        spec: JobSpec,
+        owner: Option<String>,
+        fingerprint: String,
+        trace: HashMap<String, String>,
+    ) -> JobRecord {
+        JobRecord {
             v: VERSION,
-            job_id: job.job_id.clone(),
-            class: job.class,
-            spec: job.spec,
+            job_id,
+            class,
+            spec,
             state: JobState::Queued,
-            owners: job.owner.clone().into_iter().collect(),
-            fingerprint: fingerprint.clone(),
-            created_ms: now,
+            owners: owner.into_iter().collect(),
+            fingerprint,
+            created_ms: now_unix_ms(),
             started_ms: 0,
             finished_ms: 0,
             attempts: 0,
@@ -310,120 +365,178 @@ impl Queue {
             error: None,
             progress: None,
             result: None,
-            trace: job.trace,
+            trace,
             expires_ms: self.expires_ms(),
-        };
-        if job.mergeable {
-            if let Some((bytes, _)) = self.live.get(&contract::cache_key(&fingerprint)).await? {
-                match decode::<CachedResult>(&bytes) {
-                    Ok(cached) => {
-                        record.state = JobState::Done;
-                        record.result = Some(cached.result);
-                        record.finished_ms = now;
-                        self.live
-                            .put(
-                                &contract::job_key(&record.job_id),
-                                encode(&record).into(),
-                                None,
-                                Some(self.ttl()),
-                            )
-                            .await?;
-                        metrics::counter!("analysis_cache_hits_total").increment(1);
-                        return Ok(Submitted::Cached(record));
-                    }
-                    Err(e) => tracing::warn!(error = %e, "unreadable cache entry ignored"),
+        }
+    }
+
+    /// A mergeable job: from the cache, merged into an identical pending job, or queued.
+    async fn submit_mergeable(&self, job: NewJob) -> AnalysisResult<Submitted> {
+        let fingerprint = fingerprint(&job.spec);
+        let now = now_unix_ms();
+        let mut record = self.new_record(
+            job.job_id,
+            job.class,
+            job.spec,
+            job.owner.clone(),
+            fingerprint.clone(),
+            job.trace,
+        );
+        if let Some((bytes, _)) = self.live.get(&contract::cache_key(&fingerprint)).await? {
+            match decode::<CachedResult>(&bytes) {
+                Ok(cached) => {
+                    record.state = JobState::Done;
+                    record.result = Some(cached.result);
+                    record.finished_ms = now;
+                    self.live
+                        .put(
+                            &contract::job_key(&record.job_id),
+                            encode(&record).into(),
+                            None,
+                            Some(self.ttl()),
+                        )
+                        .await?;
+                    metrics::counter!("analysis_cache_hits_total").increment(1);
+                    return Ok(Submitted::Cached(record));
                 }
+                Err(e) => tracing::warn!(error = %e, "unreadable cache entry ignored"),
             }
-            // Take the fingerprint, or join whoever holds it.
-            for _ in 0..MAX_CAS_TRIES {
-                let key = contract::dedup_key(&fingerprint);
-                match self
-                    .live
-                    .put(&key, record.job_id.clone().into(), None, Some(self.ttl()))
-                    .await
-                {
-                    Ok(_) => break,
-                    Err(StoreError::Conflict { .. }) => {}
-                    Err(e) => return Err(e.into()),
+        }
+        // Take the fingerprint, or join whoever holds it.
+        for _ in 0..MAX_CAS_TRIES {
+            let key = contract::dedup_key(&fingerprint);
+            match self
+                .live
+                .put(&key, record.job_id.clone().into(), None, Some(self.ttl()))
+                .await
+            {
+                Ok(_) => break,
+                Err(StoreError::Conflict { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+            let Some((holder, version)) = self.live.get(&key).await? else {
+                continue;
+            };
+            let holder = String::from_utf8_lossy(&holder).into_owned();
+            let owner = job.owner.clone();
+            let joined = self
+                .update(&holder, |r| {
+                    if r.state.is_final() {
+                        return false;
+                    }
+                    match &owner {
+                        Some(o) if !r.owners.contains(o) => {
+                            r.owners.push(o.clone());
+                            true
+                        }
+                        _ => false,
+                    }
+                })
+                .await?;
+            match joined {
+                Some((r, _)) if !r.state.is_final() => {
+                    metrics::counter!("analysis_merged_total").increment(1);
+                    return Ok(Submitted::Merged(r));
                 }
-                let Some((holder, version)) = self.live.get(&key).await? else {
-                    continue;
-                };
-                let holder = String::from_utf8_lossy(&holder).into_owned();
-                let owner = job.owner.clone();
-                let joined = self
-                    .update(&holder, |r| {
-                        if r.state.is_final() {
-                            return false;
-                        }
-                        match &owner {
-                            Some(o) if !r.owners.contains(o) => {
-                                r.owners.push(o.clone());
-                                true
-                            }
-                            _ => false,
-                        }
-                    })
-                    .await?;
-                match joined {
-                    Some((r, _)) if !r.state.is_final() => {
-                        metrics::counter!("analysis_merged_total").increment(1);
-                        return Ok(Submitted::Merged(r));
-                    }
-                    // The holder is finished or gone: free the fingerprint and try again.
-                    _ => {
-                        let _ = self.live.delete(&key).await;
-                        let _ = version;
-                    }
+                // The holder is finished or gone: free the fingerprint and try again.
+                _ => {
+                    let _ = self.live.delete(&key).await;
+                    let _ = version;
                 }
             }
         }
-        // The capacity check and the record's write go out together (one round trip of latency,
-        // not two); a refused job's record is deleted again. Nothing can run the job before its
-        // entry is appended below.
+        self.enqueue_new(record, job.owner.as_deref(), true, async { Ok(()) })
+            .await
+    }
+
+    /// A new job's record and its entry go out together (one round trip of latency), with `gate`
+    /// alongside. The entry carries the record, and the append checks the class's capacity in the
+    /// same atomic step ([`LiveStore::append_bounded`]). Should a worker take the entry before the
+    /// record's write has landed (different Redis Cluster slots, no order between them), it writes
+    /// the record from the entry itself ([`crate::worker`]), and whichever write comes second finds
+    /// it there. A refused gate withdraws the owner (the job is cancelled before it runs, or stopped).
+    async fn enqueue_new(
+        &self,
+        record: JobRecord,
+        owner: Option<&str>,
+        mergeable: bool,
+        gate: impl Future<Output = AnalysisResult<()>>,
+    ) -> AnalysisResult<Submitted> {
         let key = contract::job_key(&record.job_id);
-        let (backlog, written) = tokio::join!(
-            self.live.waiting(record.class.stream(), contract::GROUP),
+        let entry = JobEntry {
+            v: VERSION,
+            job_id: record.job_id.clone(),
+            record: Some(Box::new(record.clone())),
+        };
+        let (gate, written, appended) = tokio::join!(
+            gate,
             self.live
-                .put(&key, encode(&record).into(), None, Some(self.ttl()))
+                .put(&key, encode(&record).into(), None, Some(self.ttl())),
+            self.live.append_bounded(
+                record.class.stream(),
+                contract::GROUP,
+                self.config.max_queued,
+                encode(&entry).into(),
+            )
         );
-        let full = backlog
-            .as_ref()
-            .is_ok_and(|waiting| *waiting >= self.config.max_queued);
-        if full || backlog.is_err() || written.is_err() {
-            if written.is_ok() {
-                let _ = self.live.delete(&key).await;
+        let queued = match appended {
+            Ok(Some(_)) => true,
+            Ok(None) => false,
+            Err(e) => {
+                self.withdraw(&record, written.is_ok(), mergeable).await;
+                return Err(e.into());
             }
-            if job.mergeable {
-                self.release_fingerprint(&fingerprint, &record.job_id).await;
-            }
-            backlog?;
-            written?;
+        };
+        if !queued {
+            self.withdraw(&record, written.is_ok(), mergeable).await;
+            gate?;
             return Err(AnalysisError::Exhausted {
                 what: format!("the {} queue is full", record.class.name()),
                 retry_after_secs: 5,
             });
         }
-        self.enqueue_entry(record.class, &record.job_id, Some(&record))
-            .await?;
+        match written {
+            // Conflict: the worker that took the entry wrote the record first.
+            Ok(_) | Err(StoreError::Conflict { .. }) => {}
+            Err(e) => {
+                // One more try; failing that, the worker writes it from the entry.
+                match self
+                    .live
+                    .put(&key, encode(&record).into(), None, Some(self.ttl()))
+                    .await
+                {
+                    Ok(_) | Err(StoreError::Conflict { .. }) => {}
+                    Err(_) => return Err(e.into()),
+                }
+            }
+        }
         metrics::counter!("analysis_jobs_submitted_total", "class" => record.class.name())
             .increment(1);
+        if let Err(refused) = gate {
+            let _ = self.cancel(&record.job_id, owner).await;
+            return Err(refused);
+        }
         Ok(Submitted::Queued(record))
     }
 
-    /// Appends the job's entry to its class stream (the append itself wakes an idle worker, blocked
-    /// reading every class stream). `first`: the record as first written (version 1) of a new job,
-    /// carried in the entry.
-    pub(crate) async fn enqueue_entry(
-        &self,
-        class: Class,
-        job_id: &str,
-        first: Option<&JobRecord>,
-    ) -> AnalysisResult<()> {
+    /// Undoes a submission that was not queued: its record (if written) and its fingerprint.
+    async fn withdraw(&self, record: &JobRecord, written: bool, mergeable: bool) {
+        if written {
+            let _ = self.live.delete(&contract::job_key(&record.job_id)).await;
+        }
+        if mergeable {
+            self.release_fingerprint(&record.fingerprint, &record.job_id)
+                .await;
+        }
+    }
+
+    /// Appends an entry for a job handed back at shutdown to its class stream, whatever its
+    /// capacity (the job was queued once already). The append itself wakes an idle worker.
+    pub(crate) async fn requeue_entry(&self, class: Class, job_id: &str) -> AnalysisResult<()> {
         let entry = JobEntry {
             v: VERSION,
             job_id: job_id.to_owned(),
-            record: first.map(|record| Box::new(record.clone())),
+            record: None,
         };
         self.live
             .append(class.stream(), encode(&entry).into())

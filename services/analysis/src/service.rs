@@ -259,7 +259,6 @@ impl AnalysisCore {
                 (None, Some(limits))
             }
         };
-        self.quotas.count(caller, Counter::BestMoves).await?;
         let spec = JobSpec::BestMove {
             line,
             level,
@@ -268,31 +267,47 @@ impl AnalysisCore {
             seed,
         };
         let job_id = Queue::new_job_id();
-        let (record, result) = self
-            .run_best_move(job_id, spec, Some(caller.player_id.clone()))
-            .await?;
-        Ok((record, result))
+        // The quota is counted alongside the job's submission (a refused count cancels the job).
+        let quota = self.quotas.count(caller, Counter::BestMoves);
+        self.run_best_move_gated(job_id, spec, Some(caller.player_id.clone()), quota)
+            .await
     }
 
-    /// Queues a BestMove job and waits for its result (also the path of the server's own computer
-    /// players, which have no quota).
+    /// Queues a BestMove job and waits for its result: the path of the server's own computer
+    /// players, which have no quota.
     pub async fn run_best_move(
         &self,
         job_id: String,
         spec: JobSpec,
         owner: Option<String>,
     ) -> AnalysisResult<(JobRecord, BestMoveResult)> {
+        self.run_best_move_gated(job_id, spec, owner, async { Ok(()) })
+            .await
+    }
+
+    /// [`run_best_move`](AnalysisCore::run_best_move) once `gate` (the caller's quota) lets it through;
+    /// the gate runs alongside the submission ([`Queue::submit_gated`]).
+    async fn run_best_move_gated(
+        &self,
+        job_id: String,
+        spec: JobSpec,
+        owner: Option<String>,
+        gate: impl Future<Output = AnalysisResult<()>>,
+    ) -> AnalysisResult<(JobRecord, BestMoveResult)> {
         let finished = self.waiter.register(&job_id);
         let submitted = self
             .queue
-            .submit(NewJob {
-                job_id: job_id.clone(),
-                class: Class::ComputerMove,
-                spec,
-                owner,
-                mergeable: false,
-                trace: draughts_runtime::propagation::inject_map(),
-            })
+            .submit_gated(
+                NewJob {
+                    job_id: job_id.clone(),
+                    class: Class::ComputerMove,
+                    spec,
+                    owner,
+                    mergeable: false,
+                    trace: draughts_runtime::propagation::inject_map(),
+                },
+                gate,
+            )
             .await;
         let submitted = match submitted {
             Ok(s) => s,

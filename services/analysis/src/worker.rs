@@ -384,10 +384,11 @@ impl Slot {
         let max_attempts = self.queue.config().max_attempts;
         let me = self.consumer.clone();
         let now = now_unix_ms();
-        if let Some(first) = first {
+        if let Some(first) = first.clone() {
             // A new job: the lease and the compare-and-set against the first version go out together
             // (one round trip of latency, no read). The set fails if anything changed the record
-            // since (a merge, a cancel, another slot starting it): then the record is read below.
+            // since (a merge, a cancel, another slot starting it), or if the submitter's write of it
+            // has not landed yet: then the record is read below.
             let (leased, marked) = tokio::join!(
                 live.lease(&lease, &self.consumer, lease_time),
                 self.queue.update_once(job_id, (first, FIRST_VERSION), |r| {
@@ -412,6 +413,14 @@ impl Slot {
             live.lease(&lease, &self.consumer, lease_time)
         );
         let leased = leased?;
+        let loaded = match (loaded, first) {
+            // The entry came before the record's write (the submitter sends both at once; on a
+            // Redis Cluster they go to different primaries): the entry's copy is the record.
+            (Ok(None), Some(first)) if first.expires_ms > now_unix_ms() => {
+                self.queue.create_or_load(job_id, first).await
+            }
+            (loaded, _) => loaded,
+        };
         let loaded = match loaded {
             Ok(Some((record, version))) if !record.state.is_final() => (record, version),
             other => {
@@ -602,7 +611,7 @@ impl Slot {
             Some((after, true)) => {
                 if retry {
                     // A fresh entry hands the job to the next free slot at once.
-                    self.queue.enqueue_entry(class, job_id, None).await?;
+                    self.queue.requeue_entry(class, job_id).await?;
                 }
                 // The acknowledgement, the lease, the fingerprint and the cache are independent
                 // of each other: they go out together (one round trip of latency before this slot

@@ -327,6 +327,46 @@ async fn one_interactive_job_at_a_time_and_a_daily_quota() {
     server.stop().await;
 }
 
+/// BestMove's daily quota (counted alongside the job's submission): the calls within it are
+/// answered, the next one is RESOURCE_EXHAUSTED with when to retry, and its job never answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn best_moves_have_a_daily_quota() {
+    let mut config = Config::for_tests();
+    config.analysis.quotas.best_moves_per_day_guest = 2;
+    let (server, mut client) = start(config).await;
+    let guest = guest_token().await;
+    for _ in 0..2 {
+        let answer = client
+            .best_move(authed(&guest, best_move(1)))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(answer.r#move.is_some(), "{answer:?}");
+    }
+    let over = client
+        .best_move(authed(&guest, best_move(1)))
+        .await
+        .unwrap_err();
+    assert_eq!(over.code(), tonic::Code::ResourceExhausted);
+    assert!(over.message().contains("daily quota"), "{}", over.message());
+    let retry: u64 = over
+        .metadata()
+        .get("retry-after")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=86_400).contains(&retry), "{retry}");
+    // Another player's quota is their own.
+    let other = guest_token().await;
+    client
+        .best_move(authed(&other, best_move(1)))
+        .await
+        .unwrap();
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_pdn_game_streams_ply_by_ply_with_judgements() {
     let (server, mut client) = start(Config::for_tests()).await;

@@ -69,6 +69,8 @@ macro_rules! queue_suite {
                 a_job_changed_after_queueing_runs_from_its_current_record,
                 a_computer_move_s_finished_notice_carries_its_record,
                 a_job_cancelled_before_its_start_is_searched_by_nobody,
+                an_entry_that_comes_before_its_record_runs_from_its_copy,
+                a_refused_gate_withdraws_the_job,
             );
         }
     )*};
@@ -105,6 +107,17 @@ mod checks {
         JobSpec::Position {
             line: line(moves),
             limits,
+        }
+    }
+
+    /// A level-1 BestMove (a search of microseconds).
+    pub fn best_move(moves: &[&str]) -> JobSpec {
+        JobSpec::BestMove {
+            line: line(moves),
+            level: Some(1),
+            limits: None,
+            clock_cap_ms: None,
+            seed: 7,
         }
     }
 
@@ -688,6 +701,98 @@ mod checks {
         w.stop().await;
     }
 
+    /// A new job's record and entry go out together; on a Redis Cluster nothing orders them, so a
+    /// worker may take the entry first. It writes the record from the entry's copy and runs it.
+    pub async fn an_entry_that_comes_before_its_record_runs_from_its_copy(
+        store: Arc<dyn LiveStore>,
+    ) {
+        let q = queue(store.clone(), QueueConfig::for_tests()).await;
+        let submitted = q
+            .submit(job(
+                Class::ComputerMove,
+                best_move(&["11-15"]),
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        let id = submitted.record().job_id.clone();
+        // As if the record's write had not landed when the worker reads the entry.
+        assert!(
+            store
+                .delete(&draughts_analysis::contract::job_key(&id))
+                .await
+                .unwrap()
+        );
+        let w = TestWorker::start(&q, "first", 1, Duration::from_secs(5));
+        let done = wait_for(&q, &id, "done", |r| r.state == JobState::Done).await;
+        assert_eq!(
+            (done.attempts, done.owners.clone(), done.created_ms),
+            (
+                1,
+                vec!["player:ann".to_string()],
+                submitted.record().created_ms
+            )
+        );
+        assert!(done.result.is_some());
+        w.stop().await;
+    }
+
+    /// A gate (the caller's quota) runs alongside a BestMove's submission: when it refuses, its
+    /// error is the answer and the job is cancelled before any worker runs it. (With a worker
+    /// already waiting, a search of microseconds may finish before the cancel lands: the caller
+    /// still gets only the error, and never learns the job's id.)
+    pub async fn a_refused_gate_withdraws_the_job(store: Arc<dyn LiveStore>) {
+        let q = queue(store, QueueConfig::for_tests()).await;
+        let refused = job(
+            Class::ComputerMove,
+            best_move(&["11-15"]),
+            "player:ann",
+            false,
+        );
+        let id = refused.job_id.clone();
+        let err = q
+            .submit_gated(refused, async {
+                Err(draughts_analysis::AnalysisError::Exhausted {
+                    what: "daily quota".into(),
+                    retry_after_secs: 60,
+                })
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, draughts_analysis::AnalysisError::Exhausted { .. }),
+            "{err:?}"
+        );
+        let (after, _) = q.load(&id).await.unwrap().unwrap();
+        assert_eq!((after.state, after.owners.len()), (JobState::Cancelled, 0));
+        // A worker drops its entry: nothing runs it.
+        let w = TestWorker::start(&q, "gated", 1, Duration::from_secs(5));
+        a_small_job_finishes(&q).await;
+        let (after, _) = q.load(&id).await.unwrap().unwrap();
+        assert_eq!(
+            (after.state, after.attempts, after.worker.as_deref()),
+            (JobState::Cancelled, 0, None)
+        );
+        assert!(after.result.is_none());
+        // A gate that lets it through changes nothing.
+        let allowed = q
+            .submit_gated(
+                job(
+                    Class::ComputerMove,
+                    best_move(&["11-16"]),
+                    "player:ann",
+                    false,
+                ),
+                async { Ok(()) },
+            )
+            .await
+            .unwrap();
+        let id = allowed.record().job_id.clone();
+        wait_for(&q, &id, "done", |r| r.state == JobState::Done).await;
+        w.stop().await;
+    }
+
     pub async fn shutdown_hands_the_running_job_back(store: Arc<dyn LiveStore>) {
         let q = queue(store, QueueConfig::for_tests()).await;
         let leaving = TestWorker::start(&q, "leaving", 1, Duration::ZERO);
@@ -864,18 +969,28 @@ mod checks {
             .await
             .unwrap();
         }
-        let err = q
-            .submit(job(
+        for mergeable in [true, false] {
+            let refused = job(
                 Class::Bulk,
                 position(&["10-14"], depth(2)),
                 "player:ann",
-                true,
-            ))
-            .await
-            .unwrap_err();
+                mergeable,
+            );
+            let refused_id = refused.job_id.clone();
+            let err = q.submit(refused).await.unwrap_err();
+            assert_eq!(
+                draughts_proto::ServiceError::kind(&err),
+                draughts_proto::ErrorKind::ResourceExhausted
+            );
+            assert!(
+                q.load(&refused_id).await.unwrap().is_none(),
+                "a refused job leaves no record"
+            );
+        }
         assert_eq!(
-            draughts_proto::ServiceError::kind(&err),
-            draughts_proto::ErrorKind::ResourceExhausted
+            q.live().len(Class::Bulk.stream()).await.unwrap(),
+            2,
+            "nothing appended"
         );
         // Another class still has room.
         q.submit(job(

@@ -58,6 +58,7 @@ macro_rules! live_store_suite {
                 group_delivers_each_entry_once_and_acks,
                 crashed_consumer_entries_are_claimed,
                 backlog_counts_what_the_group_was_not_handed,
+                append_bounded_stops_at_the_waiting_bound,
                 blocking_read_is_woken_by_append,
                 read_groups_waits_on_several_streams_at_once,
                 blocking_read_times_out_empty,
@@ -864,6 +865,97 @@ pub mod checks {
             store.backlog("queue", "workers").await.unwrap(),
             draughts_store::Backlog::default()
         );
+    }
+
+    pub async fn append_bounded_stops_at_the_waiting_bound(store: Store) {
+        let missing = store
+            .append_bounded("queue", "workers", 2, bytes("x"))
+            .await
+            .unwrap_err();
+        assert_eq!(missing.code(), draughts_store::ErrorCode::NotFound);
+        store.ensure_group("queue", "workers").await.unwrap();
+        let missing_group = store
+            .append_bounded("queue", "nobody", 2, bytes("x"))
+            .await
+            .unwrap_err();
+        assert_eq!(missing_group.code(), draughts_store::ErrorCode::NotFound);
+        let first = store
+            .append_bounded("queue", "workers", 2, bytes("job 0"))
+            .await
+            .unwrap()
+            .expect("room for the first");
+        let second = store
+            .append_bounded("queue", "workers", 2, bytes("job 1"))
+            .await
+            .unwrap()
+            .expect("room for the second");
+        assert!(second > first);
+        // Full: nothing is appended.
+        assert_eq!(
+            store
+                .append_bounded("queue", "workers", 2, bytes("job 2"))
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(store.len("queue").await.unwrap(), 2);
+        // A delivered entry no longer waits, acknowledged or not: room for one more.
+        let taken = store
+            .read_group("queue", "workers", "w1", 1, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(taken[0].id, first);
+        let third = store
+            .append_bounded("queue", "workers", 2, bytes("job 3"))
+            .await
+            .unwrap()
+            .expect("room after a delivery");
+        assert_eq!(
+            store
+                .append_bounded("queue", "workers", 2, bytes("job 4"))
+                .await
+                .unwrap(),
+            None
+        );
+        // Another group's backlog does not count; a bound of 0 never appends.
+        store.ensure_group("queue", "auditors").await.unwrap();
+        assert_eq!(
+            store
+                .append_bounded("queue", "workers", 0, bytes("job 5"))
+                .await
+                .unwrap(),
+            None
+        );
+        // The entry appended is the payload, delivered as any other.
+        let rest = store
+            .read_group("queue", "workers", "w1", 10, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(
+            rest.iter()
+                .map(|e| (e.id, e.payload.clone()))
+                .collect::<Vec<_>>(),
+            vec![(second, bytes("job 1")), (third, bytes("job 3"))]
+        );
+        // Concurrent writers never pass the bound together.
+        store.ensure_group("race", "workers").await.unwrap();
+        let writers: Vec<_> = (0..16)
+            .map(|n| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store
+                        .append_bounded("race", "workers", 5, bytes(&format!("w{n}")))
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        let mut appended = 0;
+        for writer in writers {
+            appended += usize::from(writer.await.unwrap().is_some());
+        }
+        assert_eq!(appended, 5);
+        assert_eq!(store.len("race").await.unwrap(), 5);
     }
 
     pub async fn read_groups_waits_on_several_streams_at_once(store: Store) {
