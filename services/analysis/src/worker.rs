@@ -17,8 +17,11 @@
 //! 3. Take the lease, mark RUNNING (attempt n), search on a blocking thread with the stop flag shared
 //!    with a guard task that renews the lease and stops the search when the job is cancelled (a wake-up
 //!    on the job's channel, or the record read at each renewal) or the lease is lost. A new job's entry
-//!    carries its record, so its search starts at once, while the lease and the mark are in flight: the
-//!    search writes nothing before they have won, and is stopped unseen when they lose.
+//!    carries its record, so its search starts at once; if it ends within 2 ms (`QUICK_COMMIT`: a
+//!    computer move at levels 1-5), the job goes from QUEUED to DONE in one compare-and-set from
+//!    that copy, with no lease and no RUNNING mark (a job another slot has marked RUNNING is left to
+//!    it). Otherwise the lease and the mark go out while the search runs: the search writes nothing
+//!    before they have won, and is stopped unseen when they lose.
 //! 4. Progress goes through a `watch` channel (the search never waits for the store; updates coalesce)
 //!    into the record.
 //! 5. Finish with a compare-and-set that only succeeds for the running attempt: a slot that lost its
@@ -303,12 +306,132 @@ impl Slot {
                 return searcher;
             }
         };
-        // A new job's entry carries its spec: its search starts now, while the start's round trip is
-        // in flight (a computer move's search is often shorter than that round trip). Nothing of it
-        // is written before the start has won; if the start loses, the search is stopped unseen.
-        let early = first
+        // A new job's entry carries its spec: its search starts now. A search that ends within
+        // QUICK_COMMIT (levels 1-5 of a computer move) is committed in one write from the entry's
+        // copy; a longer one goes on while the start's round trip is in flight. Nothing of it is
+        // written before the start (or the quick commit) has won; if that loses, it is stopped unseen.
+        let mut early = first
             .as_ref()
             .map(|record| self.spawn_search(&record.spec, searcher.take()));
+        if let (Some(carried), Some(search)) = (&first, early.as_mut())
+            && let Ok(joined) = tokio::time::timeout(QUICK_COMMIT, &mut search.handle).await
+        {
+            let started_ms = now_unix_ms()
+                .saturating_sub(u64::try_from(search.started.elapsed().as_millis()).unwrap_or(0));
+            let (searcher, settled) = self
+                .quick_commit(class, &entry, carried.clone(), started_ms, joined)
+                .await;
+            if settled {
+                return searcher;
+            }
+            // Not this slot's to commit so (another slot runs it, or the search failed): the
+            // ordinary start decides, with a fresh search if it runs the job.
+            return self
+                .run_entry(class, entry, &job_id, first, None, searcher)
+                .await;
+        }
+        self.run_entry(class, entry, &job_id, first, early, searcher)
+            .await
+    }
+
+    /// Commits a new job whose search ended before it was started, from the record its entry
+    /// carries: QUEUED (or, if the entry came before the record's write, nothing) straight to DONE
+    /// in one compare-and-set, with no lease and no RUNNING mark (a slot that took the job over
+    /// meanwhile has marked it RUNNING, and then this commit changes nothing). Returns the searcher
+    /// and whether the entry is settled (committed, or the job already final).
+    async fn quick_commit(
+        &mut self,
+        class: Class,
+        entry: &Entry,
+        carried: JobRecord,
+        started_ms: u64,
+        joined: Result<
+            (Result<JobResult, engine::JobInputError>, Searcher),
+            tokio::task::JoinError,
+        >,
+    ) -> (Option<Searcher>, bool) {
+        let (outcome, searcher) = match joined {
+            Ok((Ok(result), searcher)) => (Ok(result), searcher),
+            Ok((Err(bad), searcher)) => (Err(bad.to_string()), searcher),
+            // The search thread failed: the ordinary start runs it again (and counts attempts).
+            Err(_) => return (None, false),
+        };
+        let job_id = carried.job_id.clone();
+        let now = now_unix_ms();
+        let mut change = |r: &mut JobRecord| {
+            if r.state != JobState::Queued {
+                return false;
+            }
+            r.attempts += 1;
+            r.started_ms = started_ms;
+            r.finished_ms = now;
+            r.worker = None;
+            r.progress = None;
+            match &outcome {
+                Ok(result) => {
+                    r.state = JobState::Done;
+                    r.result = Some(result.clone());
+                }
+                Err(reason) => {
+                    r.state = JobState::Failed;
+                    r.error = Some(reason.clone());
+                }
+            }
+            true
+        };
+        let expires_ms = carried.expires_ms;
+        let mut updated = self
+            .queue
+            .update_versioned(&job_id, Some((carried.clone(), FIRST_VERSION)), &mut change)
+            .await;
+        if matches!(updated, Ok(None)) && expires_ms > now {
+            // The entry came before the record's write: the entry's copy is the record.
+            updated = match self.queue.create_or_load(&job_id, carried).await {
+                Ok(Some(loaded)) => {
+                    self.queue
+                        .update_versioned(&job_id, Some(loaded), &mut change)
+                        .await
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
+        }
+        let settled = match updated {
+            Ok(Some((after, true, _))) => {
+                let result = outcome.ok();
+                self.settle(class, entry, &after, result, false).await;
+                self.job_done(class).await;
+                true
+            }
+            Ok(Some((after, false, _))) if after.state.is_final() => {
+                self.ack(class, entry).await;
+                true
+            }
+            // Gone, or another slot runs it now.
+            Ok(Some(_)) => false,
+            Ok(None) => {
+                self.ack(class, entry).await;
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, job_id, "could not commit a job; it will be retried");
+                true
+            }
+        };
+        (Some(searcher), settled)
+    }
+
+    /// The ordinary path of an entry: start the job (lease and RUNNING), run it, finish it.
+    async fn run_entry(
+        &mut self,
+        class: Class,
+        entry: Entry,
+        job_id: &str,
+        first: Option<JobRecord>,
+        early: Option<Search>,
+        searcher: Option<Searcher>,
+    ) -> Option<Searcher> {
+        let job_id = job_id.to_owned();
         match self.start(&job_id, first).await {
             Ok(Start::Run(started)) => {
                 self.running.fetch_add(1, Ordering::Relaxed);
@@ -319,16 +442,7 @@ impl Slot {
                 };
                 let searcher = self.execute(class, &entry, record, version, search).await;
                 self.running.fetch_sub(1, Ordering::Relaxed);
-                self.jobs_done += 1;
-                if self.jobs_done.is_multiple_of(256) {
-                    // Entries every group has been given and has acknowledged go; the caps only
-                    // bite when a stream grows far past the queue's capacity.
-                    let caps = draughts_store::StreamCaps {
-                        max_len: self.queue.config().max_queued.saturating_mul(4).max(1024),
-                        max_age: self.queue.config().result_ttl,
-                    };
-                    let _ = self.queue.live().trim_consumed(class.stream(), caps).await;
-                }
+                self.job_done(class).await;
                 searcher
             }
             Ok(Start::Done) => {
@@ -613,46 +727,7 @@ impl Slot {
                     // A fresh entry hands the job to the next free slot at once.
                     self.queue.requeue_entry(class, job_id).await?;
                 }
-                // The acknowledgement, the lease, the fingerprint and the cache are independent
-                // of each other: they go out together (one round trip of latency before this slot
-                // reads the queue again).
-                let release_lease = async {
-                    if retry {
-                        // The next slot may start it at once. (A finished job's lease just expires:
-                        // its entry is acknowledged, nobody looks at it again.)
-                        let _ = live.release(&lease, &self.consumer).await;
-                    }
-                };
-                let release_fingerprint = async {
-                    if after.state.is_final() {
-                        self.queue
-                            .release_fingerprint(&after.fingerprint, job_id)
-                            .await;
-                    }
-                };
-                let cache = async {
-                    if let (JobState::Done, Some(result)) = (after.state, result)
-                        && !after.fingerprint.is_empty()
-                    {
-                        let cached = CachedResult { v: VERSION, result };
-                        let key = contract::cache_key(&after.fingerprint);
-                        let _ = live
-                            .put(
-                                &key,
-                                encode(&cached).into(),
-                                None,
-                                Some(self.queue.config().result_ttl),
-                            )
-                            .await;
-                    }
-                };
-                tokio::join!(
-                    self.ack(class, entry),
-                    release_lease,
-                    release_fingerprint,
-                    cache
-                );
-                metrics::counter!("analysis_jobs_finished_total", "class" => class.name(), "state" => state_name(after.state)).increment(1);
+                self.settle(class, entry, &after, result, retry).await;
             }
             Some((after, false)) if after.state.is_final() => {
                 // Cancelled meanwhile (or finished by a slot that took over): nothing more to do.
@@ -663,6 +738,75 @@ impl Slot {
             Some(_) | None => {}
         }
         Ok(())
+    }
+}
+
+impl Slot {
+    /// Counts a job this slot ran; every 256th, the entries every group has been given and has
+    /// acknowledged go (the caps only bite when a stream grows far past the queue's capacity).
+    async fn job_done(&mut self, class: Class) {
+        self.jobs_done += 1;
+        if self.jobs_done.is_multiple_of(256) {
+            let caps = draughts_store::StreamCaps {
+                max_len: self.queue.config().max_queued.saturating_mul(4).max(1024),
+                max_age: self.queue.config().result_ttl,
+            };
+            let _ = self.queue.live().trim_consumed(class.stream(), caps).await;
+        }
+    }
+
+    /// After a job's final (or handed-back) record is written: the acknowledgement, the run lease
+    /// (released when the job goes back to the queue; a finished job's lease just expires, since its
+    /// entry is acknowledged and nobody looks at it again), the fingerprint and the cache are
+    /// independent of each other, so they go out together (one round trip of latency before this
+    /// slot reads the queue again).
+    async fn settle(
+        &self,
+        class: Class,
+        entry: &Entry,
+        after: &JobRecord,
+        result: Option<JobResult>,
+        handed_back: bool,
+    ) {
+        let live = self.queue.live();
+        let job_id = &after.job_id;
+        let release_lease = async {
+            if handed_back {
+                let _ = live
+                    .release(&contract::run_lease(job_id), &self.consumer)
+                    .await;
+            }
+        };
+        let release_fingerprint = async {
+            if after.state.is_final() {
+                self.queue
+                    .release_fingerprint(&after.fingerprint, job_id)
+                    .await;
+            }
+        };
+        let cache = async {
+            if let (JobState::Done, Some(result)) = (after.state, result)
+                && !after.fingerprint.is_empty()
+            {
+                let cached = CachedResult { v: VERSION, result };
+                let key = contract::cache_key(&after.fingerprint);
+                let _ = live
+                    .put(
+                        &key,
+                        encode(&cached).into(),
+                        None,
+                        Some(self.queue.config().result_ttl),
+                    )
+                    .await;
+            }
+        };
+        tokio::join!(
+            self.ack(class, entry),
+            release_lease,
+            release_fingerprint,
+            cache
+        );
+        metrics::counter!("analysis_jobs_finished_total", "class" => class.name(), "state" => state_name(after.state)).increment(1);
     }
 }
 
@@ -678,6 +822,11 @@ fn state_name(state: JobState) -> &'static str {
 
 /// The version of a record as first written (a create-only put starts at 1).
 const FIRST_VERSION: Version = 1;
+/// A new job whose search ends within this long of its entry's arrival is committed in one write
+/// ([`Slot::quick_commit`]): levels 1-5 of a computer move (depth 1-5) take microseconds to about
+/// a millisecond here. A longer job's start (lease, RUNNING) goes out this much later, while its
+/// search runs.
+const QUICK_COMMIT: Duration = Duration::from_millis(2);
 
 /// The change that starts attempt n+1 of a job for slot `me`, or marks it FAILED when its attempts
 /// are used up. `false`: the job is final, nothing to change.

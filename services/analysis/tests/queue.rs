@@ -71,6 +71,7 @@ macro_rules! queue_suite {
                 a_job_cancelled_before_its_start_is_searched_by_nobody,
                 an_entry_that_comes_before_its_record_runs_from_its_copy,
                 a_refused_gate_withdraws_the_job,
+                a_short_search_never_commits_a_job_another_slot_runs,
             );
         }
     )*};
@@ -735,6 +736,76 @@ mod checks {
             )
         );
         assert!(done.result.is_some());
+        w.stop().await;
+    }
+
+    /// A search of microseconds is committed in one write from the entry's copy (QUEUED straight to
+    /// DONE), and only from QUEUED: a job another live slot has marked RUNNING (it took the entry
+    /// over) is left to that slot, its record untouched and its entry not acknowledged.
+    pub async fn a_short_search_never_commits_a_job_another_slot_runs(store: Arc<dyn LiveStore>) {
+        let q = queue(store.clone(), QueueConfig::for_tests()).await;
+        // The ordinary case first: one write, attempt 1, no worker left in the record.
+        let w = TestWorker::start(&q, "quick", 1, Duration::from_secs(5));
+        let quick = q
+            .submit(job(
+                Class::ComputerMove,
+                best_move(&["11-15"]),
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        let quick_id = quick.record().job_id.clone();
+        let done = wait_for(&q, &quick_id, "done", |r| r.state == JobState::Done).await;
+        assert_eq!((done.attempts, done.worker.as_deref()), (1, None));
+        assert!(done.created_ms <= done.started_ms && done.started_ms <= done.finished_ms);
+        w.stop().await;
+        // Another slot holds the job: its lease and its RUNNING mark.
+        let submitted = q
+            .submit(job(
+                Class::ComputerMove,
+                best_move(&["11-16"]),
+                "player:ann",
+                false,
+            ))
+            .await
+            .unwrap();
+        let id = submitted.record().job_id.clone();
+        assert!(
+            store
+                .lease(
+                    &draughts_analysis::contract::run_lease(&id),
+                    "other-0",
+                    Duration::from_secs(60),
+                )
+                .await
+                .unwrap()
+        );
+        q.update(&id, |r| {
+            r.state = JobState::Running;
+            r.attempts = 1;
+            r.worker = Some("other-0".into());
+            true
+        })
+        .await
+        .unwrap();
+        let (marked, marked_version) = q.load(&id).await.unwrap().unwrap();
+        let w = TestWorker::start(&q, "second", 1, Duration::from_secs(5));
+        a_small_job_finishes(&q).await;
+        let (after, version) = q.load(&id).await.unwrap().unwrap();
+        assert_eq!(version, marked_version, "nothing wrote the record");
+        assert_eq!(after, marked);
+        assert_eq!(
+            store
+                .pending_count(
+                    Class::ComputerMove.stream(),
+                    draughts_analysis::contract::GROUP
+                )
+                .await
+                .unwrap(),
+            1,
+            "its entry stays pending for the slot that runs it"
+        );
         w.stop().await;
     }
 
