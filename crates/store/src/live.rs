@@ -257,11 +257,11 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
     async fn append(&self, stream: &str, payload: Bytes) -> Result<EntryId, StoreError>;
 
     /// Appends `payload` to `stream` unless `group` already has `max_waiting` entries it was never
-    /// handed ([`waiting`](LiveStore::waiting)): the new entry's id, or `None` when the queue is full
-    /// and nothing was appended. The count and the append are one atomic step (one script on Redis,
-    /// one critical section in memory), so a work queue's capacity check costs no round trip of its
-    /// own and concurrent writers cannot pass the bound together. Fails with NotFound if the group
-    /// does not exist.
+    /// handed (the `waiting` of [`backlog`](LiveStore::backlog)): the new entry's id, or `None` when
+    /// the queue is full and nothing was appended. The count and the append are one atomic step
+    /// (one script on Redis, one critical section in memory), so a work queue's capacity check
+    /// costs no round trip of its own and concurrent writers cannot pass the bound together. Fails
+    /// with NotFound if the group does not exist.
     async fn append_bounded(
         &self,
         stream: &str,
@@ -360,20 +360,6 @@ pub trait LiveStore: Send + Sync + fmt::Debug {
             waiting,
             oldest: Some(first),
         })
-    }
-
-    /// The `waiting` count of [`backlog`](LiveStore::backlog) alone: one round trip where the
-    /// backend knows the group's lag (Redis 7), for a work queue's capacity check on every submit.
-    /// Fails with NotFound if the group does not exist.
-    async fn waiting(&self, stream: &str, group: &str) -> Result<u64, StoreError> {
-        let groups = self.groups(stream).await?;
-        match groups.into_iter().find(|g| g.name == group) {
-            Some(GroupInfo { lag: Some(lag), .. }) => Ok(lag),
-            Some(_) => Ok(self.backlog(stream, group).await?.waiting),
-            None => Err(StoreError::not_found(format!(
-                "consumer group {group:?} of stream {stream:?}"
-            ))),
-        }
     }
 
     /// Up to `max` entries with an id greater than `after` (`None`: from the start), in
