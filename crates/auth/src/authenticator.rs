@@ -3,21 +3,23 @@
 //!
 //! # Stored data
 //!
-//! Every name below is built in this file only ([`api_key_record_name`], [`rate_counter_name`]).
+//! Every name below is built in this file only ([`api_key_record_name`], [`guest_link_name`],
+//! [`rate_counter_name`]).
 //!
 //! | live store name | kind | contents |
 //! |---|---|---|
 //! | `auth:apikey:{key_id}` | versioned key, no TTL | [`ApiKeyRecord`] as JSON |
-//! | `auth:guest-link:{guest_id}` | key, no TTL | the account a guest was linked to (`LinkGuest`), written once |
+//! | `auth:guest-link:{guest_id}` | key, no TTL | the account a guest was linked to (`LinkGuest`), written once; the guest's token is refused from then on |
 //! | `auth:rate:{bucket}:{window}` | rate counter (`hit`), 60 s | calls of `bucket` in minute `window` (Unix ms / 60000) |
 //!
 //! `key_id` is the first 16 hex digits of the key's SHA-256; the record holds the whole hash, never the
 //! key. Buckets: `guest:…` / `player:…` (the player id), `apikey:{key_id}` (per key, not per owner), and
 //! `addr:{ip}` for anonymous calls.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use draughts_proto::contract::linked;
@@ -60,6 +62,14 @@ const MAX_SUBJECT_BYTES: usize = 128;
 /// The owner (and display name) of the bootstrap admin key.
 const BOOTSTRAP_OWNER: &str = "admin";
 
+/// How long a replica trusts its last look at whether a guest was linked to an account: a guest
+/// token stops working on every replica within this long of `LinkGuest` (at once on the replica that
+/// linked it), for one read per guest per replica per this long.
+const LINK_RECHECK: Duration = Duration::from_secs(10);
+
+/// Guests whose link a replica remembers before it starts again from empty.
+const LINK_CACHE_ENTRIES: usize = 50_000;
+
 /// The stored link of a guest to an account, under `auth:guest-link:{guest_id}` (no TTL). JSON.
 #[derive(Debug, Serialize, Deserialize)]
 struct GuestLink {
@@ -91,6 +101,11 @@ pub struct ApiKeyRecord {
 /// The live-store name of the record of the API key with id `key_id`.
 fn api_key_record_name(key_id: &str) -> String {
     format!("auth:apikey:{key_id}")
+}
+
+/// The live-store name of the link of guest `guest_id` to an account.
+fn guest_link_name(guest_id: &str) -> String {
+    format!("auth:guest-link:{guest_id}")
 }
 
 /// The live-store name of the rate counter of `bucket` in minute `window`.
@@ -177,6 +192,8 @@ struct Inner {
     identities: Identities,
     /// Counts reads while the live store cannot (see [`crate::limits`]).
     fallback: FallbackLimiter,
+    /// Guest id -> (linked to an account, when this replica last looked).
+    guest_links: Mutex<HashMap<String, (bool, Instant)>>,
 }
 
 impl fmt::Debug for Authenticator {
@@ -239,6 +256,7 @@ impl Authenticator {
                 player_key,
                 admin_key_hash,
                 fallback: FallbackLimiter::default(),
+                guest_links: Mutex::default(),
             }),
         })
     }
@@ -286,6 +304,11 @@ impl Authenticator {
         } else {
             return Err(AuthError::InvalidToken("neither a JWT nor an API key"));
         };
+        if caller.principal.kind == PrincipalKind::Guest
+            && self.guest_is_linked(&caller.principal.player_id).await
+        {
+            return Err(AuthError::GuestLinked);
+        }
         // Known from now on as the verified credential names it (a failed write only delays that).
         if let Err(e) = self
             .inner
@@ -299,6 +322,50 @@ impl Authenticator {
             );
         }
         Ok(Some(caller))
+    }
+
+    /// Whether `guest` was linked to an account (its token then no longer works): this replica's
+    /// answer of the last [`LINK_RECHECK`], else the stored link. A store that cannot answer lets the
+    /// call through (a linked guest can only act as itself; the link's consumers move what it does).
+    async fn guest_is_linked(&self, guest: &str) -> bool {
+        let cached = self
+            .inner
+            .guest_links
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(guest)
+            .copied();
+        match cached {
+            Some((true, _)) => return true,
+            Some((false, at)) if at.elapsed() < LINK_RECHECK => return false,
+            _ => {}
+        }
+        match self.inner.store.get(&guest_link_name(guest)).await {
+            Ok(found) => {
+                let linked = found.is_some();
+                self.remember_link(guest, linked);
+                linked
+            }
+            Err(e) => {
+                tracing::warn!(
+                    error = &e as &(dyn std::error::Error + 'static),
+                    "guest links unavailable; guest token accepted unchecked"
+                );
+                false
+            }
+        }
+    }
+
+    fn remember_link(&self, guest: &str, linked: bool) {
+        let mut links = self
+            .inner
+            .guest_links
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if links.len() >= LINK_CACHE_ENTRIES {
+            links.clear();
+        }
+        links.insert(guest.to_owned(), (linked, Instant::now()));
     }
 
     /// Counts one call of `bucket` in the current minute; RESOURCE_EXHAUSTED past `limit`.
@@ -378,7 +445,7 @@ impl Authenticator {
             .ok()
             .filter(PlayerId::is_guest)
             .ok_or(AuthError::InvalidToken("malformed subject"))?;
-        let name = format!("auth:guest-link:{guest}");
+        let name = guest_link_name(guest.as_str());
         let record = serde_json::to_vec(&GuestLink {
             v: 1,
             player_id: caller.player_id.clone(),
@@ -417,6 +484,7 @@ impl Authenticator {
             .append(linked::STREAM, Bytes::from(linked::encode(&event)))
             .await
             .map_err(AuthError::Store)?;
+        self.remember_link(guest.as_str(), true);
         tracing::info!(guest_id = %guest, player_id = %caller.player_id, linked_now, "guest linked");
         Ok((guest.into_string(), linked_now))
     }
@@ -776,6 +844,40 @@ mod tests {
         let mut twice = headers("Bearer a");
         twice.append(http::header::AUTHORIZATION, "Bearer b".parse().unwrap());
         assert!(bearer_token(&twice).is_err());
+    }
+
+    /// A guest's token stops working once the guest is linked to an account: at once on the replica
+    /// that linked it, and on another replica that had not looked at that guest yet.
+    #[tokio::test]
+    async fn a_linked_guest_s_token_is_refused() {
+        let store: Arc<dyn LiveStore> = Arc::new(draughts_store::MemoryStore::new());
+        let linker = Authenticator::new(AuthConfig::for_tests(), store.clone()).unwrap();
+        let other = Authenticator::new(AuthConfig::for_tests(), store).unwrap();
+        let gus = linker.create_guest("Gus").await.unwrap();
+        let bearer = headers(&format!("Bearer {}", gus.token));
+        let seen = linker.authenticate(&bearer).await.unwrap().unwrap();
+        assert_eq!(seen.player_id, gus.principal.player_id);
+        let account = Principal {
+            player_id: "player:gus-account".into(),
+            display_name: "Gus".into(),
+            kind: PrincipalKind::Player,
+            scopes: gus.principal.scopes,
+        };
+        let (guest_id, linked_now) = linker.link_guest(&account, &gus.token).await.unwrap();
+        assert!(linked_now && guest_id == gus.principal.player_id);
+        for replica in [&linker, &other] {
+            let refused = replica.authenticate(&bearer).await.unwrap_err();
+            assert!(matches!(refused, AuthError::GuestLinked), "{refused:?}");
+            assert_eq!(
+                draughts_proto::ServiceError::kind(&refused),
+                draughts_proto::ErrorKind::Unauthenticated
+            );
+        }
+        // Linking again with the token still works (idempotent), and another guest is unaffected.
+        assert!(!linker.link_guest(&account, &gus.token).await.unwrap().1);
+        let ivy = linker.create_guest("Ivy").await.unwrap();
+        let ivy_bearer = headers(&format!("Bearer {}", ivy.token));
+        assert!(other.authenticate(&ivy_bearer).await.unwrap().is_some());
     }
 
     #[test]

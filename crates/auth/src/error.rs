@@ -56,6 +56,9 @@ pub enum AuthError {
     /// `LinkGuest` by a caller that is not an identity-provider account (kind PermissionDenied).
     #[error("only a signed-in account (an identity-provider token) can take over a guest")]
     NotAnAccount,
+    /// A guest token whose guest was linked to an account (kind Unauthenticated).
+    #[error("this guest was linked to an account: sign in with that account")]
+    GuestLinked,
     /// The guest is already linked to another account (kind FailedPrecondition).
     #[error("this guest is already linked to another account")]
     AlreadyLinked,
@@ -71,7 +74,8 @@ impl ServiceError for AuthError {
             | AuthError::InvalidToken(_)
             | AuthError::Expired
             | AuthError::UnknownApiKey
-            | AuthError::Unauthenticated => ErrorKind::Unauthenticated,
+            | AuthError::Unauthenticated
+            | AuthError::GuestLinked => ErrorKind::Unauthenticated,
             AuthError::MissingScope(_) | AuthError::NotAnAccount => ErrorKind::PermissionDenied,
             AuthError::AlreadyLinked => ErrorKind::FailedPrecondition,
             AuthError::RateLimited { .. } => ErrorKind::ResourceExhausted,

@@ -390,6 +390,19 @@ async fn a_guest_who_signs_up_keeps_its_games_and_ratings(channel: tonic::transp
         .await
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+    // The guest's own token no longer works (the account acts from now on): the layer refuses it
+    // before the call could be judged on its merits.
+    let e = auth
+        .link_guest(authed(
+            &gus.token,
+            pb::LinkGuestRequest {
+                guest_token: gus.token.clone(),
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unauthenticated);
+    assert!(e.message().contains("linked"), "{}", e.message());
     // The game and the rating are the account's now.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
