@@ -5,6 +5,7 @@ use std::net::IpAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use draughts_proto::{ErrorKind, ServiceError};
 use tonic::server::NamedService;
 use tonic::transport::server::TcpConnectInfo;
 use tower::{Layer, Service};
@@ -106,27 +107,38 @@ where
     }
 }
 
-/// Authenticates and counts one request.
+/// Authenticates and counts one request. A call without credentials, and a call whose credentials
+/// are refused, count against the client address's bucket at the anonymous limit: whoever tries
+/// token after token is slowed down as an anonymous caller is (RESOURCE_EXHAUSTED once the address's
+/// calls of the minute are used up), and a refused credential is still answered UNAUTHENTICATED below
+/// that limit.
 async fn admit(
     auth: &Authenticator,
     head: &http::request::Parts,
     kind: CallKind,
 ) -> Result<Option<Principal>, AuthError> {
-    match auth.caller(&head.headers).await? {
-        Some(caller) => {
+    let address_bucket = || match client_ip(head, auth.trust_forwarded_for()) {
+        Some(ip) => format!("addr:{ip}"),
+        None => "addr:unknown".to_owned(),
+    };
+    match auth.caller(&head.headers).await {
+        Ok(Some(caller)) => {
             auth.count_call(&caller.rate_bucket, caller.rate_limit_per_minute, kind)
                 .await?;
             Ok(Some(caller.principal))
         }
-        None => {
-            let bucket = match client_ip(head, auth.trust_forwarded_for()) {
-                Some(ip) => format!("addr:{ip}"),
-                None => "addr:unknown".to_owned(),
-            };
-            auth.count_call(&bucket, auth.anonymous_limit(), kind)
+        Ok(None) => {
+            auth.count_call(&address_bucket(), auth.anonymous_limit(), kind)
                 .await?;
             Ok(None)
         }
+        Err(refused) if refused.kind() == ErrorKind::Unauthenticated => {
+            // Counted as a read: a store that cannot count falls back to this replica's limiter.
+            auth.count_call(&address_bucket(), auth.anonymous_limit(), CallKind::Read)
+                .await?;
+            Err(refused)
+        }
+        Err(other) => Err(other),
     }
 }
 

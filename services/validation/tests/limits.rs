@@ -90,6 +90,58 @@ async fn rules_is_rate_limited_per_address() {
     server.stop().await;
 }
 
+/// Refused credentials count against the caller's address like anonymous calls: whoever sprays
+/// tokens (forged, expired, revoked keys) is answered UNAUTHENTICATED until the address's calls of the
+/// minute are used up, then RESOURCE_EXHAUSTED with when to retry; a valid token has its own bucket.
+#[tokio::test]
+async fn refused_credentials_count_against_the_address() {
+    let mut config = Config::for_tests();
+    config.auth.rate_limit_anonymous_per_minute = 20;
+    let limit = config.auth.rate_limit_anonymous_per_minute;
+    let server = start(config).await;
+    let channel = server.channel().await;
+    let mut rules = RulesClient::new(channel.clone());
+    let guest = AuthClient::new(channel)
+        .create_guest(pb::CreateGuestRequest {
+            display_name: "Ann".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .token;
+    let forgeries = [
+        format!("{guest}x"),
+        "dk_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef".to_owned(),
+        "not-a-token".to_owned(),
+    ];
+    let mut refused = None;
+    let mut unauthenticated = 0;
+    // Enough calls to reach the limit even when a minute boundary resets the window mid-loop.
+    for n in 0..2 * limit + 5 {
+        let forged = &forgeries[n as usize % forgeries.len()];
+        match rules.start_position(bearer(start_position(), forged)).await {
+            Ok(_) => panic!("a forged credential was accepted: {forged}"),
+            Err(status) if status.code() == Code::Unauthenticated => unauthenticated += 1,
+            Err(status) => {
+                refused = Some(status);
+                break;
+            }
+        }
+    }
+    assert!(
+        unauthenticated + 1 >= limit && unauthenticated < 2 * limit,
+        "{unauthenticated} refused credentials before the limit of {limit}"
+    );
+    let status = refused.expect("refused credentials were never rate limited");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert!(status.metadata().get("retry-after").is_some());
+    rules
+        .start_position(bearer(start_position(), &guest))
+        .await
+        .expect("a valid token has its own limit");
+    server.stop().await;
+}
+
 /// Redis stops under a running server. Before this change every call passed unlimited (300 of 300
 /// over a 60/min limit). Now: reads (`Rules`, `WhoAmI`) go on but at most a quarter of the limit per
 /// minute on this replica; calls that create state (`CreateGuest`, `CreateApiKey`) are refused with
