@@ -316,8 +316,11 @@ impl Slot {
         if let (Some(carried), Some(search)) = (&first, early.as_mut())
             && let Ok(joined) = tokio::time::timeout(QUICK_COMMIT, &mut search.handle).await
         {
-            let started_ms = now_unix_ms()
-                .saturating_sub(u64::try_from(search.started.elapsed().as_millis()).unwrap_or(0));
+            let searched = search.started.elapsed();
+            metrics::histogram!("analysis_job_seconds", "class" => class.name())
+                .record(searched.as_secs_f64());
+            let started_ms =
+                now_unix_ms().saturating_sub(u64::try_from(searched.as_millis()).unwrap_or(0));
             let (searcher, settled) = self
                 .quick_commit(class, &entry, carried.clone(), started_ms, joined)
                 .await;
@@ -339,6 +342,7 @@ impl Slot {
     /// in one compare-and-set, with no lease and no RUNNING mark (a slot that took the job over
     /// meanwhile has marked it RUNNING, and then this commit changes nothing). Returns the searcher
     /// and whether the entry is settled (committed, or the job already final).
+    #[tracing::instrument(skip_all, fields(job_id = %carried.job_id, class = class.name(), quick = true))]
     async fn quick_commit(
         &mut self,
         class: Class,
@@ -350,6 +354,10 @@ impl Slot {
             tokio::task::JoinError,
         >,
     ) -> (Option<Searcher>, bool) {
+        draughts_runtime::propagation::set_parent_from_map(
+            &tracing::Span::current(),
+            &carried.trace,
+        );
         let (outcome, searcher) = match joined {
             Ok((Ok(result), searcher)) => (Ok(result), searcher),
             Ok((Err(bad), searcher)) => (Err(bad.to_string()), searcher),
