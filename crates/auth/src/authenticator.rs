@@ -96,7 +96,14 @@ pub struct ApiKeyRecord {
     /// Creation time, Unix epoch milliseconds.
     #[serde(default)]
     pub created_at_ms: u64,
+    /// When the key stops working, Unix epoch milliseconds; 0 = never (records written before keys
+    /// could expire have none).
+    #[serde(default)]
+    pub expires_at_ms: u64,
 }
+
+/// The longest lifetime an API key can be given.
+pub const MAX_API_KEY_LIFETIME: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// The live-store name of the record of the API key with id `key_id`.
 fn api_key_record_name(key_id: &str) -> String {
@@ -542,13 +549,24 @@ impl Authenticator {
         owner: &str,
         scopes: Scopes,
         rate_limit_per_minute: Option<u32>,
-    ) -> Result<String, AuthError> {
+        lifetime: Option<Duration>,
+    ) -> Result<(String, u64), AuthError> {
         check_owner(owner)?;
         if scopes.is_empty() {
             return Err(AuthError::InvalidArgument(
                 "an API key needs at least one scope".into(),
             ));
         }
+        if lifetime.is_some_and(|t| t.is_zero() || t > MAX_API_KEY_LIFETIME) {
+            return Err(AuthError::InvalidArgument(format!(
+                "expires_in_secs must be 0 (never) or at most {}",
+                MAX_API_KEY_LIFETIME.as_secs()
+            )));
+        }
+        let created_at_ms = now_unix_ms();
+        let expires_at_ms = lifetime.map_or(0, |t| {
+            created_at_ms.saturating_add(u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+        });
         let mut attempts = 0;
         loop {
             let key = format!("{API_KEY_PREFIX}{}", random_hex(API_KEY_RANDOM_BYTES));
@@ -558,18 +576,22 @@ impl Authenticator {
                 owner: owner.to_owned(),
                 scopes: scopes.iter().map(|s| s.name().to_owned()).collect(),
                 rate_limit_per_minute: rate_limit_per_minute.unwrap_or(0),
-                created_at_ms: now_unix_ms(),
+                created_at_ms,
+                expires_at_ms,
             };
             let value = serde_json::to_vec(&record).map_err(AuthError::CorruptRecord)?;
             let name = api_key_record_name(&api_key_id(&key));
+            // An expiring key's record is removed a day after it (until then its use is answered
+            // "expired", not "unknown").
+            let record_ttl = lifetime.map(|t| t + Duration::from_secs(24 * 3600));
             match self
                 .inner
                 .store
-                .put(&name, Bytes::from(value), None, None)
+                .put(&name, Bytes::from(value), None, record_ttl)
                 .await
             {
                 Ok(_) => {
-                    tracing::info!(key_id = %api_key_id(&key), owner, %scopes, "API key created");
+                    tracing::info!(key_id = %api_key_id(&key), owner, %scopes, expires_at_ms, "API key created");
                     if let Ok(id) = PlayerId::parse(&format!("key:{owner}")) {
                         self.inner
                             .identities
@@ -577,7 +599,7 @@ impl Authenticator {
                             .await
                             .map_err(AuthError::Store)?;
                     }
-                    return Ok(key);
+                    return Ok((key, expires_at_ms));
                 }
                 // A 64-bit id collision: astronomically rare, but a new key costs nothing.
                 Err(e) if e.code() == ErrorCode::Conflict && attempts < 3 => attempts += 1,
@@ -657,6 +679,9 @@ impl Authenticator {
         if !constant_time_eq(&hash, &stored) {
             // Same id, different key: a forged key built to collide with the id.
             return Err(AuthError::UnknownApiKey);
+        }
+        if record.expires_at_ms != 0 && now_unix_ms() >= record.expires_at_ms {
+            return Err(AuthError::Expired);
         }
         let limit = match record.rate_limit_per_minute {
             0 => self.inner.config.rate_limit_api_key_per_minute,

@@ -15,8 +15,8 @@ pub enum AuthError {
     /// The bearer token is not a token this server accepts; the reason is a fixed phrase.
     #[error("invalid token: {0}")]
     InvalidToken(&'static str),
-    /// A well-signed token past its `exp`.
-    #[error("token expired: get a new one")]
+    /// A well-signed token past its `exp`, or an API key past its expiry.
+    #[error("credentials expired: get new ones")]
     Expired,
     /// An API key of the right shape that is not (or no longer) stored.
     #[error("unknown or revoked API key")]

@@ -1,5 +1,7 @@
 //! `draughts.v1.Auth` over gRPC: converts, calls the [`Authenticator`], converts back.
 
+use std::time::Duration;
+
 use draughts_proto::pb;
 use draughts_proto::pb::auth_server::Auth;
 use tonic::{Request, Response, Status};
@@ -102,7 +104,11 @@ impl Auth for AuthApi {
         let req = req.into_inner();
         let scopes = scopes_from_wire(&req.scopes)?;
         let limit = (req.rate_limit_per_minute > 0).then_some(req.rate_limit_per_minute);
-        let key = self.auth.create_api_key(&req.owner, scopes, limit).await?;
+        let lifetime = (req.expires_in_secs > 0).then(|| Duration::from_secs(req.expires_in_secs));
+        let (key, expires_at_ms) = self
+            .auth
+            .create_api_key(&req.owner, scopes, limit, lifetime)
+            .await?;
         let key_id = api_key_id(&key);
         tracing::Span::current().record("key_id", key_id.as_str());
         Ok(Response::new(pb::CreateApiKeyResponse {
@@ -110,6 +116,7 @@ impl Auth for AuthApi {
             key_id,
             owner: req.owner,
             scopes: scopes_to_wire(scopes),
+            expires_at_ms,
         }))
     }
 

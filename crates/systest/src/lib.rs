@@ -463,6 +463,7 @@ async fn create_key(
         owner: owner.to_owned(),
         scopes: scopes.iter().map(|s| *s as i32).collect(),
         rate_limit_per_minute: 100_000,
+        expires_in_secs: 0,
     });
     request.metadata_mut().insert(
         "authorization",

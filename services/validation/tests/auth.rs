@@ -122,6 +122,7 @@ async fn create_key(
         owner: owner.into(),
         scopes: scopes(key_scopes),
         rate_limit_per_minute,
+        expires_in_secs: 0,
     };
     client
         .create_api_key(bearer(req, admin_key))
@@ -443,6 +444,7 @@ async fn api_keys_carry_scopes_and_can_be_revoked() {
             owner: "x".into(),
             scopes: scopes(&[pb::AuthScope::Play]),
             rate_limit_per_minute: 0,
+            expires_in_secs: 0,
         })
         .await;
     check(result, Code::Unauthenticated, "needs credentials");
@@ -508,6 +510,51 @@ async fn api_keys_carry_scopes_and_can_be_revoked() {
     // The other keys still work.
     assert!(who_am_i(&mut client, &second_admin.key).await.is_ok());
     server.stop().await;
+}
+
+/// An API key may be given a lifetime: it works until then and is UNAUTHENTICATED ("expired")
+/// after; a lifetime past ten years is refused, and keys without one do not expire.
+#[tokio::test]
+async fn api_keys_may_expire() {
+    let server = Server::start(AuthConfig::for_tests()).await;
+    let mut client = server.client().await;
+    let admin = server.admin_key();
+    let request = |expires_in_secs| pb::CreateApiKeyRequest {
+        owner: "short-lived".into(),
+        scopes: scopes(&[pb::AuthScope::Play]),
+        rate_limit_per_minute: 0,
+        expires_in_secs,
+    };
+    let too_long = client
+        .create_api_key(bearer(request(10 * 365 * 24 * 3600 + 1), &admin))
+        .await;
+    check(too_long, Code::InvalidArgument, "expires_in_secs");
+    let before = now_unix_ms();
+    let short = client
+        .create_api_key(bearer(request(1), &admin))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        (before + 1000..=now_unix_ms() + 1000).contains(&short.expires_at_ms),
+        "{}",
+        short.expires_at_ms
+    );
+    let lasting = client
+        .create_api_key(bearer(request(0), &admin))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(lasting.expires_at_ms, 0);
+    let me = who_am_i(&mut client, &short.key).await.unwrap();
+    assert_eq!(me.player.unwrap().id, "key:short-lived");
+    let wait = short.expires_at_ms.saturating_sub(now_unix_ms()) + 50;
+    tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+    let result = who_am_i(&mut client, &short.key).await;
+    check(result, Code::Unauthenticated, "expired");
+    who_am_i(&mut client, &lasting.key)
+        .await
+        .expect("a key without a lifetime keeps working");
 }
 
 #[tokio::test]

@@ -218,6 +218,7 @@ async fn store_down_reads_fail_open_bounded_writes_fail_closed() {
                 owner: "acme".into(),
                 scopes: vec![pb::AuthScope::Play as i32],
                 rate_limit_per_minute: 0,
+                expires_in_secs: 0,
             },
             &admin_key,
         ))
