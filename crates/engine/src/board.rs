@@ -416,9 +416,9 @@ pub(crate) trait Geometry {
     const BOTTOM_ROW: Self::B;
     /// The Frisian king-move limit applies (docs/rules.md §11.5).
     const KING_MOVE_LIMIT: bool = false;
-    /// Per bit: the squares one step away in any capture direction (the eight-direction board's man
-    /// captures; empty where it is not used).
-    const NEIGHBOURS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
+    /// Per bit `s`: the neighbours `o` a man on `s` can jump, those whose square beyond (`2o - s` in the bit
+    /// layout) is on the board (the eight-direction board's man captures; empty where it is not used).
+    const JUMP_NEIGHBOURS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
     /// Rules every variant played on this geometry shares, fixed at compile time so that the generator's
     /// tests of them fold away; `None` reads the position's rule table. (`geometry_rules_match_the_tables`
     /// checks them against docs/rules.md's tables in `variant.rs`.)
@@ -535,7 +535,7 @@ const fn row_ends(first: bool) -> u64 {
     m
 }
 
-/// The union of the eight steps of every square of the Frisian board (see [`Geometry::NEIGHBOURS`]).
+/// The union of the eight steps of every square of the Frisian board.
 const fn frisian_neighbours() -> [u64; 64] {
     let shifts = [-6i32, -5, 6, 5, -11, 1, 11, -1];
     let masks = [
@@ -566,6 +566,28 @@ const fn frisian_neighbours() -> [u64; 64] {
     out
 }
 
+/// The neighbours of every square of the Frisian board that a man can jump (see
+/// [`Geometry::JUMP_NEIGHBOURS`]): `o` is a neighbour of `s`, and `2o - s`, one more step the same way, a
+/// neighbour of `o` (a step is a constant shift, and each direction has its own shift).
+const fn frisian_jump_neighbours() -> [u64; 64] {
+    let neighbours = frisian_neighbours();
+    let mut out = [0u64; 64];
+    let mut s = 0;
+    while s < 64 {
+        let mut c = neighbours[s];
+        while c != 0 {
+            let o = c.trailing_zeros() as usize;
+            c &= c - 1;
+            let l = 2 * o as i32 - s as i32;
+            if l >= 0 && l < 64 && neighbours[o] & (1u64 << l) != 0 {
+                out[s] |= 1u64 << o;
+            }
+        }
+        s += 1;
+    }
+    out
+}
+
 /// Frisian 10x10 (docs/rules.md §11.2): the four diagonals of [`Diag10`], then up, right, down, left over
 /// the dark squares two ranks or two files away (a row holds five dark squares one bit apart; two rows down
 /// is eleven bits with the ghost layout).
@@ -588,7 +610,7 @@ impl Geometry for Frisian10 {
     const TOP_ROW: u64 = TEN.top_row as u64;
     const BOTTOM_ROW: u64 = TEN.bottom_row as u64;
     const KING_MOVE_LIMIT: bool = true;
-    const NEIGHBOURS: [u64; 64] = frisian_neighbours();
+    const JUMP_NEIGHBOURS: [u64; 64] = frisian_jump_neighbours();
     // Frisian and Frysk.
     const FLYING: Option<bool> = Some(true);
     const MEN_CAPTURE_BACKWARD: Option<bool> = Some(true);
@@ -751,7 +773,23 @@ mod tests {
         for sq in TEN.squares() {
             let m = 1u64 << sq.bit();
             let all = (0..8).fold(0, |acc, d| acc | step::<Frisian10>(m, d));
-            assert_eq!(Frisian10::NEIGHBOURS[sq.0 as usize], all, "{sq:?}");
+            assert_eq!(frisian_neighbours()[sq.0 as usize], all, "{sq:?}");
+        }
+        for sq in TEN.squares() {
+            let m = 1u64 << sq.bit();
+            let jumpable = (0..8).fold(0, |acc, d| {
+                let o = step::<Frisian10>(m, d);
+                if step::<Frisian10>(o, d) != 0 {
+                    acc | o
+                } else {
+                    acc
+                }
+            });
+            assert_eq!(
+                Frisian10::JUMP_NEIGHBOURS[sq.0 as usize],
+                jumpable,
+                "{sq:?}"
+            );
         }
         // Frisian: square 28 (e5) also reaches e7 (18), g5 (29), e3 (38), c5 (27); 6 (a9) c9 and a7.
         assert_eq!(

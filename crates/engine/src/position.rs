@@ -6,7 +6,7 @@ use crate::board::{
     Bitboard, Bits, Board, BoardKind, Diag8, Diag10, Diag12, Frisian10, Geometry, Ortho, Square,
 };
 use crate::fen::{Fen, FenError, SquareRef};
-use crate::movegen::{self, CountSink, Gen, ListSink, PathSink, Sink};
+use crate::movegen::{self, CountSink, Gen, LeafCount, ListSink, PathSink, Sink};
 use crate::variant::{Color, Goal, RuleSet, Variant};
 
 /// Man or king.
@@ -249,8 +249,19 @@ fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) 
         return 0;
     }
     match movegen::bulk_count::<G>(pos) {
-        Some(n) => n,
-        None => count_by_generator::<G>(pos, list, count),
+        LeafCount::Exact(n) => n,
+        LeafCount::MenChains => {
+            let (own, opp) = pos.own_opp::<G::B>();
+            movegen::men_chains::<G>(
+                pos.side,
+                own,
+                opp,
+                pos.kings_bb::<G::B>(),
+                count.unique(),
+                list,
+            )
+        }
+        LeafCount::Generator => count_by_generator::<G>(pos, list, count),
     }
 }
 
@@ -345,8 +356,16 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
             self.total += match movegen::bulk_count_bits::<G>(
                 &self.leaf, !self.side, own, opp, kings, blocked,
             ) {
-                Some(n) => n,
-                None => count_by_generator::<G>(
+                LeafCount::Exact(n) => n,
+                LeafCount::MenChains => movegen::men_chains::<G>(
+                    !self.side,
+                    own,
+                    opp,
+                    kings,
+                    self.count.unique(),
+                    &mut self.rest[0],
+                ),
+                LeafCount::Generator => count_by_generator::<G>(
                     &p.play_quiet_in::<G>(from, to, king, promotes),
                     &mut self.rest[0],
                     self.count,
