@@ -9,7 +9,7 @@
 //! precedence key (the Italian list, Spanish kings, the maximum rule, Czech king-first are all "keep the
 //! chains with the largest key"), so the sink keeps only the best chains as it goes.
 
-use crate::board::{Bits, Geometry, Square, each_dir, step};
+use crate::board::{Bits, Geometry, Square, count_sparse, each_dir, step};
 use crate::position::{Move, Position};
 use crate::variant::{Color, Precedence, Promotion, Removal, RuleSet, Rules};
 
@@ -636,7 +636,7 @@ pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
 /// no king of the side to move can capture, the men's chains are counted without the generator
 /// ([`LeafCount::MenChains`], [`men_chains`]).
 #[inline(always)]
-pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> LeafCount {
+pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> LeafCount<G::B> {
     let (own, opp) = pos.own_opp::<G::B>();
     bulk_count_bits::<G>(
         &LeafRules::new(pos.rule_set()),
@@ -648,12 +648,13 @@ pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> LeafCount {
     )
 }
 
-/// How perft's last ply is counted ([`bulk_count`]).
-pub(crate) enum LeafCount {
+/// How perft's last ply is counted ([`bulk_count`]; `B`: the board's word).
+pub(crate) enum LeafCount<B> {
     /// The number of legal moves, counted on bitboards.
     Exact(u64),
-    /// Frisian men's captures, and no king of the side to move can capture: [`men_chains`] counts them.
-    MenChains,
+    /// Frisian men's captures, and no king of the side to move can capture: [`men_chains`] counts them
+    /// (the landing squares of the first jumps that go on, or 0 if not known).
+    MenChains(B),
     /// The capture generator must count them.
     Generator,
 }
@@ -691,7 +692,7 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     opp: G::B,
     kings: G::B,
     blocked: G::B,
-) -> LeafCount {
+) -> LeafCount<G::B> {
     let rules = lr.rules;
     let empty = G::MASK & !(own | opp);
     let zero = <G::B as Bits>::ZERO;
@@ -726,36 +727,47 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     );
     // Frisian (the eight-direction board): only men capture here (the kings cannot), so their chains are
     // counted without the generator unless a man crowned mid-chain would go on as a king.
-    let not_exact = if G::N_DIRS == 8 && lr.mandatory && !lr.crowning_goes_on {
-        LeafCount::MenChains
-    } else {
-        LeafCount::Generator
-    };
+    let men_chains = G::N_DIRS == 8 && lr.mandatory && !lr.crowning_goes_on;
     if !lr.mandatory || (!kings_alike && !(opp & kings).is_zero()) {
-        return not_exact;
+        return if men_chains {
+            LeafCount::MenChains(zero)
+        } else {
+            LeafCount::Generator
+        };
     }
     let promo_row = match side {
         Color::White => G::TOP_ROW,
         Color::Black => G::BOTTOM_ROW,
     };
     // Every landing square at once; each first jump is a move (a man jumps a piece one way only).
-    let mut n = 0u32;
     let mut lands = zero;
     each_dir::<G>(|d| {
         lands |= step::<G>(step::<G>(first[d], d), d);
-        n += first[d].count_ones();
     });
     if !(lands & jump_from).is_zero() || (lr.crowning_goes_on && !(lands & promo_row).is_zero()) {
-        return not_exact;
+        return if men_chains {
+            LeafCount::MenChains(lands & jump_from)
+        } else {
+            LeafCount::Generator
+        };
     }
-    LeafCount::Exact(u64::from(n))
+    LeafCount::Exact(u64::from(count_sparse(&first[..G::N_DIRS])))
 }
 
 /// [`LeafCount::MenChains`]: the number of legal moves of the side to move (`own` against `opp`), whose
-/// captures are all men's, on the Frisian board (`seen`: a scratch list).
+/// captures are all men's, on the Frisian board. `go_on`: the landing squares of the first jumps whose
+/// chain goes on, if known (0 when not: then they are found here); `seen`: a scratch list.
+///
+/// A chain that can go on outvalues every chain that stops at the same point, whatever they take: one
+/// more piece is worth at least 100 more, a man instead of a king at most 99 less. So when a first jump can
+/// go on (its landing square is one a man could jump from, with the moving man on its origin: only a jump
+/// back over the piece just taken, which stays on the board until the end, would land on the origin), the
+/// single jumps are out, and only the chains from those first jumps are followed; when none can, every
+/// move is a single jump, and those that take a king win.
 #[inline(never)]
 pub(crate) fn men_chains<G: Geometry>(
     side: Color,
+    go_on: G::B,
     own: G::B,
     opp: G::B,
     kings: G::B,
@@ -765,29 +777,67 @@ pub(crate) fn men_chains<G: Geometry>(
     debug_assert!(G::N_DIRS == 8 && G::MEN_CAPTURE_KINGS == Some(true));
     let empty = G::MASK & !(own | opp);
     let own_men = own & !kings;
+    let opp_kings = opp & kings;
     let zero = <G::B as Bits>::ZERO;
-    let mut first = [zero; 8];
-    let mut jump_from = zero;
-    each_dir::<G>(|d| {
-        let r = d ^ 2;
-        let j = step::<G>(step::<G>(empty, r) & opp, r);
-        jump_from |= j;
-        first[d] = own_men & j;
-    });
-    let promo_row = match side {
-        Color::White => G::TOP_ROW,
-        Color::Black => G::BOTTOM_ROW,
-    };
-    MenChains::<G>::count(
-        &first,
-        jump_from,
+    let mut go_on = go_on;
+    if go_on.is_zero() {
+        let mut first = [zero; 8];
+        let mut jump_from = zero;
+        each_dir::<G>(|d| {
+            let r = d ^ 2;
+            let j = step::<G>(step::<G>(empty, r) & opp, r);
+            jump_from |= j;
+            first[d] = own_men & j;
+        });
+        each_dir::<G>(|d| {
+            go_on |= step::<G>(step::<G>(first[d], d), d);
+        });
+        go_on &= jump_from;
+        if go_on.is_zero() {
+            let (mut n_all, mut n_kings) = (0, 0);
+            each_dir::<G>(|d| {
+                n_all += first[d].count_ones();
+                n_kings += (first[d] & step::<G>(opp_kings, d ^ 2)).count_ones();
+            });
+            return u64::from(if n_kings > 0 { n_kings } else { n_all });
+        }
+    }
+    seen.clear();
+    let mut chains = MenChains::<G> {
         opp,
-        opp & kings,
+        opp_kings,
         empty,
-        promo_row,
+        promo_row: match side {
+            Color::White => G::TOP_ROW,
+            Color::Black => G::BOTTOM_ROW,
+        },
         unique,
+        best: 0,
+        n_best: 0,
         seen,
-    )
+    };
+    // The first jumps onto each of those landing squares: from `2o - l` over a neighbour `o` (the
+    // same steps as in `MenChains::ahead`, backwards).
+    let mut lands = go_on;
+    while !lands.is_zero() {
+        let l = lands.trailing_zeros();
+        lands = lands.clear_lowest();
+        let mut c = G::JUMP_NEIGHBOURS[l as usize & 63] & opp;
+        while !c.is_zero() {
+            let o = c.trailing_zeros();
+            c = c.clear_lowest();
+            let from = <G::B as Bits>::bit((2 * o).wrapping_sub(l) & 63) & own_men;
+            if from.is_zero() {
+                continue;
+            }
+            let over = <G::B as Bits>::bit(o);
+            chains.empty = empty | from;
+            let ahead = chains.ahead(l, over);
+            debug_assert!(!ahead.is_zero());
+            chains.chain(from, l, over, chains.value(over), 1, ahead);
+        }
+    }
+    chains.n_best
 }
 
 /// perft's last ply on the Frisian board when only men can capture (no king of the side to move can):
@@ -812,75 +862,6 @@ struct MenChains<'a, G: Geometry> {
 }
 
 impl<G: Geometry> MenChains<'_, G> {
-    /// The number of legal moves, the men's first jumps being `first` (per direction) and `jump_from` the
-    /// squares a man could jump from (both with the moving man on its origin).
-    ///
-    /// A chain that can go on outvalues every chain that stops at the same point, whatever they take: one
-    /// more piece is worth at least 100 more, a man instead of a king at most 99 less. So when a first jump
-    /// can go on (its landing square is in `jump_from`: a man there could jump, and only a jump back over
-    /// the piece just taken, which is on the board until the end, would land on the origin), the single
-    /// jumps are out; when none can, every move is a single jump, and those that take a king win.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn count(
-        first: &[G::B; 8],
-        jump_from: G::B,
-        opp: G::B,
-        opp_kings: G::B,
-        empty: G::B,
-        promo_row: G::B,
-        unique: bool,
-        seen: &mut Vec<Move>,
-    ) -> u64 {
-        let mut chains = MenChains::<G> {
-            opp,
-            opp_kings,
-            empty,
-            promo_row,
-            unique,
-            best: 0,
-            n_best: 0,
-            seen,
-        };
-        let zero = <G::B as Bits>::ZERO;
-        let mut go_on = [zero; 8];
-        let mut any_go_on = zero;
-        each_dir::<G>(|d| {
-            let r = d ^ 2;
-            go_on[d] = first[d] & step::<G>(step::<G>(jump_from, r), r);
-            any_go_on |= go_on[d];
-        });
-        if any_go_on.is_zero() {
-            let (mut n_all, mut n_kings) = (0, 0);
-            each_dir::<G>(|d| {
-                n_all += first[d].count_ones();
-                n_kings += (first[d] & step::<G>(opp_kings, d ^ 2)).count_ones();
-            });
-            return u64::from(if n_kings > 0 { n_kings } else { n_all });
-        }
-        chains.seen.clear();
-        each_dir::<G>(|d| {
-            let mut men = go_on[d];
-            while !men.is_zero() {
-                let from = men.lowest();
-                men = men.clear_lowest();
-                let over = step::<G>(from, d);
-                let land = step::<G>(over, d);
-                chains.empty = empty | from;
-                let ahead = chains.ahead(land.trailing_zeros(), over);
-                chains.chain(
-                    from,
-                    land.trailing_zeros(),
-                    over,
-                    chains.value(over),
-                    1,
-                    ahead,
-                );
-            }
-        });
-        chains.n_best
-    }
-
     #[inline(always)]
     fn value(&self, over: G::B) -> u32 {
         if (over & self.opp_kings).is_zero() {

@@ -250,10 +250,11 @@ fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) 
     }
     match movegen::bulk_count::<G>(pos) {
         LeafCount::Exact(n) => n,
-        LeafCount::MenChains => {
+        LeafCount::MenChains(go_on) => {
             let (own, opp) = pos.own_opp::<G::B>();
             movegen::men_chains::<G>(
                 pos.side,
+                go_on,
                 own,
                 opp,
                 pos.kings_bb::<G::B>(),
@@ -283,6 +284,9 @@ struct PerftSink<'a, G: Geometry> {
     black: G::B,
     kings: G::B,
     side: Color,
+    /// The other side's king that may make no quiet move (docs/rules.md §11.5): a quiet move leaves it
+    /// as it is, so it is the same in every child reached by one.
+    blocked_other: G::B,
     leaf: movegen::LeafRules,
     /// This node's depth (2 or more).
     depth: u32,
@@ -348,17 +352,18 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
                 Color::White => (black, white),
                 Color::Black => (white, black),
             };
-            let blocked = if G::KING_MOVE_LIMIT {
-                <G::B as Bits>::join(p.blocked_king_of(!self.side), 0)
-            } else {
-                <G::B as Bits>::ZERO
-            };
             self.total += match movegen::bulk_count_bits::<G>(
-                &self.leaf, !self.side, own, opp, kings, blocked,
+                &self.leaf,
+                !self.side,
+                own,
+                opp,
+                kings,
+                self.blocked_other,
             ) {
                 LeafCount::Exact(n) => n,
-                LeafCount::MenChains => movegen::men_chains::<G>(
+                LeafCount::MenChains(go_on) => movegen::men_chains::<G>(
                     !self.side,
+                    go_on,
                     own,
                     opp,
                     kings,
@@ -400,6 +405,11 @@ fn perft_rec<G: Geometry>(
         black: pos.black_bb::<G::B>(),
         kings: pos.kings_bb::<G::B>(),
         side: pos.side,
+        blocked_other: if G::KING_MOVE_LIMIT {
+            <G::B as Bits>::join(pos.blocked_king_of(!pos.side), 0)
+        } else {
+            <G::B as Bits>::ZERO
+        },
         leaf: movegen::LeafRules::new(pos.rules),
         depth,
         count,
