@@ -636,7 +636,7 @@ pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
 /// no king of the side to move can capture, the men's chains are counted without the generator
 /// ([`LeafCount::MenChains`], [`men_chains`]).
 #[inline(always)]
-pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> LeafCount<G::B> {
+pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> LeafCount {
     let (own, opp) = pos.own_opp::<G::B>();
     bulk_count_bits::<G>(
         &LeafRules::new(pos.rule_set()),
@@ -648,13 +648,14 @@ pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> LeafCount<G::B> {
     )
 }
 
-/// How perft's last ply is counted ([`bulk_count`]; `B`: the board's word).
-pub(crate) enum LeafCount<B> {
+/// How perft's last ply is counted ([`bulk_count`]).
+pub(crate) enum LeafCount {
     /// The number of legal moves, counted on bitboards.
     Exact(u64),
     /// Frisian men's captures, and no king of the side to move can capture: [`men_chains`] counts them
-    /// (the landing squares of the first jumps that go on, or 0 if not known).
-    MenChains(B),
+    /// (the landing squares of the first jumps that go on, or 0 if not known; the Frisian board's word
+    /// is a `u64`).
+    MenChains(u64),
     /// The capture generator must count them.
     Generator,
 }
@@ -692,7 +693,7 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     opp: G::B,
     kings: G::B,
     blocked: G::B,
-) -> LeafCount<G::B> {
+) -> LeafCount {
     let rules = lr.rules;
     let empty = G::MASK & !(own | opp);
     let zero = <G::B as Bits>::ZERO;
@@ -730,7 +731,7 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     let men_chains = G::N_DIRS == 8 && lr.mandatory && !lr.crowning_goes_on;
     if !lr.mandatory || (!kings_alike && !(opp & kings).is_zero()) {
         return if men_chains {
-            LeafCount::MenChains(zero)
+            LeafCount::MenChains(0)
         } else {
             LeafCount::Generator
         };
@@ -746,7 +747,7 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     });
     if !(lands & jump_from).is_zero() || (lr.crowning_goes_on && !(lands & promo_row).is_zero()) {
         return if men_chains {
-            LeafCount::MenChains(lands & jump_from)
+            LeafCount::MenChains((lands & jump_from).lo())
         } else {
             LeafCount::Generator
         };
@@ -767,7 +768,7 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
 #[inline(never)]
 pub(crate) fn men_chains<G: Geometry>(
     side: Color,
-    go_on: G::B,
+    go_on: u64,
     own: G::B,
     opp: G::B,
     kings: G::B,
@@ -779,7 +780,7 @@ pub(crate) fn men_chains<G: Geometry>(
     let own_men = own & !kings;
     let opp_kings = opp & kings;
     let zero = <G::B as Bits>::ZERO;
-    let mut go_on = go_on;
+    let mut go_on = <G::B as Bits>::join(go_on, 0);
     if go_on.is_zero() {
         let mut first = [zero; 8];
         let mut jump_from = zero;

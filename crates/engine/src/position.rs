@@ -284,9 +284,6 @@ struct PerftSink<'a, G: Geometry> {
     black: G::B,
     kings: G::B,
     side: Color,
-    /// The other side's king that may make no quiet move (docs/rules.md §11.5): a quiet move leaves it
-    /// as it is, so it is the same in every child reached by one.
-    blocked_other: G::B,
     leaf: movegen::LeafRules,
     /// This node's depth (2 or more).
     depth: u32,
@@ -352,13 +349,14 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
                 Color::White => (black, white),
                 Color::Black => (white, black),
             };
+            // The held king matters only to a side with kings (looked up only then).
+            let blocked = if G::KING_MOVE_LIMIT && !(own & kings).is_zero() {
+                <G::B as Bits>::join(p.blocked_king_of(!self.side), 0)
+            } else {
+                <G::B as Bits>::ZERO
+            };
             self.total += match movegen::bulk_count_bits::<G>(
-                &self.leaf,
-                !self.side,
-                own,
-                opp,
-                kings,
-                self.blocked_other,
+                &self.leaf, !self.side, own, opp, kings, blocked,
             ) {
                 LeafCount::Exact(n) => n,
                 LeafCount::MenChains(go_on) => movegen::men_chains::<G>(
@@ -405,11 +403,6 @@ fn perft_rec<G: Geometry>(
         black: pos.black_bb::<G::B>(),
         kings: pos.kings_bb::<G::B>(),
         side: pos.side,
-        blocked_other: if G::KING_MOVE_LIMIT {
-            <G::B as Bits>::join(pos.blocked_king_of(!pos.side), 0)
-        } else {
-            <G::B as Bits>::ZERO
-        },
         leaf: movegen::LeafRules::new(pos.rules),
         depth,
         count,
