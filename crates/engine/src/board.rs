@@ -462,6 +462,29 @@ pub(crate) fn step<G: Geometry>(b: G::B, d: usize) -> G::B {
     }) & mask
 }
 
+/// [`step`] for a result that is only used intersected with a set of squares of the board: the mask is
+/// left out where it is the board's own mask (the diagonal steps of the ghost layout, the Frisian steps
+/// along files, Turkish steps along files: a step off an edge lands on a ghost bit or off the board, never
+/// on another square), so only the edge masks of steps along ranks remain. Resolved at compile time.
+#[inline(always)]
+pub(crate) fn step_into<G: Geometry>(b: G::B, d: usize) -> G::B {
+    let (s, mask) = if G::N_DIRS == 4 || d < 4 {
+        (G::SHIFT[d], G::STEP_MASK[d])
+    } else {
+        (G::SHIFT_ORTHO[d - 4], G::STEP_MASK_ORTHO[d - 4])
+    };
+    let shifted = if s > 0 {
+        b << s as u32
+    } else {
+        b >> (-s) as u32
+    };
+    if mask == G::MASK {
+        shifted
+    } else {
+        shifted & mask
+    }
+}
+
 /// The total size of `sets`, sets of few squares each (perft's last ply: the men that can capture, per
 /// direction). Without a popcount instruction (the default x86-64 target) a count costs a dozen
 /// instructions a set, so each set is first tested for one square at most, and counted only if some set

@@ -9,7 +9,7 @@
 //! precedence key (the Italian list, Spanish kings, the maximum rule, Czech king-first are all "keep the
 //! chains with the largest key"), so the sink keeps only the best chains as it goes.
 
-use crate::board::{Bits, Geometry, Square, count_sparse, each_dir, step};
+use crate::board::{Bits, Geometry, Square, count_sparse, each_dir, step, step_into};
 use crate::position::{Move, Position};
 use crate::variant::{Color, Precedence, Promotion, Removal, RuleSet, Rules};
 
@@ -704,13 +704,14 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     };
     let own_men = own & !kings;
     let dirs = man_capture_dirs::<G>(rules, side);
-    // Squares a man could jump from, per direction and in any.
+    // Squares a man could jump from, per direction and in any (`jump_from` may hold ghost bits: it is
+    // only intersected with squares of the board).
     let mut first = [zero; 8];
     let mut jump_from = zero;
     each_dir::<G>(|d| {
         if dirs & (1 << d) != 0 {
             let r = d ^ 2;
-            let j = step::<G>(step::<G>(empty, r) & men_jumpable, r);
+            let j = step_into::<G>(step_into::<G>(empty, r) & men_jumpable, r);
             jump_from |= j;
             first[d] = own_men & j;
         }
@@ -743,7 +744,7 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     // Every landing square at once; each first jump is a move (a man jumps a piece one way only).
     let mut lands = zero;
     each_dir::<G>(|d| {
-        lands |= step::<G>(step::<G>(first[d], d), d);
+        lands |= step_into::<G>(step_into::<G>(first[d], d), d);
     });
     if !(lands & jump_from).is_zero() || (lr.crowning_goes_on && !(lands & promo_row).is_zero()) {
         return if men_chains {
@@ -835,7 +836,7 @@ pub(crate) fn men_chains<G: Geometry>(
             chains.empty = empty | from;
             let ahead = chains.ahead(l, over);
             debug_assert!(!ahead.is_zero());
-            chains.chain(from, l, over, chains.value(over), 1, ahead);
+            chains.jumps(from, l, over, chains.value(over), 1, ahead);
         }
     }
     chains.n_best
@@ -889,7 +890,14 @@ impl<G: Geometry> MenChains<'_, G> {
     /// The chain of the man from `from` standing on bit `s` after taking `captured` (`n` pieces worth
     /// `value`), which goes on to the squares of `ahead` (not empty): each jump, then the chain's end or
     /// the rest of it.
+    #[inline(never)]
     fn chain(&mut self, from: G::B, s: u32, captured: G::B, value: u32, n: u32, ahead: G::B) {
+        self.jumps(from, s, captured, value, n, ahead);
+    }
+
+    /// [`MenChains::chain`]'s body (written out in [`men_chains`] for the first jumps' landing squares).
+    #[inline(always)]
+    fn jumps(&mut self, from: G::B, s: u32, captured: G::B, value: u32, n: u32, ahead: G::B) {
         let mut ls = ahead;
         while !ls.is_zero() {
             let l = ls.trailing_zeros();
@@ -1019,17 +1027,17 @@ fn count_quiet_in<G: Geometry>(
     let mut n = 0u64;
     for d in 0..4 {
         if dirs & (1 << d) != 0 {
-            n += u64::from((step::<G>(own_men, d) & empty).count_ones());
+            n += u64::from((step_into::<G>(own_men, d) & empty).count_ones());
         }
     }
     let own_kings = own & kings & !blocked;
     if !own_kings.is_zero() {
         for d in 0..4 {
-            let mut front = step::<G>(own_kings, d) & empty;
+            let mut front = step_into::<G>(own_kings, d) & empty;
             n += u64::from(front.count_ones());
             if flying::<G>(rules) {
                 while !front.is_zero() {
-                    front = step::<G>(front, d) & empty;
+                    front = step_into::<G>(front, d) & empty;
                     n += u64::from(front.count_ones());
                 }
             }
