@@ -419,6 +419,9 @@ pub(crate) trait Geometry {
     /// Per bit `s`: the neighbours `o` a man on `s` can jump, those whose square beyond (`2o - s` in the bit
     /// layout) is on the board (the eight-direction board's man captures; empty where it is not used).
     const JUMP_NEIGHBOURS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
+    /// Per bit `s`: the squares `2o - s` beyond those neighbours, where a man on `s` lands (and from where
+    /// a man lands on `s`).
+    const JUMP_LANDINGS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
     /// Rules every variant played on this geometry shares, fixed at compile time so that the generator's
     /// tests of them fold away; `None` reads the position's rule table. (`geometry_rules_match_the_tables`
     /// checks them against docs/rules.md's tables in `variant.rs`.)
@@ -633,6 +636,23 @@ const fn frisian_jump_neighbours() -> [u64; 64] {
     out
 }
 
+/// The squares two steps from every square of the Frisian board (see [`Geometry::JUMP_LANDINGS`]).
+const fn frisian_jump_landings() -> [u64; 64] {
+    let jumpable = frisian_jump_neighbours();
+    let mut out = [0u64; 64];
+    let mut s = 0;
+    while s < 64 {
+        let mut c = jumpable[s];
+        while c != 0 {
+            let o = c.trailing_zeros() as usize;
+            c &= c - 1;
+            out[s] |= 1u64 << (2 * o - s);
+        }
+        s += 1;
+    }
+    out
+}
+
 /// Frisian 10x10 (docs/rules.md §11.2): the four diagonals of [`Diag10`], then up, right, down, left over
 /// the dark squares two ranks or two files away (a row holds five dark squares one bit apart; two rows down
 /// is eleven bits with the ghost layout).
@@ -656,6 +676,7 @@ impl Geometry for Frisian10 {
     const BOTTOM_ROW: u64 = TEN.bottom_row as u64;
     const KING_MOVE_LIMIT: bool = true;
     const JUMP_NEIGHBOURS: [u64; 64] = frisian_jump_neighbours();
+    const JUMP_LANDINGS: [u64; 64] = frisian_jump_landings();
     // Frisian and Frysk.
     const FLYING: Option<bool> = Some(true);
     const MEN_CAPTURE_BACKWARD: Option<bool> = Some(true);
@@ -835,6 +856,10 @@ mod tests {
                 jumpable,
                 "{sq:?}"
             );
+            let landings = (0..8).fold(0, |acc, d| {
+                acc | step::<Frisian10>(step::<Frisian10>(m, d), d)
+            });
+            assert_eq!(Frisian10::JUMP_LANDINGS[sq.0 as usize], landings, "{sq:?}");
         }
         // Frisian: square 28 (e5) also reaches e7 (18), g5 (29), e3 (38), c5 (27); 6 (a9) c9 and a7.
         assert_eq!(

@@ -170,7 +170,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         each_dir::<G>(|d| {
             if dirs & (1 << d) != 0 {
                 let r = d ^ 2;
-                let f = own_men & step::<G>(step::<G>(empty, r) & jumpable, r);
+                let f = own_men & step_into::<G>(step_into::<G>(empty, r) & jumpable, r);
                 starters |= f;
                 first[d] = f;
             }
@@ -241,7 +241,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
 
     #[inline(always)]
     fn quiet_men(&mut self, own_men: G::B, d: usize) {
-        let mut t = step::<G>(own_men, d) & self.empty;
+        let mut t = step_into::<G>(own_men, d) & self.empty;
         while !t.is_zero() {
             let to = t.lowest();
             t = t.clear_lowest();
@@ -253,13 +253,13 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
 
     #[inline(always)]
     fn quiet_king(&mut self, from: G::B, d: usize) {
-        let mut to = step::<G>(from, d) & self.empty;
+        let mut to = step_into::<G>(from, d) & self.empty;
         while !to.is_zero() {
             self.sink.quiet_step(from, to, true, false);
             if !self.flying() {
                 break;
             }
-            to = step::<G>(to, d) & self.empty;
+            to = step_into::<G>(to, d) & self.empty;
         }
     }
 
@@ -818,21 +818,20 @@ pub(crate) fn men_chains<G: Geometry>(
         n_best: 0,
         seen,
     };
-    // The first jumps onto each of those landing squares: from `2o - l` over a neighbour `o` (the
-    // same steps as in `MenChains::ahead`, backwards).
+    // The first jumps onto each of those landing squares: from a man two steps away, over the piece
+    // between (the same steps as in `MenChains::ahead`, backwards).
     let mut lands = go_on;
     while !lands.is_zero() {
         let l = lands.trailing_zeros();
         lands = lands.clear_lowest();
-        let mut c = G::JUMP_NEIGHBOURS[l as usize & 63] & opp;
-        while !c.is_zero() {
-            let o = c.trailing_zeros();
-            c = c.clear_lowest();
-            let from = <G::B as Bits>::bit((2 * o).wrapping_sub(l) & 63) & own_men;
-            if from.is_zero() {
+        let mut men = G::JUMP_LANDINGS[l as usize & 63] & own_men;
+        while !men.is_zero() {
+            let from = men.lowest();
+            men = men.clear_lowest();
+            let over = <G::B as Bits>::bit((from.trailing_zeros() + l) / 2) & opp;
+            if over.is_zero() {
                 continue;
             }
-            let over = <G::B as Bits>::bit(o);
             chains.empty = empty | from;
             let ahead = chains.ahead(l, over);
             debug_assert!(!ahead.is_zero());
