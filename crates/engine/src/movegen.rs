@@ -170,7 +170,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         each_dir::<G>(|d| {
             if dirs & (1 << d) != 0 {
                 let r = d ^ 2;
-                let f = own_men & step_into::<G>(step_into::<G>(empty, r) & jumpable, r);
+                let f = own_men & step::<G>(step::<G>(empty, r) & jumpable, r);
                 starters |= f;
                 first[d] = f;
             }
@@ -241,7 +241,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
 
     #[inline(always)]
     fn quiet_men(&mut self, own_men: G::B, d: usize) {
-        let mut t = step_into::<G>(own_men, d) & self.empty;
+        let mut t = step::<G>(own_men, d) & self.empty;
         while !t.is_zero() {
             let to = t.lowest();
             t = t.clear_lowest();
@@ -253,13 +253,13 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
 
     #[inline(always)]
     fn quiet_king(&mut self, from: G::B, d: usize) {
-        let mut to = step_into::<G>(from, d) & self.empty;
+        let mut to = step::<G>(from, d) & self.empty;
         while !to.is_zero() {
             self.sink.quiet_step(from, to, true, false);
             if !self.flying() {
                 break;
             }
-            to = step_into::<G>(to, d) & self.empty;
+            to = step::<G>(to, d) & self.empty;
         }
     }
 
