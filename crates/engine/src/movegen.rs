@@ -743,8 +743,12 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     };
     // Every landing square at once; each first jump is a move (a man jumps a piece one way only).
     let mut lands = zero;
+    let mut n = 0u32;
     each_dir::<G>(|d| {
         lands |= step_into::<G>(step_into::<G>(first[d], d), d);
+        if cfg!(target_feature = "popcnt") {
+            n += first[d].count_ones();
+        }
     });
     if !(lands & jump_from).is_zero() || (lr.crowning_goes_on && !(lands & promo_row).is_zero()) {
         return if men_chains {
@@ -753,7 +757,10 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
             LeafCount::Generator
         };
     }
-    LeafCount::Exact(u64::from(count_sparse(&first[..G::N_DIRS])))
+    if !cfg!(target_feature = "popcnt") {
+        n = count_sparse(&first[..G::N_DIRS]);
+    }
+    LeafCount::Exact(u64::from(n))
 }
 
 /// [`LeafCount::MenChains`]: the number of legal moves of the side to move (`own` against `opp`), whose
