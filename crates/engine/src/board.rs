@@ -416,9 +416,12 @@ pub(crate) trait Geometry {
     const BOTTOM_ROW: Self::B;
     /// The Frisian king-move limit applies (docs/rules.md §11.5).
     const KING_MOVE_LIMIT: bool = false;
-    /// Per bit: the squares one step away in any capture direction (the eight-direction board's man
-    /// captures; empty where it is not used).
-    const NEIGHBOURS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
+    /// Per bit `s`: the neighbours `o` a man on `s` can jump, those whose square beyond (`2o - s` in the bit
+    /// layout) is on the board (the eight-direction board's man captures; empty where it is not used).
+    const JUMP_NEIGHBOURS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
+    /// Per bit `s`: the squares `2o - s` beyond those neighbours, where a man on `s` lands (and from where
+    /// a man lands on `s`).
+    const JUMP_LANDINGS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
     /// Rules every variant played on this geometry shares, fixed at compile time so that the generator's
     /// tests of them fold away; `None` reads the position's rule table. (`geometry_rules_match_the_tables`
     /// checks them against docs/rules.md's tables in `variant.rs`.)
@@ -460,6 +463,51 @@ pub(crate) fn step<G: Geometry>(b: G::B, d: usize) -> G::B {
     } else {
         b >> (-s) as u32
     }) & mask
+}
+
+/// [`step`] for a result that is only used intersected with a set of squares of the board: the mask is
+/// left out where it is the board's own mask (the diagonal steps of the ghost layout, the Frisian steps
+/// along files, Turkish steps along files: a step off an edge lands on a ghost bit or off the board, never
+/// on another square), so only the edge masks of steps along ranks remain. Resolved at compile time.
+#[inline(always)]
+pub(crate) fn step_into<G: Geometry>(b: G::B, d: usize) -> G::B {
+    let (s, mask) = if G::N_DIRS == 4 || d < 4 {
+        (G::SHIFT[d], G::STEP_MASK[d])
+    } else {
+        (G::SHIFT_ORTHO[d - 4], G::STEP_MASK_ORTHO[d - 4])
+    };
+    let shifted = if s > 0 {
+        b << s as u32
+    } else {
+        b >> (-s) as u32
+    };
+    if mask == G::MASK {
+        shifted
+    } else {
+        shifted & mask
+    }
+}
+
+/// The total size of `sets`, sets of few squares each (perft's last ply: the men that can capture, per
+/// direction). Without a popcount instruction (the default x86-64 target) a count costs a dozen
+/// instructions a set, so each set is first tested for one square at most, and counted only if some set
+/// has more.
+#[inline(always)]
+pub(crate) fn count_sparse<B: Bits>(sets: &[B]) -> u32 {
+    if cfg!(target_feature = "popcnt") {
+        return sets.iter().map(|s| s.count_ones()).sum();
+    }
+    let mut n = 0;
+    let mut more = B::ZERO;
+    for s in sets {
+        n += u32::from(!s.is_zero());
+        more |= s.clear_lowest();
+    }
+    if more.is_zero() {
+        n
+    } else {
+        sets.iter().map(|s| s.count_ones()).sum()
+    }
 }
 
 /// Calls `f` for every capture direction of `G` in ascending order, one call per direction written out,
@@ -535,7 +583,7 @@ const fn row_ends(first: bool) -> u64 {
     m
 }
 
-/// The union of the eight steps of every square of the Frisian board (see [`Geometry::NEIGHBOURS`]).
+/// The union of the eight steps of every square of the Frisian board.
 const fn frisian_neighbours() -> [u64; 64] {
     let shifts = [-6i32, -5, 6, 5, -11, 1, 11, -1];
     let masks = [
@@ -566,6 +614,45 @@ const fn frisian_neighbours() -> [u64; 64] {
     out
 }
 
+/// The neighbours of every square of the Frisian board that a man can jump (see
+/// [`Geometry::JUMP_NEIGHBOURS`]): `o` is a neighbour of `s`, and `2o - s`, one more step the same way, a
+/// neighbour of `o` (a step is a constant shift, and each direction has its own shift).
+const fn frisian_jump_neighbours() -> [u64; 64] {
+    let neighbours = frisian_neighbours();
+    let mut out = [0u64; 64];
+    let mut s = 0;
+    while s < 64 {
+        let mut c = neighbours[s];
+        while c != 0 {
+            let o = c.trailing_zeros() as usize;
+            c &= c - 1;
+            let l = 2 * o as i32 - s as i32;
+            if l >= 0 && l < 64 && neighbours[o] & (1u64 << l) != 0 {
+                out[s] |= 1u64 << o;
+            }
+        }
+        s += 1;
+    }
+    out
+}
+
+/// The squares two steps from every square of the Frisian board (see [`Geometry::JUMP_LANDINGS`]).
+const fn frisian_jump_landings() -> [u64; 64] {
+    let jumpable = frisian_jump_neighbours();
+    let mut out = [0u64; 64];
+    let mut s = 0;
+    while s < 64 {
+        let mut c = jumpable[s];
+        while c != 0 {
+            let o = c.trailing_zeros() as usize;
+            c &= c - 1;
+            out[s] |= 1u64 << (2 * o - s);
+        }
+        s += 1;
+    }
+    out
+}
+
 /// Frisian 10x10 (docs/rules.md §11.2): the four diagonals of [`Diag10`], then up, right, down, left over
 /// the dark squares two ranks or two files away (a row holds five dark squares one bit apart; two rows down
 /// is eleven bits with the ghost layout).
@@ -588,7 +675,8 @@ impl Geometry for Frisian10 {
     const TOP_ROW: u64 = TEN.top_row as u64;
     const BOTTOM_ROW: u64 = TEN.bottom_row as u64;
     const KING_MOVE_LIMIT: bool = true;
-    const NEIGHBOURS: [u64; 64] = frisian_neighbours();
+    const JUMP_NEIGHBOURS: [u64; 64] = frisian_jump_neighbours();
+    const JUMP_LANDINGS: [u64; 64] = frisian_jump_landings();
     // Frisian and Frysk.
     const FLYING: Option<bool> = Some(true);
     const MEN_CAPTURE_BACKWARD: Option<bool> = Some(true);
@@ -751,7 +839,27 @@ mod tests {
         for sq in TEN.squares() {
             let m = 1u64 << sq.bit();
             let all = (0..8).fold(0, |acc, d| acc | step::<Frisian10>(m, d));
-            assert_eq!(Frisian10::NEIGHBOURS[sq.0 as usize], all, "{sq:?}");
+            assert_eq!(frisian_neighbours()[sq.0 as usize], all, "{sq:?}");
+        }
+        for sq in TEN.squares() {
+            let m = 1u64 << sq.bit();
+            let jumpable = (0..8).fold(0, |acc, d| {
+                let o = step::<Frisian10>(m, d);
+                if step::<Frisian10>(o, d) != 0 {
+                    acc | o
+                } else {
+                    acc
+                }
+            });
+            assert_eq!(
+                Frisian10::JUMP_NEIGHBOURS[sq.0 as usize],
+                jumpable,
+                "{sq:?}"
+            );
+            let landings = (0..8).fold(0, |acc, d| {
+                acc | step::<Frisian10>(step::<Frisian10>(m, d), d)
+            });
+            assert_eq!(Frisian10::JUMP_LANDINGS[sq.0 as usize], landings, "{sq:?}");
         }
         // Frisian: square 28 (e5) also reaches e7 (18), g5 (29), e3 (38), c5 (27); 6 (a9) c9 and a7.
         assert_eq!(

@@ -9,7 +9,7 @@
 //! precedence key (the Italian list, Spanish kings, the maximum rule, Czech king-first are all "keep the
 //! chains with the largest key"), so the sink keeps only the best chains as it goes.
 
-use crate::board::{Bits, Geometry, Square, each_dir, step};
+use crate::board::{Bits, Geometry, Square, count_sparse, each_dir, step, step_into};
 use crate::position::{Move, Position};
 use crate::variant::{Color, Precedence, Promotion, Removal, RuleSet, Rules};
 
@@ -426,16 +426,14 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         if G::N_DIRS == 8 {
             // Eight directions (Frisian): the jumpable neighbours first (most chains end with none).
             // Every step is a constant shift in the bit layout, so the square beyond a neighbour `o` of
-            // `s` is `2o - s`, valid where it is a neighbour of `o` too; men capture every way here.
+            // `s` is `2o - s` (on the board for the neighbours in `JUMP_NEIGHBOURS`); men capture every
+            // way here.
             let s = cur.trailing_zeros() as i32;
-            let mut c = G::NEIGHBOURS[s as usize & 63] & jumpable;
+            let mut c = G::JUMP_NEIGHBOURS[s as usize & 63] & jumpable;
             while !c.is_zero() {
                 let o = c.trailing_zeros() as i32;
                 c = c.clear_lowest();
-                let l = 2 * o - s;
-                if (0..64).contains(&l) {
-                    ahead |= <G::B as Bits>::bit(l as u32) & G::NEIGHBOURS[o as usize & 63] & empty;
-                }
+                ahead |= <G::B as Bits>::bit((2 * o - s) as u32 & 63) & empty;
             }
             debug_assert_eq!(dirs, 0xFF);
         } else {
@@ -634,9 +632,11 @@ pub(crate) fn has_capture<G: Geometry>(pos: &Position) -> bool {
 /// (tested for every landing square at once: a jump from a landing square over anything but the piece
 /// just taken is the same test as a first jump, and jumping back over that piece would land on the
 /// origin, which is occupied in the sets tested), none crowns a man that would go on as a king, and the
-/// precedence does not look at kings taken. Then each first jump is one move.
+/// precedence does not look at kings taken. Then each first jump is one move. On the Frisian board, when
+/// no king of the side to move can capture, the men's chains are counted without the generator
+/// ([`LeafCount::MenChains`], [`men_chains`]).
 #[inline(always)]
-pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> Option<u64> {
+pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> LeafCount {
     let (own, opp) = pos.own_opp::<G::B>();
     bulk_count_bits::<G>(
         &LeafRules::new(pos.rule_set()),
@@ -646,6 +646,18 @@ pub(crate) fn bulk_count<G: Geometry>(pos: &Position) -> Option<u64> {
         pos.kings_bb::<G::B>(),
         blocked_king::<G>(pos),
     )
+}
+
+/// How perft's last ply is counted ([`bulk_count`]).
+pub(crate) enum LeafCount {
+    /// The number of legal moves, counted on bitboards.
+    Exact(u64),
+    /// Frisian men's captures, and no king of the side to move can capture: [`men_chains`] counts them
+    /// (the landing squares of the first jumps that go on, or 0 if not known; the Frisian board's word
+    /// is a `u64`).
+    MenChains(u64),
+    /// The capture generator must count them.
+    Generator,
 }
 
 /// The rules [`bulk_count_bits`] reads, looked up once per node (the same in a whole perft tree).
@@ -681,7 +693,7 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     opp: G::B,
     kings: G::B,
     blocked: G::B,
-) -> Option<u64> {
+) -> LeafCount {
     let rules = lr.rules;
     let empty = G::MASK & !(own | opp);
     let zero = <G::B as Bits>::ZERO;
@@ -692,46 +704,243 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     };
     let own_men = own & !kings;
     let dirs = man_capture_dirs::<G>(rules, side);
-    // Squares a man could jump from, per direction and in any.
+    // Squares a man could jump from, per direction and in any (`jump_from` may hold ghost bits: it is
+    // only intersected with squares of the board).
     let mut first = [zero; 8];
     let mut jump_from = zero;
     each_dir::<G>(|d| {
         if dirs & (1 << d) != 0 {
             let r = d ^ 2;
-            let j = step::<G>(step::<G>(empty, r) & men_jumpable, r);
+            let j = step_into::<G>(step_into::<G>(empty, r) & men_jumpable, r);
             jump_from |= j;
             first[d] = own_men & j;
         }
     });
     let own_kings = own & kings;
     if !own_kings.is_zero() && king_has_capture::<G>(flying::<G>(rules), own_kings, opp, empty) {
-        return None;
+        return LeafCount::Generator;
     }
     if (own_men & jump_from).is_zero() {
-        return Some(count_quiet_in::<G>(rules, side, own, kings, empty, blocked));
+        return LeafCount::Exact(count_quiet_in::<G>(rules, side, own, kings, empty, blocked));
     }
     let kings_alike = matches!(
         precedence::<G>(rules),
         Precedence::MostPieces | Precedence::Free | Precedence::KingFirst
     );
+    // Frisian (the eight-direction board): only men capture here (the kings cannot), so their chains are
+    // counted without the generator unless a man crowned mid-chain would go on as a king.
+    let men_chains = G::N_DIRS == 8 && lr.mandatory && !lr.crowning_goes_on;
     if !lr.mandatory || (!kings_alike && !(opp & kings).is_zero()) {
-        return None;
+        return if men_chains {
+            LeafCount::MenChains(0)
+        } else {
+            LeafCount::Generator
+        };
     }
     let promo_row = match side {
         Color::White => G::TOP_ROW,
         Color::Black => G::BOTTOM_ROW,
     };
     // Every landing square at once; each first jump is a move (a man jumps a piece one way only).
-    let mut n = 0u32;
     let mut lands = zero;
+    let mut n = 0u32;
     each_dir::<G>(|d| {
-        lands |= step::<G>(step::<G>(first[d], d), d);
-        n += first[d].count_ones();
+        lands |= step_into::<G>(step_into::<G>(first[d], d), d);
+        if cfg!(target_feature = "popcnt") {
+            n += first[d].count_ones();
+        }
     });
     if !(lands & jump_from).is_zero() || (lr.crowning_goes_on && !(lands & promo_row).is_zero()) {
-        return None;
+        return if men_chains {
+            LeafCount::MenChains((lands & jump_from).lo())
+        } else {
+            LeafCount::Generator
+        };
     }
-    Some(u64::from(n))
+    if !cfg!(target_feature = "popcnt") {
+        n = count_sparse(&first[..G::N_DIRS]);
+    }
+    LeafCount::Exact(u64::from(n))
+}
+
+/// [`LeafCount::MenChains`]: the number of legal moves of the side to move (`own` against `opp`), whose
+/// captures are all men's, on the Frisian board. `go_on`: the landing squares of the first jumps whose
+/// chain goes on, if known (0 when not: then they are found here); `seen`: a scratch list.
+///
+/// A chain that can go on outvalues every chain that stops at the same point, whatever they take: one
+/// more piece is worth at least 100 more, a man instead of a king at most 99 less. So when a first jump can
+/// go on (its landing square is one a man could jump from, with the moving man on its origin: only a jump
+/// back over the piece just taken, which stays on the board until the end, would land on the origin), the
+/// single jumps are out, and only the chains from those first jumps are followed; when none can, every
+/// move is a single jump, and those that take a king win.
+#[inline(never)]
+pub(crate) fn men_chains<G: Geometry>(
+    side: Color,
+    go_on: u64,
+    own: G::B,
+    opp: G::B,
+    kings: G::B,
+    unique: bool,
+    seen: &mut Vec<Move>,
+) -> u64 {
+    debug_assert!(G::N_DIRS == 8 && G::MEN_CAPTURE_KINGS == Some(true));
+    let empty = G::MASK & !(own | opp);
+    let own_men = own & !kings;
+    let opp_kings = opp & kings;
+    let zero = <G::B as Bits>::ZERO;
+    let mut go_on = <G::B as Bits>::join(go_on, 0);
+    if go_on.is_zero() {
+        let mut first = [zero; 8];
+        let mut jump_from = zero;
+        each_dir::<G>(|d| {
+            let r = d ^ 2;
+            let j = step::<G>(step::<G>(empty, r) & opp, r);
+            jump_from |= j;
+            first[d] = own_men & j;
+        });
+        each_dir::<G>(|d| {
+            go_on |= step::<G>(step::<G>(first[d], d), d);
+        });
+        go_on &= jump_from;
+        if go_on.is_zero() {
+            let (mut n_all, mut n_kings) = (0, 0);
+            each_dir::<G>(|d| {
+                n_all += first[d].count_ones();
+                n_kings += (first[d] & step::<G>(opp_kings, d ^ 2)).count_ones();
+            });
+            return u64::from(if n_kings > 0 { n_kings } else { n_all });
+        }
+    }
+    seen.clear();
+    let mut chains = MenChains::<G> {
+        opp,
+        opp_kings,
+        empty,
+        promo_row: match side {
+            Color::White => G::TOP_ROW,
+            Color::Black => G::BOTTOM_ROW,
+        },
+        unique,
+        best: 0,
+        n_best: 0,
+        seen,
+    };
+    // The first jumps onto each of those landing squares: from a man two steps away, over the piece
+    // between (the same steps as in `MenChains::ahead`, backwards).
+    let mut lands = go_on;
+    while !lands.is_zero() {
+        let l = lands.trailing_zeros();
+        lands = lands.clear_lowest();
+        let mut men = G::JUMP_LANDINGS[l as usize & 63] & own_men;
+        while !men.is_zero() {
+            let from = men.lowest();
+            men = men.clear_lowest();
+            let over = <G::B as Bits>::bit((from.trailing_zeros() + l) / 2) & opp;
+            if over.is_zero() {
+                continue;
+            }
+            chains.empty = empty | from;
+            let ahead = chains.ahead(l, over);
+            debug_assert!(!ahead.is_zero());
+            chains.jumps(from, l, over, chains.value(over), 1, ahead);
+        }
+    }
+    chains.n_best
+}
+
+/// perft's last ply on the Frisian board when only men can capture (no king of the side to move can):
+/// every capture chain of the men, followed on bitboards without building moves, and the number of legal
+/// moves among them: the chains of the highest value (docs/rules.md §11.3: a man 100, a king 199; the
+/// king's preference at equal value does not arise, since no king captures), each origin, destination and
+/// captured set once in unique mode. The same chains as the generator's (a man on the promotion row
+/// mid-chain goes on as a man; captured pieces stay on the board until the end), without its precedence
+/// keys, capture order or move list.
+struct MenChains<'a, G: Geometry> {
+    opp: G::B,
+    opp_kings: G::B,
+    /// Empty squares, the moving man's origin included.
+    empty: G::B,
+    promo_row: G::B,
+    unique: bool,
+    /// The value of the best chain so far, and how many moves have it.
+    best: u32,
+    n_best: u64,
+    /// The moves of the best value that another capture order could repeat (unique mode).
+    seen: &'a mut Vec<Move>,
+}
+
+impl<G: Geometry> MenChains<'_, G> {
+    #[inline(always)]
+    fn value(&self, over: G::B) -> u32 {
+        if (over & self.opp_kings).is_zero() {
+            100
+        } else {
+            199
+        }
+    }
+
+    /// The squares a man on bit `s` can jump to, `captured` being taken (the square beyond a neighbour
+    /// `o` is `2o - s`, see [`Gen::man_go_on`]).
+    #[inline(always)]
+    fn ahead(&self, s: u32, captured: G::B) -> G::B {
+        let mut c = G::JUMP_NEIGHBOURS[s as usize & 63] & self.opp & !captured;
+        let mut ahead = <G::B as Bits>::ZERO;
+        while !c.is_zero() {
+            let o = c.trailing_zeros();
+            c = c.clear_lowest();
+            ahead |= <G::B as Bits>::bit((2 * o).wrapping_sub(s) & 63);
+        }
+        ahead & self.empty
+    }
+
+    /// The chain of the man from `from` standing on bit `s` after taking `captured` (`n` pieces worth
+    /// `value`), which goes on to the squares of `ahead` (not empty): each jump, then the chain's end or
+    /// the rest of it.
+    #[inline(never)]
+    fn chain(&mut self, from: G::B, s: u32, captured: G::B, value: u32, n: u32, ahead: G::B) {
+        self.jumps(from, s, captured, value, n, ahead);
+    }
+
+    /// [`MenChains::chain`]'s body (written out in [`men_chains`] for the first jumps' landing squares).
+    #[inline(always)]
+    fn jumps(&mut self, from: G::B, s: u32, captured: G::B, value: u32, n: u32, ahead: G::B) {
+        let mut ls = ahead;
+        while !ls.is_zero() {
+            let l = ls.trailing_zeros();
+            ls = ls.clear_lowest();
+            let over = <G::B as Bits>::bit((s + l) / 2);
+            let captured2 = captured | over;
+            let value2 = value + self.value(over);
+            let ahead2 = self.ahead(l, captured2);
+            if ahead2.is_zero() {
+                self.end(from, l, captured2, value2, n + 1);
+            } else {
+                self.chain(from, l, captured2, value2, n + 1, ahead2);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn end(&mut self, from: G::B, s: u32, captured: G::B, value: u32, n: u32) {
+        if value < self.best {
+            return;
+        }
+        if value > self.best {
+            self.best = value;
+            self.n_best = 0;
+            self.seen.clear();
+        }
+        let to = <G::B as Bits>::bit(s);
+        let promotes = !(to & self.promo_row).is_zero();
+        let mv = Move::new(from, to, captured, n as u8, false, promotes);
+        if self.unique && may_repeat(&mv) {
+            if self.seen.contains(&mv) {
+                return;
+            }
+            self.seen.push(mv);
+        }
+        self.n_best += 1;
+    }
 }
 
 #[inline(always)]
@@ -824,17 +1033,17 @@ fn count_quiet_in<G: Geometry>(
     let mut n = 0u64;
     for d in 0..4 {
         if dirs & (1 << d) != 0 {
-            n += u64::from((step::<G>(own_men, d) & empty).count_ones());
+            n += u64::from((step_into::<G>(own_men, d) & empty).count_ones());
         }
     }
     let own_kings = own & kings & !blocked;
     if !own_kings.is_zero() {
         for d in 0..4 {
-            let mut front = step::<G>(own_kings, d) & empty;
+            let mut front = step_into::<G>(own_kings, d) & empty;
             n += u64::from(front.count_ones());
             if flying::<G>(rules) {
                 while !front.is_zero() {
-                    front = step::<G>(front, d) & empty;
+                    front = step_into::<G>(front, d) & empty;
                     n += u64::from(front.count_ones());
                 }
             }

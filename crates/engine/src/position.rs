@@ -6,7 +6,7 @@ use crate::board::{
     Bitboard, Bits, Board, BoardKind, Diag8, Diag10, Diag12, Frisian10, Geometry, Ortho, Square,
 };
 use crate::fen::{Fen, FenError, SquareRef};
-use crate::movegen::{self, CountSink, Gen, ListSink, PathSink, Sink};
+use crate::movegen::{self, CountSink, Gen, LeafCount, ListSink, PathSink, Sink};
 use crate::variant::{Color, Goal, RuleSet, Variant};
 
 /// Man or king.
@@ -249,8 +249,20 @@ fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) 
         return 0;
     }
     match movegen::bulk_count::<G>(pos) {
-        Some(n) => n,
-        None => count_by_generator::<G>(pos, list, count),
+        LeafCount::Exact(n) => n,
+        LeafCount::MenChains(go_on) => {
+            let (own, opp) = pos.own_opp::<G::B>();
+            movegen::men_chains::<G>(
+                pos.side,
+                go_on,
+                own,
+                opp,
+                pos.kings_bb::<G::B>(),
+                count.unique(),
+                list,
+            )
+        }
+        LeafCount::Generator => count_by_generator::<G>(pos, list, count),
     }
 }
 
@@ -337,7 +349,8 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
                 Color::White => (black, white),
                 Color::Black => (white, black),
             };
-            let blocked = if G::KING_MOVE_LIMIT {
+            // The held king matters only to a side with kings (looked up only then).
+            let blocked = if G::KING_MOVE_LIMIT && !(own & kings).is_zero() {
                 <G::B as Bits>::join(p.blocked_king_of(!self.side), 0)
             } else {
                 <G::B as Bits>::ZERO
@@ -345,8 +358,17 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
             self.total += match movegen::bulk_count_bits::<G>(
                 &self.leaf, !self.side, own, opp, kings, blocked,
             ) {
-                Some(n) => n,
-                None => count_by_generator::<G>(
+                LeafCount::Exact(n) => n,
+                LeafCount::MenChains(go_on) => movegen::men_chains::<G>(
+                    !self.side,
+                    go_on,
+                    own,
+                    opp,
+                    kings,
+                    self.count.unique(),
+                    &mut self.rest[0],
+                ),
+                LeafCount::Generator => count_by_generator::<G>(
                     &p.play_quiet_in::<G>(from, to, king, promotes),
                     &mut self.rest[0],
                     self.count,
