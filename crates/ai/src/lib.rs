@@ -26,6 +26,7 @@
 //! - [`openings`], [`stats`]: balanced match openings and Elo estimates.
 
 pub mod bench;
+pub mod bitbase;
 pub mod eval;
 pub mod hub;
 pub mod learned;
