@@ -353,9 +353,11 @@ pub struct Searcher {
     no_move_wins: bool,
     root_excluded: Vec<Move>,
     selectivity: Selectivity,
-    /// Endgame tables, probed at nodes of at most `bitbase_pieces` pieces (0: none loaded).
+    /// Endgame tables, probed at nodes of at most `bitbase_pieces` pieces (0: none loaded, or the root
+    /// itself is in the tables); `table_pieces` is what the loaded tables cover for the root's rules.
     bitbases: Option<Arc<Bitbases>>,
     bitbase_pieces: u32,
+    table_pieces: u32,
     bitbase_hits: u64,
 }
 
@@ -396,6 +398,7 @@ impl Searcher {
             selectivity: Selectivity::default(),
             bitbases: None,
             bitbase_pieces: 0,
+            table_pieces: 0,
             bitbase_hits: 0,
         };
         s.set_rules(rules);
@@ -408,11 +411,12 @@ impl Searcher {
             self.tt.clear();
         }
         self.rules = rules;
-        self.bitbase_pieces = match &self.bitbases {
+        self.table_pieces = match &self.bitbases {
             // Tables are per variant and assume the variant's own rules (no house options).
             Some(b) if rules == RuleSet::new(b.variant()) => b.pieces(),
             _ => 0,
         };
+        self.bitbase_pieces = self.table_pieces;
         let draw = rules.draw_rules();
         self.no_progress_limit = draw.no_progress.map_or(0, |np| 2 * u32::from(np.moves));
         self.reset_on_man_move = draw
@@ -448,11 +452,34 @@ impl Searcher {
         self.bitbase_hits
     }
 
+    /// Keeps the root moves whose child has the best value in the tables for the mover.
+    fn keep_best_by_tables(&mut self, pos: &Position, moves: &mut Vec<Move>) {
+        let Some(tables) = self.bitbases.clone() else {
+            return;
+        };
+        let rank = |v: Option<Value>| match v.map(Value::flip) {
+            Some(Value::Win) => 2,
+            Some(Value::Draw) => 1,
+            _ => 0,
+        };
+        let ranks: Vec<u8> = moves
+            .iter()
+            .map(|m| rank(tables.probe(&pos.play_unchecked(m))))
+            .collect();
+        if let Some(&best) = ranks.iter().max() {
+            let mut i = 0;
+            moves.retain(|_| {
+                i += 1;
+                ranks[i - 1] == best
+            });
+            self.bitbase_hits += ranks.len() as u64;
+        }
+    }
+
     /// The bitbase score of a position of few enough pieces (see [`BITBASE_WIN`]).
     #[inline]
     fn probe_bitbase(&mut self, pos: &Position) -> Option<i32> {
-        let pieces = (pos.pieces(Color::White).0 | pos.pieces(Color::Black).0).count_ones();
-        if pieces > self.bitbase_pieces {
+        if pieces_of(pos) > self.bitbase_pieces {
             return None;
         }
         let value = self.bitbases.as_ref()?.probe(pos)?;
@@ -519,6 +546,14 @@ impl Searcher {
         let pos = root.position;
         let mut root_moves = Vec::new();
         pos.legal_moves_into(&mut root_moves, Count::Unique);
+        self.bitbase_pieces = self.table_pieces;
+        if self.table_pieces > 0 && pieces_of(&pos) <= self.table_pieces {
+            // The root is in the tables: keep the moves that keep its value and let the plain search
+            // choose among them. Probing inside would cut every node at once and leave only the static
+            // evaluation to make progress (won endings then ran into the no-progress draw).
+            self.bitbase_pieces = 0;
+            self.keep_best_by_tables(&pos, &mut root_moves);
+        }
         let mut result = SearchResult {
             best: root_moves.first().copied(),
             ponder: None,
@@ -1101,6 +1136,12 @@ fn pick(list: &mut [Move], scores: &mut [i32], i: usize) {
     }
     list.swap(i, best);
     scores.swap(i, best);
+}
+
+/// Pieces on the board.
+#[inline]
+fn pieces_of(pos: &Position) -> u32 {
+    (pos.pieces(Color::White).0 | pos.pieces(Color::Black).0).count_ones()
 }
 
 fn to_tt(score: i32, ply: usize) -> i32 {

@@ -312,24 +312,134 @@ fn bad_files_are_refused_with_typed_errors() {
 
 #[test]
 fn search_uses_the_tables() {
-    let t = std::sync::Arc::new(tables(Variant::International).clone());
-    // Two kings against one on the long diagonal: a draw the evaluation alone would score for White.
-    let pos = Position::from_fen(Variant::International, "W:WK1,K2:BK28").expect("valid");
+    let international = std::sync::Arc::new(tables(Variant::International).clone());
+    // A root outside the tables (4 pieces, tables of 3): captures lead into them and are probed.
+    let pos = Position::from_fen(Variant::International, "W:WK1,K2,K3:BK28").expect("valid");
     let mut searcher = Searcher::new(Variant::International);
-    searcher.set_bitbases(Some(t.clone()));
-    let r = searcher.search(&RootState::new(pos), &Limits::depth(6), |_| {});
-    assert_eq!(r.lines[0].raw, 0);
+    searcher.set_bitbases(Some(international.clone()));
+    searcher.search(&RootState::new(pos), &Limits::depth(6), |_| {});
     assert!(searcher.bitbase_hits() > 0);
-    // A won 3-piece position: the score is a bitbase win, below the search's own forced wins.
+    // A root inside the tables: the search plays only moves that keep the value (here a win for two
+    // short kings against one).
+    let english = std::sync::Arc::new(tables(Variant::English).clone());
+    for fen in ["W:WK32,K31:BK1", "W:WK29,K25:BK5", "B:WK1:BK28,K32"] {
+        let pos = Position::from_fen(Variant::English, fen).expect("valid");
+        let mut searcher = Searcher::new(Variant::English);
+        searcher.set_bitbases(Some(english.clone()));
+        let r = searcher.search(&RootState::new(pos), &Limits::depth(4), |_| {});
+        let best = r.best.expect("a move");
+        assert_eq!(english.probe(&pos), Some(Value::Win), "{fen}");
+        assert_eq!(
+            english.probe(&pos.play_unchecked(&best)),
+            Some(Value::Loss),
+            "{fen}"
+        );
+    }
+    // The score of a won ending reached inside the search is a bitbase win, below the search's own.
+    assert!(BITBASE_WIN < draughts_ai::search::WIN_THRESHOLD);
+    // Tables of another variant are not probed.
     let pos = Position::from_fen(Variant::English, "W:WK32,K31:BK1").expect("valid");
     let mut searcher = Searcher::new(Variant::English);
-    searcher.set_bitbases(Some(std::sync::Arc::new(tables(Variant::English).clone())));
-    let r = searcher.search(&RootState::new(pos), &Limits::depth(4), |_| {});
-    let raw = r.lines[0].raw;
-    assert!(raw > BITBASE_WIN / 2, "{raw}");
-    // Tables of another variant are not probed.
-    let mut searcher = Searcher::new(Variant::English);
-    searcher.set_bitbases(Some(t));
+    searcher.set_bitbases(Some(international));
     searcher.search(&RootState::new(pos), &Limits::depth(4), |_| {});
     assert_eq!(searcher.bitbase_hits(), 0);
+}
+
+/// Tables on disk (`DRAUGHTS_BITBASE_CHECK=VARIANT:DIR`, e.g. `english:/tmp/bb/english-5`): the
+/// consistency rule on random positions of every slice, loaded as the search loads them.
+#[test]
+fn tables_on_disk_are_consistent_opt_in() {
+    let Ok(spec) = std::env::var("DRAUGHTS_BITBASE_CHECK") else {
+        return;
+    };
+    let (variant, dir) = spec.split_once(':').expect("VARIANT:DIR");
+    let variant: Variant = variant.parse().expect("variant");
+    let t = Bitbases::load(std::path::Path::new(dir), variant).expect("tables load");
+    let layout = t.layout();
+    let mut fen = draughts_ai::bitbase::Layout::blank_fen();
+    let mut rng = draughts_ai::Rng::new(7);
+    let mut moves = Vec::new();
+    for slice in t.slices() {
+        let mut checked = 0;
+        while checked < 2000 {
+            let i = rng.below(slice.index.size());
+            let Some((squares, side)) = slice.index.squares(layout, i) else {
+                continue;
+            };
+            checked += 1;
+            let pos = layout.position(&squares, side, &mut fen).expect("valid");
+            let value = t.probe(&pos).expect("in the tables");
+            pos.legal_moves_into(&mut moves, Count::Unique);
+            let children: Vec<Value> = moves
+                .iter()
+                .map(|m| t.probe(&pos.play_unchecked(m)).expect("in the tables"))
+                .collect();
+            let ok = match value {
+                Value::Win => children.contains(&Value::Loss),
+                Value::Loss => children.iter().all(|&c| c == Value::Win),
+                Value::Draw => !children.contains(&Value::Loss) && children.contains(&Value::Draw),
+            };
+            assert!(ok, "{value:?} {} children {children:?}", pos.to_fen());
+        }
+    }
+}
+
+/// Games from random won 5-piece positions (`DRAUGHTS_BITBASE_PLAY=VARIANT:DIR`): the side with the
+/// tables must never lose a position the tables call won.
+#[test]
+fn won_positions_are_not_lost_opt_in() {
+    let Ok(spec) = std::env::var("DRAUGHTS_BITBASE_PLAY") else {
+        return;
+    };
+    let (variant, dir) = spec.split_once(':').expect("VARIANT:DIR");
+    let variant: Variant = variant.parse().expect("variant");
+    let t = std::sync::Arc::new(
+        Bitbases::load(std::path::Path::new(dir), variant).expect("tables load"),
+    );
+    let layout = t.layout().clone();
+    let mut fen = draughts_ai::bitbase::Layout::blank_fen();
+    let mut rng = draughts_ai::Rng::new(11);
+    let slices: Vec<_> = t
+        .slices()
+        .filter(|s| s.index.material().total() == t.pieces())
+        .collect();
+    let (mut won, mut drawn, mut lost) = (0, 0, 0);
+    while won + drawn + lost < 20 {
+        let slice = slices[rng.below(slices.len() as u64) as usize];
+        let i = rng.below(slice.index.size());
+        let Some((squares, side)) = slice.index.squares(&layout, i) else {
+            continue;
+        };
+        let pos = layout.position(&squares, side, &mut fen).expect("valid");
+        if t.probe(&pos) != Some(Value::Win) || pos.has_capture() {
+            continue;
+        }
+        let mut game = draughts_engine::Game::new(pos);
+        let mut with = Searcher::new(variant);
+        with.set_bitbases(Some(t.clone()));
+        let mut without = Searcher::new(variant);
+        let winner = pos.side_to_move();
+        for _ in 0..300 {
+            if game.status() != draughts_engine::GameStatus::Ongoing {
+                break;
+            }
+            let searcher = if game.position().side_to_move() == winner {
+                &mut with
+            } else {
+                &mut without
+            };
+            let r = searcher.search(&RootState::from_game(&game), &Limits::nodes(30_000), |_| {});
+            let Some(mv) = r.best else { break };
+            game.play(&mv).expect("legal");
+        }
+        let status = game.status();
+        eprintln!("{} -> {status:?}", pos.to_fen());
+        match status {
+            draughts_engine::GameStatus::Finished(r) if r.winner() == Some(winner) => won += 1,
+            draughts_engine::GameStatus::Finished(r) if r.winner().is_some() => lost += 1,
+            _ => drawn += 1,
+        }
+    }
+    eprintln!("won {won} drawn {drawn} lost {lost}");
+    assert_eq!(lost, 0);
 }
