@@ -75,7 +75,7 @@ pub fn supports(variant: Variant) -> bool {
 }
 
 /// One solved slice: its index and its values, four to a byte.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Slice {
     pub index: SliceIndex,
     pub packed: Vec<u8>,
@@ -89,13 +89,37 @@ impl Slice {
 }
 
 /// The tables of one variant: every slice that was built or loaded.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Bitbases {
     layout: Layout,
     /// By [`Material::key`].
     slices: Vec<Option<Slice>>,
     /// Every slice of this many pieces or fewer is present (0: none).
     complete_pieces: u32,
+}
+
+// Short Debug forms: a searcher holding tables must not print megabytes of values.
+impl std::fmt::Debug for Slice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Slice({}, {} indices)",
+            self.index.material(),
+            self.index.size()
+        )
+    }
+}
+
+impl std::fmt::Debug for Bitbases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Bitbases({}, {} slices, complete up to {} pieces)",
+            self.variant(),
+            self.slices().count(),
+            self.complete_pieces
+        )
+    }
 }
 
 impl Bitbases {
