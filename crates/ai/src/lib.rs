@@ -22,10 +22,12 @@
 //! - [`train`]: self-play data and the logistic (Texel) fit that makes the learned weights;
 //! - [`search`]: iterative deepening PVS with a transposition table, quiescence, draw rules and limits;
 //! - [`level`]: playing levels 1 to 8 and the one-ply greedy player;
+//! - [`bitbase`]: win/draw/loss endgame tables, our own retrograde generator, their files and probes;
 //! - [`hub`]: the Hub protocol's line, position and move formats (the loop lives in the CLI);
 //! - [`openings`], [`stats`]: balanced match openings and Elo estimates.
 
 pub mod bench;
+pub mod bitbase;
 pub mod eval;
 pub mod hub;
 pub mod learned;

@@ -23,8 +23,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use draughts_engine::{Count, Game, Goal, Move, Position, ProgressReset, RuleSet};
+use draughts_engine::{Color, Count, Game, Goal, Move, Position, ProgressReset, RuleSet};
 
+use crate::bitbase::{Bitbases, Value};
 use crate::eval::Evaluator;
 use crate::tt::{Bound, Tt, signature};
 
@@ -33,6 +34,11 @@ pub const WIN: i32 = 30_000;
 /// Scores beyond this (in absolute value) are wins or losses in a known number of plies.
 pub const WIN_THRESHOLD: i32 = WIN - 1_000;
 const INF: i32 = 31_000;
+/// A position the bitbases call won scores `BITBASE_WIN` plus its evaluation (clamped to
+/// `±BITBASE_SPREAD`), so the search still heads for captures and promotions inside a won ending; a
+/// lost one the negation; both below the forced wins the search finds itself (`WIN_THRESHOLD`).
+pub const BITBASE_WIN: i32 = 20_000;
+const BITBASE_SPREAD: i32 = 2_000;
 /// The deepest ply the search goes (extensions and quiescence included).
 pub const MAX_PLY: usize = 120;
 const MAX_DEPTH: u32 = 100;
@@ -347,6 +353,12 @@ pub struct Searcher {
     no_move_wins: bool,
     root_excluded: Vec<Move>,
     selectivity: Selectivity,
+    /// Endgame tables, probed at nodes of at most `bitbase_pieces` pieces (0: none loaded, or the root
+    /// itself is in the tables); `table_pieces` is what the loaded tables cover for the root's rules.
+    bitbases: Option<Arc<Bitbases>>,
+    bitbase_pieces: u32,
+    table_pieces: u32,
+    bitbase_hits: u64,
 }
 
 impl Searcher {
@@ -384,6 +396,10 @@ impl Searcher {
             no_move_wins: false,
             root_excluded: Vec::new(),
             selectivity: Selectivity::default(),
+            bitbases: None,
+            bitbase_pieces: 0,
+            table_pieces: 0,
+            bitbase_hits: 0,
         };
         s.set_rules(rules);
         s
@@ -395,6 +411,12 @@ impl Searcher {
             self.tt.clear();
         }
         self.rules = rules;
+        self.table_pieces = match &self.bitbases {
+            // Tables are per variant and assume the variant's own rules (no house options).
+            Some(b) if rules == RuleSet::new(b.variant()) => b.pieces(),
+            _ => 0,
+        };
+        self.bitbase_pieces = self.table_pieces;
         let draw = rules.draw_rules();
         self.no_progress_limit = draw.no_progress.map_or(0, |np| 2 * u32::from(np.moves));
         self.reset_on_man_move = draw
@@ -415,6 +437,63 @@ impl Searcher {
     pub fn set_evaluator(&mut self, eval: Evaluator) {
         self.eval = eval;
         self.tt.clear();
+    }
+
+    /// Probes these endgame tables from now on (`None`: none). Tables of another variant than the root's,
+    /// or a root with house-rule options, are not probed.
+    pub fn set_bitbases(&mut self, bitbases: Option<Arc<Bitbases>>) {
+        self.bitbases = bitbases;
+        self.tt.clear();
+        self.set_rules(self.rules);
+    }
+
+    /// Nodes answered by the endgame tables in the last search.
+    pub fn bitbase_hits(&self) -> u64 {
+        self.bitbase_hits
+    }
+
+    /// Keeps the root moves whose child has the best value in the tables for the mover.
+    fn keep_best_by_tables(&mut self, pos: &Position, moves: &mut Vec<Move>) {
+        let Some(tables) = self.bitbases.clone() else {
+            return;
+        };
+        let rank = |v: Option<Value>| match v.map(Value::flip) {
+            Some(Value::Win) => 2,
+            Some(Value::Draw) => 1,
+            _ => 0,
+        };
+        let ranks: Vec<u8> = moves
+            .iter()
+            .map(|m| rank(tables.probe(&pos.play_unchecked(m))))
+            .collect();
+        if let Some(&best) = ranks.iter().max() {
+            let mut i = 0;
+            moves.retain(|_| {
+                i += 1;
+                ranks[i - 1] == best
+            });
+            self.bitbase_hits += ranks.len() as u64;
+        }
+    }
+
+    /// The bitbase score of a position of few enough pieces (see [`BITBASE_WIN`]).
+    #[inline]
+    fn probe_bitbase(&mut self, pos: &Position) -> Option<i32> {
+        if pieces_of(pos) > self.bitbase_pieces {
+            return None;
+        }
+        let value = self.bitbases.as_ref()?.probe(pos)?;
+        self.bitbase_hits += 1;
+        let eval = || {
+            self.eval
+                .evaluate(pos)
+                .clamp(-BITBASE_SPREAD, BITBASE_SPREAD)
+        };
+        Some(match value {
+            Value::Draw => 0,
+            Value::Win => BITBASE_WIN + eval(),
+            Value::Loss => -BITBASE_WIN + eval(),
+        })
     }
 
     /// Searches with these selectivity settings from now on.
@@ -452,6 +531,7 @@ impl Searcher {
         self.history.iter_mut().for_each(|h| *h /= 8);
         self.killers.iter_mut().for_each(|k| *k = [0; 2]);
         self.nodes = 0;
+        self.bitbase_hits = 0;
         self.seldepth = 0;
         self.aborted = false;
         self.node_limit = limits.nodes.unwrap_or(u64::MAX).max(1);
@@ -466,6 +546,14 @@ impl Searcher {
         let pos = root.position;
         let mut root_moves = Vec::new();
         pos.legal_moves_into(&mut root_moves, Count::Unique);
+        self.bitbase_pieces = self.table_pieces;
+        if self.table_pieces > 0 && pieces_of(&pos) <= self.table_pieces {
+            // The root is in the tables: keep the moves that keep its value and let the plain search
+            // choose among them. Probing inside would cut every node at once and leave only the static
+            // evaluation to make progress (won endings then ran into the no-progress draw).
+            self.bitbase_pieces = 0;
+            self.keep_best_by_tables(&pos, &mut root_moves);
+        }
         let mut result = SearchResult {
             best: root_moves.first().copied(),
             ponder: None,
@@ -719,6 +807,11 @@ impl Searcher {
         if alpha >= beta {
             return alpha;
         }
+        if self.bitbase_pieces > 0
+            && let Some(score) = self.probe_bitbase(pos)
+        {
+            return score;
+        }
 
         let hash = self.stack[self.base + ply];
         let mut tt_move = 0;
@@ -932,6 +1025,11 @@ impl Searcher {
         if ply >= MAX_PLY {
             return self.eval.evaluate(pos);
         }
+        if self.bitbase_pieces > 0
+            && let Some(score) = self.probe_bitbase(pos)
+        {
+            return score;
+        }
         if !pos.has_capture() {
             // A side with no capture and no move (every piece blocked) has lost (in antidraughts: won).
             if pos.count_quiet_moves() == 0 {
@@ -1038,6 +1136,12 @@ fn pick(list: &mut [Move], scores: &mut [i32], i: usize) {
     }
     list.swap(i, best);
     scores.swap(i, best);
+}
+
+/// Pieces on the board.
+#[inline]
+fn pieces_of(pos: &Position) -> u32 {
+    (pos.pieces(Color::White).0 | pos.pieces(Color::Black).0).count_ones()
 }
 
 fn to_tt(score: i32, ply: usize) -> i32 {

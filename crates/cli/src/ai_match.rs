@@ -34,7 +34,8 @@ pub(crate) struct MatchArgs {
     /// `8:FILE` (a weights file from `draughts train fit`), then after a second colon comma-separated
     /// settings: `nodes=N` (the level's node limit), `classic` (round one's search) and the search's
     /// selectivity (`probcut=M`, `probcut_depth=D`, `probcut_percent=P`, `lmr=0|1|2`; see
-    /// `draughts_ai::Selectivity`), e.g. `8::nodes=30000,probcut=0`.
+    /// `draughts_ai::Selectivity`), e.g. `8::nodes=30000,probcut=0`, and `bitbases=DIR` (endgame tables
+    /// from `draughts bitbase build`, probed where present).
     #[arg(long)]
     a: String,
     /// Second engine, same forms.
@@ -238,7 +239,12 @@ impl Engine {
             }
             let mut selectivity = Selectivity::default();
             let mut search_settings = Vec::new();
+            let mut bitbase_dir = None;
             for item in settings.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+                if let Some(dir) = item.strip_prefix("bitbases=") {
+                    bitbase_dir = Some(std::path::PathBuf::from(dir));
+                    continue;
+                }
                 match item.strip_prefix("nodes=") {
                     Some(v) => {
                         level.nodes = Some(v.parse().map_err(|_| {
@@ -254,6 +260,10 @@ impl Engine {
             let mut searcher = Box::new(Searcher::new(rules));
             searcher.set_evaluator(crate::ai_train::evaluator(rules.variant(), eval)?);
             searcher.set_selectivity(selectivity);
+            searcher.set_bitbases(crate::ai_bitbase::load_for_search(
+                bitbase_dir.as_deref(),
+                rules.variant(),
+            )?);
             return Ok(Engine::Level {
                 level,
                 searcher,

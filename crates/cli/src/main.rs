@@ -1,5 +1,6 @@
 //! `draughts`: a thin command-line tool over the engine crate, and a client of the platform's API.
 
+mod ai_bitbase;
 mod ai_cmds;
 mod ai_match;
 mod ai_train;
@@ -33,7 +34,7 @@ const COMMAND_GROUPS: &str = "Command groups:
   Engine tools:  perft, moves, play, bench
   API client:    client (moves, validate, apply, start, parse, health, guest, create, accept, play, bot,
                  watch, pdn, ...: `draughts client --help`; --server HOST:PORT, --token)
-  AI:            analyse, bestmove, hub, match, search-bench, train";
+  AI:            analyse, bestmove, bitbase, hub, match, search-bench, train";
 
 #[derive(Subcommand, Debug)]
 enum Command {

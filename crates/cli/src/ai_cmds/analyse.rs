@@ -39,6 +39,9 @@ pub(crate) struct AnalyseArgs {
     /// Print JSON, one object per line (one per depth and line, then the result).
     #[arg(long)]
     json: bool,
+    /// Endgame tables from `draughts bitbase build`, probed where present.
+    #[arg(long, env = crate::ai_bitbase::BITBASES_ENV)]
+    bitbases: Option<std::path::PathBuf>,
 }
 
 fn pv_text(pos: &Position, pv: &[Move]) -> Vec<String> {
@@ -115,6 +118,10 @@ pub(super) fn run(a: AnalyseArgs) -> Result<(), CliError> {
     let mut selectivity = draughts_ai::Selectivity::default();
     selectivity.parse_into(&a.search).map_err(CliError)?;
     searcher.set_selectivity(selectivity);
+    searcher.set_bitbases(crate::ai_bitbase::load_for_search(
+        a.bitbases.as_deref(),
+        pos.variant(),
+    )?);
     let json = a.json;
     let on_info = |info: &Info| {
         for (i, line) in info.lines.iter().enumerate() {

@@ -20,6 +20,9 @@ pub(crate) struct BestmoveArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Endgame tables from `draughts bitbase build`, probed where present.
+    #[arg(long, env = crate::ai_bitbase::BITBASES_ENV)]
+    bitbases: Option<std::path::PathBuf>,
 }
 
 fn clock_seed() -> u64 {
@@ -39,6 +42,10 @@ pub(super) fn run(a: BestmoveArgs) -> Result<(), CliError> {
     let level = level(a.level)?;
     let mut rng = Rng::new(a.seed.unwrap_or_else(clock_seed));
     let mut searcher = Searcher::new(pos.rule_set());
+    searcher.set_bitbases(crate::ai_bitbase::load_for_search(
+        a.bitbases.as_deref(),
+        pos.variant(),
+    )?);
     let mv = level.choose(&mut searcher, &RootState::new(pos), &mut rng);
     let text = mv.map(|m| pos.move_to_text(&m));
     if a.json {

@@ -32,6 +32,9 @@ pub(crate) enum AiCommand {
     /// Train the learned evaluation: self-play data (`train gen`) and the fit (`train fit`).
     #[command(subcommand)]
     Train(crate::ai_train::TrainCommand),
+    /// Endgame tables: build them (`bitbase build`) or read a position's value (`bitbase probe`).
+    #[command(subcommand)]
+    Bitbase(crate::ai_bitbase::BitbaseCommand),
 }
 
 pub(crate) fn run(cmd: AiCommand) -> Result<(), CliError> {
@@ -42,6 +45,7 @@ pub(crate) fn run(cmd: AiCommand) -> Result<(), CliError> {
         AiCommand::Match(a) => crate::ai_match::run(a),
         AiCommand::SearchBench(a) => search_bench::run(a),
         AiCommand::Train(a) => crate::ai_train::run(a),
+        AiCommand::Bitbase(a) => crate::ai_bitbase::run(a),
     }
 }
 
