@@ -878,7 +878,14 @@ async fn the_platform_survives_faults_and_loses_nothing() {
                 "worker-0 SIGKILL mid-job + restart ({} jobs running, {} live workers)",
                 status.running_jobs, status.live_workers
             );
-            break;
+            // The running count comes from heartbeats up to a second old, so worker-0 may have been
+            // between two jobs when it was killed: then no job is taken over, and the fault is
+            // injected again while jobs still run. A job it held shows a second attempt once another
+            // worker takes it over (after the 2 s visibility timeout).
+            if a_job_was_taken_over(&clients, &jobs, Duration::from_secs(8)).await {
+                break;
+            }
+            worker_fault = String::from("not injected: worker-0 held no job when killed");
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -1008,4 +1015,34 @@ async fn the_platform_survives_faults_and_loses_nothing() {
         "| time: platform start + games / whole test | {games_ms} ms / {} ms |",
         started.elapsed().as_millis()
     );
+}
+
+/// Whether one of the analysis `jobs` (game id, owner's token, job id) shows a second attempt within
+/// `within`: a job its killed worker held, taken over by another.
+async fn a_job_was_taken_over(
+    clients: &Clients,
+    jobs: &[(String, String, String)],
+    within: Duration,
+) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        for (k, (_, token, job_id)) in jobs.iter().enumerate() {
+            let (r, retries) = with_retries(&clients.analysis, k, RETRY_WITHIN, |ch| {
+                let req = authed(
+                    token,
+                    pb::AnalysisJobRequest {
+                        job_id: job_id.clone(),
+                    },
+                );
+                async move { AnalysisClient::new(ch).get_analysis(req).await }
+            })
+            .await;
+            clients.count_retries(retries);
+            if r.is_ok_and(|view| view.into_inner().attempts > 1) {
+                return true;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    false
 }
