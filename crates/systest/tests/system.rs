@@ -893,18 +893,9 @@ async fn the_platform_survives_faults_and_loses_nothing() {
     let mut analysed_plies = 0;
     for (k, (game_id, token, job_id)) in jobs.iter().enumerate() {
         let view = loop {
-            let (r, retries) = with_retries(&clients.analysis, k, RETRY_WITHIN, |ch| {
-                let req = authed(
-                    token,
-                    pb::AnalysisJobRequest {
-                        job_id: job_id.clone(),
-                    },
-                );
-                async move { AnalysisClient::new(ch).get_analysis(req).await }
-            })
-            .await;
-            clients.count_retries(retries);
-            let view = r.expect("GetAnalysis").into_inner();
+            let view = analysis_view(&clients, k, token, job_id)
+                .await
+                .expect("GetAnalysis");
             if view.state == pb::JobState::Queued as i32
                 || view.state == pb::JobState::Running as i32
             {
@@ -1027,22 +1018,33 @@ async fn a_job_was_taken_over(
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
         for (k, (_, token, job_id)) in jobs.iter().enumerate() {
-            let (r, retries) = with_retries(&clients.analysis, k, RETRY_WITHIN, |ch| {
-                let req = authed(
-                    token,
-                    pb::AnalysisJobRequest {
-                        job_id: job_id.clone(),
-                    },
-                );
-                async move { AnalysisClient::new(ch).get_analysis(req).await }
-            })
-            .await;
-            clients.count_retries(retries);
-            if r.is_ok_and(|view| view.into_inner().attempts > 1) {
+            let view = analysis_view(clients, k, token, job_id).await;
+            if view.is_ok_and(|view| view.attempts > 1) {
                 return true;
             }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     false
+}
+
+/// `GetAnalysis` of `job_id` as its owner, starting at replica `k` (retried on another replica).
+async fn analysis_view(
+    clients: &Clients,
+    k: usize,
+    token: &str,
+    job_id: &str,
+) -> Result<pb::AnalysisView, tonic::Status> {
+    let (r, retries) = with_retries(&clients.analysis, k, RETRY_WITHIN, |ch| {
+        let req = authed(
+            token,
+            pb::AnalysisJobRequest {
+                job_id: job_id.to_owned(),
+            },
+        );
+        async move { AnalysisClient::new(ch).get_analysis(req).await }
+    })
+    .await;
+    clients.count_retries(retries);
+    r.map(tonic::Response::into_inner)
 }
