@@ -84,6 +84,23 @@ fn analyze(moves: &[&str], l: Option<pb::SearchLimits>) -> pb::AnalyzePositionRe
     }
 }
 
+/// A refusal for a used-up daily quota: RESOURCE_EXHAUSTED, saying so, with `retry-after` (whole
+/// seconds to the next UTC midnight).
+#[track_caller]
+fn assert_over_daily_quota(over: &tonic::Status) {
+    assert_eq!(over.code(), tonic::Code::ResourceExhausted, "{over:?}");
+    assert!(over.message().contains("daily quota"), "{}", over.message());
+    let retry: u64 = over
+        .metadata()
+        .get("retry-after")
+        .expect("retry-after metadata")
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=86_400).contains(&retry), "{retry}");
+}
+
 fn best_move(level: u32) -> pb::BestMoveRequest {
     pb::BestMoveRequest {
         source: Some(pb::best_move_request::Source::Position(english(&["11-15"]))),
@@ -313,17 +330,7 @@ async fn one_interactive_job_at_a_time_and_a_daily_quota() {
         .analyze_position(authed(&ann, analyze(&["9-14"], limits(3, 0))))
         .await
         .unwrap_err();
-    assert_eq!(over.code(), tonic::Code::ResourceExhausted);
-    let retry: u64 = over
-        .metadata()
-        .get("retry-after")
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!((1..=86_400).contains(&retry), "{retry}");
-    assert!(over.message().contains("daily quota"), "{}", over.message());
+    assert_over_daily_quota(&over);
     server.stop().await;
 }
 
@@ -347,17 +354,7 @@ async fn best_moves_have_a_daily_quota() {
         .best_move(authed(&guest, best_move(1)))
         .await
         .unwrap_err();
-    assert_eq!(over.code(), tonic::Code::ResourceExhausted);
-    assert!(over.message().contains("daily quota"), "{}", over.message());
-    let retry: u64 = over
-        .metadata()
-        .get("retry-after")
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!((1..=86_400).contains(&retry), "{retry}");
+    assert_over_daily_quota(&over);
     // Another player's quota is their own.
     let other = guest_token().await;
     client

@@ -35,17 +35,20 @@ async fn start(config: Config) -> ServiceUnderTest {
     .await
 }
 
-/// `Rules` had no rate limit; now anonymous calls count against the caller's address like every other
-/// anonymous call, and the refusal says when to retry. A caller with credentials has its own bucket.
-#[tokio::test]
-async fn rules_is_rate_limited_per_address() {
+/// A server whose anonymous calls are limited to 20 a minute per address, a `Rules` client, a guest
+/// token (its creation is the address's first anonymous call) and the limit.
+async fn limited_server() -> (
+    ServiceUnderTest,
+    RulesClient<tonic::transport::Channel>,
+    String,
+    u32,
+) {
     let mut config = Config::for_tests();
     config.auth.rate_limit_anonymous_per_minute = 20;
     let limit = config.auth.rate_limit_anonymous_per_minute;
     let server = start(config).await;
     let channel = server.channel().await;
-    let mut rules = RulesClient::new(channel.clone());
-    // A guest token first (one anonymous call), then the address's remaining calls.
+    let rules = RulesClient::new(channel.clone());
     let guest = AuthClient::new(channel)
         .create_guest(pb::CreateGuestRequest {
             display_name: "Ann".into(),
@@ -54,6 +57,15 @@ async fn rules_is_rate_limited_per_address() {
         .unwrap()
         .into_inner()
         .token;
+    (server, rules, guest, limit)
+}
+
+/// `Rules` had no rate limit; now anonymous calls count against the caller's address like every other
+/// anonymous call, and the refusal says when to retry. A caller with credentials has its own bucket.
+#[tokio::test]
+async fn rules_is_rate_limited_per_address() {
+    // A guest token first (one anonymous call), then the address's remaining calls.
+    let (server, mut rules, guest, limit) = limited_server().await;
     let mut refused = None;
     let mut passed = 1;
     // Enough calls to reach the limit even when a minute boundary resets the window mid-loop.
@@ -95,20 +107,7 @@ async fn rules_is_rate_limited_per_address() {
 /// minute are used up, then RESOURCE_EXHAUSTED with when to retry; a valid token has its own bucket.
 #[tokio::test]
 async fn refused_credentials_count_against_the_address() {
-    let mut config = Config::for_tests();
-    config.auth.rate_limit_anonymous_per_minute = 20;
-    let limit = config.auth.rate_limit_anonymous_per_minute;
-    let server = start(config).await;
-    let channel = server.channel().await;
-    let mut rules = RulesClient::new(channel.clone());
-    let guest = AuthClient::new(channel)
-        .create_guest(pb::CreateGuestRequest {
-            display_name: "Ann".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .token;
+    let (server, mut rules, guest, limit) = limited_server().await;
     let forgeries = [
         format!("{guest}x"),
         "dk_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef".to_owned(),
