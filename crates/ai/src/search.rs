@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use draughts_engine::{Color, Count, Game, Goal, Move, Position, ProgressReset, RuleSet};
 
-use crate::bitbase::{Bitbases, Value};
+use crate::bitbase::{Bitbases, Shelf, Value};
 use crate::eval::Evaluator;
 use crate::tt::{Bound, Tt, signature};
 
@@ -356,6 +356,8 @@ pub struct Searcher {
     /// Endgame tables, probed at nodes of at most `bitbase_pieces` pieces (0: none loaded, or the root
     /// itself is in the tables); `table_pieces` is what the loaded tables cover for the root's rules.
     bitbases: Option<Arc<Bitbases>>,
+    /// Tables of every variant: each root's variant takes its own (see [`Searcher::set_shelf`]).
+    shelf: Option<Arc<Shelf>>,
     bitbase_pieces: u32,
     table_pieces: u32,
     bitbase_hits: u64,
@@ -397,6 +399,7 @@ impl Searcher {
             root_excluded: Vec::new(),
             selectivity: Selectivity::default(),
             bitbases: None,
+            shelf: None,
             bitbase_pieces: 0,
             table_pieces: 0,
             bitbase_hits: 0,
@@ -409,6 +412,11 @@ impl Searcher {
         if self.eval.variant() != rules.variant() {
             self.eval = Evaluator::new(rules.variant());
             self.tt.clear();
+        }
+        if let Some(shelf) = &self.shelf
+            && self.bitbases.as_ref().map(|b| b.variant()) != Some(rules.variant())
+        {
+            self.bitbases = shelf.get(rules.variant());
         }
         self.rules = rules;
         self.table_pieces = match &self.bitbases {
@@ -445,6 +453,13 @@ impl Searcher {
         self.bitbases = bitbases;
         self.tt.clear();
         self.set_rules(self.rules);
+    }
+
+    /// Probes the tables of each root's variant from this shelf from now on (`None`: none).
+    pub fn set_shelf(&mut self, shelf: Option<Arc<Shelf>>) {
+        let tables = shelf.as_ref().and_then(|s| s.get(self.rules.variant()));
+        self.shelf = shelf;
+        self.set_bitbases(tables);
     }
 
     /// Nodes answered by the endgame tables in the last search.

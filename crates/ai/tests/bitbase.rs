@@ -345,6 +345,39 @@ fn search_uses_the_tables() {
     assert_eq!(searcher.bitbase_hits(), 0);
 }
 
+/// A shelf (every variant's tables in one directory) gives each root the tables of its own variant, also
+/// when one searcher goes from variant to variant (as an analysis worker's does).
+#[test]
+fn a_shelf_follows_the_root_s_variant() {
+    let dir = std::env::temp_dir().join(format!("draughts-bb-shelf-{}", std::process::id()));
+    tables(Variant::English).write_dir(&dir).expect("write");
+    tables(Variant::International)
+        .write_dir(&dir)
+        .expect("write");
+    let shelf = bitbase::Shelf::load(&dir).expect("load");
+    std::fs::remove_dir_all(&dir).expect("clean");
+    assert_eq!(
+        shelf.summary(),
+        vec![(Variant::International, 3), (Variant::English, 3)]
+    );
+    assert!(shelf.get(Variant::Russian).is_none());
+    let mut searcher = Searcher::new(Variant::Russian);
+    searcher.set_shelf(Some(std::sync::Arc::new(shelf)));
+    // Four pieces, one capture from three: probed inside the search.
+    let roots = [
+        (Variant::International, "W:WK1,K2,K3:BK28", true),
+        (Variant::English, "W:WK11,K5:BK30,15", true),
+        (Variant::Russian, "W:WKa1,Kc1:BKe5,Kh8", false),
+        (Variant::International, "W:WK1,K2,K3:BK28", true),
+    ];
+    for (variant, fen, probed) in roots {
+        let pos = Position::from_fen(variant, fen).expect("valid");
+        searcher.search(&RootState::new(pos), &Limits::depth(4), |_| {});
+        assert_eq!(searcher.bitbase_hits() > 0, probed, "{variant} {fen}");
+    }
+    assert!(bitbase::Shelf::load(&dir).is_err(), "a missing directory");
+}
+
 /// Tables on disk (`DRAUGHTS_BITBASE_CHECK=VARIANT:DIR`, e.g. `english:/tmp/bb/english-5`): the
 /// consistency rule on random positions of every slice, loaded as the search loads them.
 #[test]

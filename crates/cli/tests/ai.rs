@@ -235,3 +235,65 @@ fn matches_of_levels_do_not_depend_on_concurrency() {
     };
     assert_eq!(report("1"), report("3"));
 }
+
+/// `draughts hub --bitbases DIR` loads every variant's tables in DIR and probes them: a forced capture
+/// into an english ending the tables call won scores as a table win (200 men and more) at depth 1.
+#[test]
+fn the_hub_probes_the_tables_it_is_given() {
+    let dir = std::env::temp_dir().join(format!("draughts-hub-bb-{}", std::process::id()));
+    let dir_text = dir.to_str().unwrap().to_string();
+    let (ok, out) = run(&[
+        "bitbase", "build", "-v", "english", "--pieces", "3", "-o", &dir_text,
+    ]);
+    assert!(ok, "{out}");
+    let mut child = draughts()
+        .args(["hub", "--bitbases", &dir_text])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut expect = |prefix: &str| -> String {
+        loop {
+            let line = lines.next().expect("a line").unwrap();
+            if line.starts_with(prefix) {
+                return line;
+            }
+        }
+    };
+    writeln!(stdin, "hub\nset-param name=variant value=english\ninit").unwrap();
+    expect("ready");
+    // W:WK11,K5:BK30,15 (white kings on 5 and 11, a black man on 15, a black king on 30): 11x18 is
+    // forced and leaves two kings against one, a win.
+    let mut squares = ['e'; 32];
+    squares[4] = 'W';
+    squares[10] = 'W';
+    squares[14] = 'b';
+    squares[29] = 'B';
+    let pos: String = squares.iter().collect();
+    writeln!(stdin, "pos pos=W{pos}\nlevel depth=1\ngo think").unwrap();
+    let info = expect("info depth=1");
+    let score: f64 = info
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("score="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(score >= 180.0, "a table win: {info}");
+    expect("done move=11x18");
+    writeln!(stdin, "quit").unwrap();
+    assert!(child.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // A directory that is not there: a clear error, not a hub without its tables.
+    let out = draughts()
+        .args(["hub", "--bitbases", "/nonexistent/draughts-bitbases"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("/nonexistent/draughts-bitbases"),
+        "{err}"
+    );
+}

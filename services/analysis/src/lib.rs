@@ -217,6 +217,11 @@ pub struct WorkerArgs {
         default_value_t = 10_000
     )]
     pub analysis_shutdown_grace_ms: u64,
+    /// Endgame tables from `draughts bitbase build` (every variant's found in the directory, loaded into
+    /// memory at start: about 76 MB for an 8x8 variant's 5 pieces, 22 MB for international's 4), probed
+    /// by the workers' searches. Unset: none.
+    #[arg(long, env = "DRAUGHTS_ANALYSIS_BITBASES")]
+    pub analysis_bitbases: Option<std::path::PathBuf>,
 }
 
 impl WorkerArgs {
@@ -243,8 +248,18 @@ impl WorkerArgs {
         Ok(())
     }
 
-    pub fn worker(&self) -> WorkerConfig {
+    /// The workers' settings; reads the endgame tables when a directory is given (a missing directory or
+    /// a bad file is an error: a worker must not start believing it has tables it does not).
+    pub fn worker(&self) -> Result<WorkerConfig, ConfigError> {
         let mut config = WorkerConfig::defaults();
+        if let Some(dir) = &self.analysis_bitbases {
+            let shelf = draughts_ai::bitbase::Shelf::load(dir)
+                .map_err(|e| ConfigError(format!("analysis-bitbases: {e}")))?;
+            for (variant, pieces) in shelf.summary() {
+                tracing::info!(%variant, pieces, "endgame tables loaded");
+            }
+            config.bitbases = Some(std::sync::Arc::new(shelf));
+        }
         if self.analysis_slots > 0 {
             config.slots = self.analysis_slots;
         }
@@ -253,7 +268,7 @@ impl WorkerArgs {
             config.name = name.clone();
         }
         config.shutdown_grace = Duration::from_millis(self.analysis_shutdown_grace_ms);
-        config
+        Ok(config)
     }
 }
 
@@ -297,6 +312,7 @@ impl Config {
                 analysis_hash_mb: 4,
                 analysis_worker_name: None,
                 analysis_shutdown_grace_ms: 1_000,
+                analysis_bitbases: None,
             },
             in_process_workers: true,
         }
@@ -412,14 +428,14 @@ pub async fn run(
     let bulk = tokio::spawn(analysis.clone().run_bulk(async move {
         let _ = bulk_stop.changed().await;
     }));
-    let workers = config.in_process_workers.then(|| {
-        tokio::spawn(
-            analysis
-                .clone()
-                .run_workers(config.workers.worker(), async move {
-                    let _ = stop_rx.changed().await;
-                }),
-        )
+    let worker_config = match config.in_process_workers {
+        true => Some(config.workers.worker()?),
+        false => None,
+    };
+    let workers = worker_config.map(|worker_config| {
+        tokio::spawn(analysis.clone().run_workers(worker_config, async move {
+            let _ = stop_rx.changed().await;
+        }))
     });
     let served = draughts_runtime::serve(&config.server, services, listener, shutdown).await;
     let _ = stop_tx.send(true);

@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use draughts_ai::bitbase::Shelf;
 use draughts_ai::{SearchOptions, Searcher, StopHandle};
 use draughts_engine::Variant;
 use draughts_store::{Entry, Version, now_unix_ms};
@@ -72,6 +73,8 @@ pub struct WorkerConfig {
     pub max_search: Duration,
     /// How long a running job may still finish after shutdown is asked.
     pub shutdown_grace: Duration,
+    /// Endgame tables probed by every slot's searches (of the variants they cover).
+    pub bitbases: Option<Arc<Shelf>>,
 }
 
 impl WorkerConfig {
@@ -83,6 +86,7 @@ impl WorkerConfig {
             hash_mb: 16,
             max_search: Duration::from_secs(600),
             shutdown_grace: Duration::from_secs(10),
+            bitbases: None,
         }
     }
 }
@@ -469,13 +473,15 @@ impl Slot {
     /// Starts a job's search on a blocking thread (with this slot's searcher, or a new one).
     fn spawn_search(&self, spec: &JobSpec, searcher: Option<Searcher>) -> Search {
         let mut searcher = searcher.unwrap_or_else(|| {
-            Searcher::with_options(
+            let mut s = Searcher::with_options(
                 Variant::International,
                 &SearchOptions {
                     tt_megabytes: self.config.hash_mb,
                     ..SearchOptions::default()
                 },
-            )
+            );
+            s.set_shelf(self.config.bitbases.clone());
+            s
         });
         let stop = searcher.stop_handle();
         stop.reset();

@@ -508,3 +508,74 @@ async fn watch_streams_per_caller_are_capped() {
     client.cancel_analysis(request()).await.unwrap();
     server.stop().await;
 }
+
+/// The workers probe the endgame tables of `--analysis-bitbases`: in english, two kings against a king
+/// and a man, whose forced capture leaves an ending the tables call won, score as a table win
+/// (`BITBASE_WIN` and up) at depth 1, where the same search without tables sees only its evaluation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn workers_probe_the_endgame_tables_they_are_given() {
+    use draughts_ai::bitbase::{self, Value};
+    use draughts_engine::{Position, Variant};
+    let fen = "W:WK11,K5:BK30,15";
+    let tables = bitbase::build(Variant::English, 3, |_| {}).unwrap();
+    let after = Position::from_fen(Variant::English, "B:WK5,K18:BK30").unwrap();
+    assert_eq!(
+        tables.probe(&after),
+        Some(Value::Loss),
+        "black, after 11x18"
+    );
+    let dir = std::env::temp_dir().join(format!("draughts-analysis-bb-{}", std::process::id()));
+    tables.write_dir(&dir).unwrap();
+
+    let request = pb::AnalyzePositionRequest {
+        source: Some(pb::analyze_position_request::Source::Position(
+            pb::PositionInput {
+                fen: fen.into(),
+                moves: Vec::new(),
+                ..english(&[])
+            },
+        )),
+        limits: limits(1, 0),
+    };
+    let mut scores = Vec::new();
+    for with_tables in [true, false] {
+        let mut config = Config::for_tests();
+        config.workers.analysis_bitbases = with_tables.then(|| dir.clone());
+        let (server, mut client) = start(config).await;
+        let ann = player_token("ann");
+        let job = client
+            .analyze_position(authed(&ann, request.clone()))
+            .await
+            .unwrap()
+            .into_inner();
+        let updates = watch(&mut client, &ann, &job.job_id).await;
+        let Some(pb::analysis_update::Kind::Finished(view)) = &updates.last().unwrap().kind else {
+            panic!("the stream ends with the final view");
+        };
+        let Some(pb::analysis_view::Result::Position(result)) = &view.result else {
+            panic!("a position result: {view:?}");
+        };
+        let score = result.lines[0].score.and_then(|s| s.kind);
+        scores.push(score);
+        server.stop().await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    // A table win scores BITBASE_WIN plus the evaluation, clamped to 2,000 either way.
+    let won = draughts_ai::search::BITBASE_WIN - 2_000;
+    assert!(
+        matches!(scores[0], Some(pb::score::Kind::CentiMen(cm)) if cm >= won),
+        "with the tables: {:?}",
+        scores[0]
+    );
+    assert!(
+        matches!(scores[1], Some(pb::score::Kind::CentiMen(cm)) if cm < 2_000),
+        "without: {:?}",
+        scores[1]
+    );
+
+    // A directory that does not exist stops the start with a clear error.
+    let mut config = Config::for_tests();
+    config.workers.analysis_bitbases = Some(dir.join("missing"));
+    let err = config.workers.worker().unwrap_err();
+    assert!(err.to_string().contains("analysis-bitbases"), "{err}");
+}

@@ -176,6 +176,7 @@ mod checks {
                 hash_mb: 1,
                 max_search: Duration::from_secs(30),
                 shutdown_grace: grace,
+                bitbases: None,
             };
             let handle = tokio::spawn(worker::run(queue.clone(), config, async move {
                 let _ = stopped.await;

@@ -87,6 +87,7 @@ impl Config {
                 analysis_hash_mb: 1,
                 analysis_worker_name: None,
                 analysis_shutdown_grace_ms: 1_000,
+                analysis_bitbases: None,
             },
             analysis_external_workers: false,
             matchmaking: draughts_matchmaking::MatchmakingConfig {
@@ -244,8 +245,10 @@ impl Platform {
             ratings,
             analysis,
             matchmaking,
-            analysis_workers: (!config.analysis_external_workers)
-                .then(|| config.analysis_workers.worker()),
+            analysis_workers: match config.analysis_external_workers {
+                false => Some(config.analysis_workers.worker()?),
+                true => None,
+            },
         })
     }
 

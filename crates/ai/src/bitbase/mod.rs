@@ -255,6 +255,59 @@ impl Bitbases {
     }
 }
 
+/// The tables of every variant found in one directory, loaded once (a server's or the Hub engine's
+/// `--bitbases DIR`): each search takes the tables of its root's variant ([`Shelf::get`]).
+#[derive(Clone, Debug, Default)]
+pub struct Shelf {
+    /// By [`Variant::ALL`] order; only variants with at least one complete piece count.
+    tables: Vec<(Variant, std::sync::Arc<Bitbases>)>,
+}
+
+impl Shelf {
+    /// Loads the tables of every supported variant in `dir`. A variant whose tables cover no complete
+    /// piece count is left out; a missing directory or a bad file is an error (a server must not start
+    /// believing it has tables it does not).
+    pub fn load(dir: &Path) -> Result<Shelf, BitbaseError> {
+        std::fs::metadata(dir).map_err(|source| BitbaseError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let mut tables = Vec::new();
+        for variant in Variant::ALL {
+            if !supports(variant) {
+                continue;
+            }
+            let t = Bitbases::load(dir, variant)?;
+            if t.pieces() > 0 {
+                tables.push((variant, std::sync::Arc::new(t)));
+            }
+        }
+        Ok(Shelf { tables })
+    }
+
+    /// The tables of `variant`, if any were loaded.
+    pub fn get(&self, variant: Variant) -> Option<std::sync::Arc<Bitbases>> {
+        self.tables
+            .iter()
+            .find(|(v, _)| *v == variant)
+            .map(|(_, t)| std::sync::Arc::clone(t))
+    }
+
+    /// Each variant loaded and the piece count its tables cover.
+    pub fn summary(&self) -> Vec<(Variant, u32)> {
+        self.tables.iter().map(|(v, t)| (*v, t.pieces())).collect()
+    }
+
+    /// Bytes of table data held.
+    pub fn bytes(&self) -> usize {
+        self.tables
+            .iter()
+            .flat_map(|(_, t)| t.slices())
+            .map(|s| s.packed.len())
+            .sum()
+    }
+}
+
 /// Whether `goal` is the usual one (tables assume the side without a move loses).
 pub(crate) fn normal_goal(variant: Variant) -> bool {
     variant.rules().goal == Goal::Normal

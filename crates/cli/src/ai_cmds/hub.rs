@@ -12,6 +12,14 @@ use draughts_engine::{Game, Move, Position, RuleSet, Variant};
 
 use crate::CliError;
 
+#[derive(clap::Args, Debug)]
+pub(crate) struct HubArgs {
+    /// Endgame tables from `draughts bitbase build` (every variant's found there), probed by each search
+    /// of a variant they cover.
+    #[arg(long, env = crate::ai_bitbase::BITBASES_ENV)]
+    bitbases: Option<std::path::PathBuf>,
+}
+
 /// Writes one protocol line (stdout is shared by the reader loop and the search thread; `println!` locks).
 fn send(line: &str) {
     let mut out = std::io::stdout().lock();
@@ -37,9 +45,17 @@ impl HubSession {
     }
 }
 
-pub(super) fn run() -> Result<(), CliError> {
+pub(super) fn run(a: HubArgs) -> Result<(), CliError> {
     let rules = RuleSet::new(Variant::International);
-    let searcher = Searcher::new(rules);
+    let mut searcher = Searcher::new(rules);
+    if let Some(dir) = &a.bitbases {
+        let shelf = draughts_ai::bitbase::Shelf::load(dir)?;
+        // The protocol owns stdout; what was loaded goes to stderr.
+        for (variant, pieces) in shelf.summary() {
+            eprintln!("bitbases: {variant} up to {pieces} pieces");
+        }
+        searcher.set_shelf(Some(Arc::new(shelf)));
+    }
     let stop = searcher.stop_handle();
     let mut s = HubSession {
         rules,

@@ -24,7 +24,7 @@ pub(crate) enum AiCommand {
     /// The move a playing level (1 = beginner .. 8 = full strength) would play.
     Bestmove(bestmove::BestmoveArgs),
     /// Speak the Hub protocol (version 2, as Scan 3.1 defines it) on stdin/stdout.
-    Hub,
+    Hub(hub::HubArgs),
     /// Play a match between two engines (our levels, `greedy`, or an external Hub engine command).
     Match(crate::ai_match::MatchArgs),
     /// Search speed: nodes per second and time to depth on fixed middlegame positions per variant.
@@ -41,7 +41,7 @@ pub(crate) fn run(cmd: AiCommand) -> Result<(), CliError> {
     match cmd {
         AiCommand::Analyse(a) => analyse::run(a),
         AiCommand::Bestmove(a) => bestmove::run(a),
-        AiCommand::Hub => hub::run(),
+        AiCommand::Hub(a) => hub::run(a),
         AiCommand::Match(a) => crate::ai_match::run(a),
         AiCommand::SearchBench(a) => search_bench::run(a),
         AiCommand::Train(a) => crate::ai_train::run(a),

@@ -49,7 +49,7 @@ async fn main() -> anyhow::Result<()> {
     let queue = Queue::new(live, config.analysis.queue()).await?;
     draughts_analysis::worker::run(
         queue,
-        config.workers.worker(),
+        config.workers.worker()?,
         draughts_runtime::shutdown_signal(),
     )
     .await;
