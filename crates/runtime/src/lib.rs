@@ -18,4 +18,4 @@ pub mod telemetry;
 pub mod web;
 
 pub use config::{BackendConfig, ConfigError, ConnectionLimits, ServerConfig, TelemetryConfig};
-pub use serve::{ServeError, Services, serve, shutdown_signal};
+pub use serve::{ROUND_GRACE, ServeError, Services, round_or_shutdown, serve, shutdown_signal};

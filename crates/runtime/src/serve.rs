@@ -4,7 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use draughts_proto::pb::diagnostics_server::DiagnosticsServer;
 use tokio::net::TcpListener;
@@ -78,6 +78,32 @@ impl Services {
     /// Names of the services added so far.
     pub fn names(&self) -> &[&'static str] {
         &self.names
+    }
+}
+
+/// How long a background round (a timer tick's work) may still run once shutdown is asked.
+pub const ROUND_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs one round of a background loop unless `shutdown` resolves first; then the round gets `grace` to
+/// finish and is dropped after it (the loops are written so that a round cut anywhere loses nothing, as a
+/// killed process would not). `None`: shut down. Without this a round whose every store call waits for its
+/// error (the store is down) held the process's exit for minutes.
+pub async fn round_or_shutdown<W, S>(
+    work: W,
+    shutdown: &mut S,
+    grace: Duration,
+) -> Option<W::Output>
+where
+    W: std::future::Future,
+    S: std::future::Future + Unpin,
+{
+    tokio::pin!(work);
+    tokio::select! {
+        out = &mut work => Some(out),
+        _ = shutdown => {
+            let _ = tokio::time::timeout(grace, work).await;
+            None
+        }
     }
 }
 

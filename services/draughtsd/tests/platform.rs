@@ -83,6 +83,37 @@ async fn a_redis_cluster_and_postgres_when_given() {
     exercise(config(&cluster.url(), &pg.url())).await;
 }
 
+/// Shutdown is prompt even when Redis has gone away: every background loop's round waits for its store
+/// calls' errors, and shutdown cuts a round after `ROUND_GRACE` (the exit once took over ten minutes, a
+/// matchmaking tick reading hundreds of pools one failed call after another).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_is_prompt_with_redis_gone() {
+    let redis =
+        draughts_testkit::RedisServer::start().expect("redis-server (install: redis-server)");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(draughtsd::run(
+        config(&redis.url(), "sqlite::memory:"),
+        listener,
+        async {
+            let _ = rx.await;
+        },
+    ));
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    drop(redis);
+    // Let the loops meet the dead store.
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    let asked = std::time::Instant::now();
+    let _ = tx.send(());
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(15), server).await;
+    assert!(ended.is_ok(), "still running 15 s after shutdown was asked");
+    assert!(
+        asked.elapsed() < draughts_runtime::ROUND_GRACE + std::time::Duration::from_secs(3),
+        "{:?}",
+        asked.elapsed()
+    );
+}
+
 #[tokio::test]
 async fn a_wrong_backend_url_fails_fast() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -26,6 +26,8 @@ pub const ONLINE_FOR: Duration = Duration::from_secs(60);
 pub const LOBBY_REFRESH: Duration = Duration::from_secs(2);
 /// Waves of one pool are at least this far apart, pokes or not.
 const MIN_WAVE_GAP: Duration = Duration::from_millis(100);
+/// How long shutdown waits for the wave leases to be handed back.
+const RELEASE_TIME: Duration = Duration::from_secs(2);
 
 /// What a seek's follower sees.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -224,11 +226,22 @@ impl MatchmakingCore {
             tokio::select! {
                 _ = &mut shutdown => break,
                 _ = tick.tick() => {
-                    for pool in self.mm.pools.iter() {
-                        self.wave_if_waiting(pool).await;
-                    }
-                    if let Err(e) = self.mm.recover().await {
-                        tracing::warn!(error = %e, "finishing pending pairings failed");
+                    // A tick reads every pool: with the store down each read waits for its error, so
+                    // shutdown must not wait for the whole round (it took minutes with hundreds of pools).
+                    let round = async {
+                        for pool in self.mm.pools.iter() {
+                            if !self.wave_if_waiting(pool).await {
+                                // The store is unreachable: the other pools would fail alike.
+                                return;
+                            }
+                        }
+                        if let Err(e) = self.mm.recover().await {
+                            tracing::warn!(error = %e, "finishing pending pairings failed");
+                        }
+                    };
+                    tokio::select! {
+                        _ = &mut shutdown => break,
+                        _ = round => {}
                     }
                 }
                 _ = lobby_tick.tick() => {
@@ -265,18 +278,28 @@ impl MatchmakingCore {
                 }
             }
         }
-        for pool in self.mm.pools.iter() {
-            let _ = self.mm.release(&pool.id).await;
+        // Hands back the leases this replica may hold (only pools it ran a wave in), all at once and for
+        // at most RELEASE_TIME: another replica takes an unreleased lease when it runs out anyway.
+        let waved: Vec<String> = self
+            .last_wave
+            .lock()
+            .map(|w| w.keys().cloned().collect())
+            .unwrap_or_default();
+        let releases = futures_util::future::join_all(waved.iter().map(|id| self.mm.release(id)));
+        if tokio::time::timeout(RELEASE_TIME, releases).await.is_err() {
+            tracing::warn!("releasing the wave leases timed out; they run out on their own");
         }
     }
 
-    async fn wave_if_waiting(&self, pool: &Pool) {
+    /// Runs a wave in `pool` if anyone waits there; false when the pool could not be read (the store is
+    /// unreachable).
+    async fn wave_if_waiting(&self, pool: &Pool) -> bool {
         match self.mm.live.schedule_len(&mm::pool_set(&pool.id)).await {
-            Ok(0) => return,
+            Ok(0) => return true,
             Ok(_) => {}
             Err(e) => {
-                tracing::warn!(error = %e, "reading a pool failed");
-                return;
+                tracing::warn!(pool = %pool.id, error = %e, "reading a pool failed; the next wave tick retries");
+                return false;
             }
         }
         if let Ok(mut w) = self.last_wave.lock() {
@@ -289,6 +312,7 @@ impl MatchmakingCore {
             Ok(_) => {}
             Err(e) => tracing::warn!(pool = %pool.id, error = %e, "wave failed"),
         }
+        true
     }
 
     /// The lobby's numbers now (shared by every WatchLobby stream of the replica).

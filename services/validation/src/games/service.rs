@@ -931,69 +931,82 @@ impl GamesCore {
         let mut next_trim = tokio::time::Instant::now();
         let computer_slots = Arc::new(tokio::sync::Semaphore::new(computer::MAX_IN_FLIGHT));
         loop {
-            let started = tokio::time::Instant::now();
-            // Computer turns left by a replica that died mid-search, or made where no computer plays.
-            self.run_computer_turns(&computer_slots).await;
-            if started >= next_sample {
-                let trim = started >= next_trim;
-                self.housekeeping(trim).await;
-                next_sample = started + SAMPLE_EVERY;
-                if trim {
-                    next_trim = started + TRIM_EVERY;
+            // One round of timer work; shutdown cuts it after ROUND_GRACE (with the store down each of
+            // its calls waits for its error, and the exit used to wait for the whole round).
+            let round = async {
+                let started = tokio::time::Instant::now();
+                // Computer turns left by a replica that died mid-search, or made where no computer plays.
+                self.run_computer_turns(&computer_slots).await;
+                if started >= next_sample {
+                    let trim = started >= next_trim;
+                    self.housekeeping(trim).await;
+                    next_sample = started + SAMPLE_EVERY;
+                    if trim {
+                        next_trim = started + TRIM_EVERY;
+                    }
                 }
-            }
-            let now = self.now();
-            // Guests taken over by accounts, once a second (see `links`).
-            if links_checked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
-                links_checked = Some(std::time::Instant::now());
-                if let Err(e) = self.apply_links(&consumer).await {
-                    tracing::warn!(error = %e, "moving linked guests' games failed; retrying");
+                let now = self.now();
+                // Guests taken over by accounts, once a second (see `links`).
+                if links_checked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
+                    links_checked = Some(std::time::Instant::now());
+                    if let Err(e) = self.apply_links(&consumer).await {
+                        tracing::warn!(error = %e, "moving linked guests' games failed; retrying");
+                    }
                 }
-            }
-            // Claimed, not taken: a due game stays scheduled (moved CLAIM_RETRY ahead) until this
-            // replica has dealt with it, so a replica killed in between loses nothing; another one
-            // picks the game up when the claim runs out.
-            match self
-                .live
-                .claim_due(keys::DEADLINES, now, 100, CLAIM_RETRY)
-                .await
-            {
-                Ok(ids) => {
+                // Claimed, not taken: a due game stays scheduled (moved CLAIM_RETRY ahead) until this
+                // replica has dealt with it, so a replica killed in between loses nothing; another one
+                // picks the game up when the claim runs out.
+                match self
+                    .live
+                    .claim_due(keys::DEADLINES, now, 100, CLAIM_RETRY)
+                    .await
+                {
+                    Ok(ids) => {
+                        for id in ids {
+                            if let Err(e) = self.enforce_clock(&id).await {
+                                tracing::warn!(game_id = %id, error = %e, "clock check failed; retrying soon");
+                                let _ = self.live.schedule(keys::DEADLINES, &id, now + 500).await;
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "deadline schedule unavailable"),
+                }
+                if let Ok(ids) = self
+                    .live
+                    .claim_due(keys::ARCHIVE, now, 100, CLAIM_RETRY)
+                    .await
+                {
                     for id in ids {
-                        if let Err(e) = self.enforce_clock(&id).await {
-                            tracing::warn!(game_id = %id, error = %e, "clock check failed; retrying soon");
-                            let _ = self.live.schedule(keys::DEADLINES, &id, now + 500).await;
+                        let r = match self.load(&id).await {
+                            Ok((r, _)) => self.archive(&r).await,
+                            Err(GamesError::NotFound(_)) => self
+                                .live
+                                .cancel(keys::ARCHIVE, &id)
+                                .await
+                                .map(drop)
+                                .map_err(GamesError::from),
+                            Err(e) => Err(e),
+                        };
+                        if let Err(e) = r {
+                            tracing::warn!(game_id = %id, error = %e, "archiving failed; retrying soon");
+                            let _ = self.live.schedule(keys::ARCHIVE, &id, now + 1000).await;
                         }
                     }
                 }
-                Err(e) => tracing::warn!(error = %e, "deadline schedule unavailable"),
-            }
-            if let Ok(ids) = self
-                .live
-                .claim_due(keys::ARCHIVE, now, 100, CLAIM_RETRY)
-                .await
-            {
-                for id in ids {
-                    let r = match self.load(&id).await {
-                        Ok((r, _)) => self.archive(&r).await,
-                        Err(GamesError::NotFound(_)) => self
-                            .live
-                            .cancel(keys::ARCHIVE, &id)
-                            .await
-                            .map(drop)
-                            .map_err(GamesError::from),
-                        Err(e) => Err(e),
-                    };
-                    if let Err(e) = r {
-                        tracing::warn!(game_id = %id, error = %e, "archiving failed; retrying soon");
-                        let _ = self.live.schedule(keys::ARCHIVE, &id, now + 1000).await;
-                    }
+                // Sleep until the next deadline, at most 250 ms (another replica may add an earlier one).
+                match self.live.next_due(keys::DEADLINES).await {
+                    Ok(Some((_, at))) => at.saturating_sub(self.now()).clamp(1, 250),
+                    _ => 250,
                 }
-            }
-            // Sleep until the next deadline, at most 250 ms (another replica may add an earlier one).
-            let wait = match self.live.next_due(keys::DEADLINES).await {
-                Ok(Some((_, at))) => at.saturating_sub(self.now()).clamp(1, 250),
-                _ => 250,
+            };
+            let Some(wait) = draughts_runtime::round_or_shutdown(
+                round,
+                &mut shutdown,
+                draughts_runtime::ROUND_GRACE,
+            )
+            .await
+            else {
+                return;
             };
             tokio::select! {
                 _ = &mut shutdown => return,
