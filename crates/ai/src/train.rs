@@ -35,6 +35,8 @@ pub struct Sample {
     pub result: u8,
     /// The search's score for White in centi-men (clamped to +-3000; forced wins are 3000).
     pub score: i16,
+    /// The first sample of its game (files written before this flag have none: see [`Split`]).
+    pub game_start: bool,
 }
 
 /// Bytes per sample on disk.
@@ -46,14 +48,14 @@ impl Sample {
         b[0..8].copy_from_slice(&self.white.to_le_bytes());
         b[8..16].copy_from_slice(&self.black.to_le_bytes());
         b[16..24].copy_from_slice(&self.kings.to_le_bytes());
-        b[24] = u8::from(self.white_to_move);
+        b[24] = u8::from(self.white_to_move) | (u8::from(self.game_start) << 1);
         b[25] = self.result;
         b[26..28].copy_from_slice(&self.score.to_le_bytes());
         b
     }
 
     pub fn from_bytes(b: &[u8]) -> Option<Sample> {
-        if b.len() < SAMPLE_BYTES || b[24] > 1 || b[25] > 2 {
+        if b.len() < SAMPLE_BYTES || b[24] > 3 || b[25] > 2 {
             return None;
         }
         let u = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
@@ -61,9 +63,10 @@ impl Sample {
             white: u(0),
             black: u(8),
             kings: u(16),
-            white_to_move: b[24] == 1,
+            white_to_move: b[24] & 1 == 1,
             result: b[25],
             score: i16::from_le_bytes([b[26], b[27]]),
+            game_start: b[24] & 2 != 0,
         })
     }
 }
@@ -175,6 +178,7 @@ pub fn self_play_game(cfg: &SelfPlay, eval: &Evaluator, seed: u64) -> GameRecord
                         white_to_move,
                         result: 1,
                         score: clamp_score(white_score),
+                        game_start: pending.is_empty(),
                     },
                     true,
                 ));
@@ -236,7 +240,21 @@ pub struct FitConfig {
     pub result_weight: f32,
     /// Share of samples kept out for validation.
     pub validation: f32,
+    /// How the validation samples are chosen.
+    pub split: Split,
     pub seed: u64,
+}
+
+/// How a fit chooses its validation samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Split {
+    /// Whole games, where the data marks where each game starts ([`Sample::game_start`]; data without
+    /// the marks is split by position). A game's positions are alike: split by position, one game's
+    /// positions fall on both sides, and the validation loss flatters a fit that learns games by heart.
+    #[default]
+    Game,
+    /// Single positions (a seeded shuffle of the samples): how every fit before the marks split.
+    Position,
 }
 
 impl Default for FitConfig {
@@ -248,6 +266,7 @@ impl Default for FitConfig {
             l2: 0.0,
             result_weight: 0.5,
             validation: 0.05,
+            split: Split::Game,
             seed: 1,
         }
     }
@@ -267,6 +286,8 @@ pub struct FitReport {
     pub k: f64,
     pub train_samples: usize,
     pub validation_samples: usize,
+    /// Whole games kept out for validation (`None`: split by position).
+    pub validation_games: Option<usize>,
     /// Validation loss of the search scores themselves (`sigmoid(k * score)` against the target).
     pub search_loss: f64,
     pub final_validation_loss: f64,
@@ -338,11 +359,8 @@ pub fn fit(
         (f64::from(cfg.result_weight) * result + (1.0 - f64::from(cfg.result_weight)) * search)
             as f32
     };
-    // Split by a seeded shuffle of the samples.
-    let mut order: Vec<usize> = (0..samples.len()).collect();
     let mut rng = Rng::new(cfg.seed);
-    shuffle(&mut order, &mut rng);
-    let n_valid = ((samples.len() as f64) * f64::from(cfg.validation)) as usize;
+    let (order, n_valid, validation_games) = validation_split(samples, cfg, &mut rng);
     let rows: Vec<Row> = order
         .iter()
         .map(|&i| {
@@ -471,10 +489,58 @@ pub fn fit(
             k,
             train_samples: train.len(),
             validation_samples: valid.len(),
+            validation_games,
             search_loss,
             final_validation_loss,
         },
     )
+}
+
+/// The samples in a seeded order whose first `n` are the validation set: `(order, n, whole games kept
+/// out)` (see [`Split`]).
+fn validation_split(
+    samples: &[Sample],
+    cfg: &FitConfig,
+    rng: &mut Rng,
+) -> (Vec<usize>, usize, Option<usize>) {
+    let wanted = ((samples.len() as f64) * f64::from(cfg.validation)) as usize;
+    let games = game_ranges(samples);
+    if cfg.split == Split::Game && games.len() > 1 {
+        // Whole games in a seeded order; validation takes games until it holds its share.
+        let mut game_order: Vec<usize> = (0..games.len()).collect();
+        shuffle(&mut game_order, rng);
+        let (mut n_valid, mut n_games) = (0, 0);
+        for &g in &game_order {
+            if n_valid >= wanted {
+                break;
+            }
+            n_valid += games[g].len();
+            n_games += 1;
+        }
+        let order: Vec<usize> = game_order.iter().flat_map(|&g| games[g].clone()).collect();
+        (order, n_valid, Some(n_games))
+    } else {
+        // A seeded shuffle of the samples.
+        let mut order: Vec<usize> = (0..samples.len()).collect();
+        shuffle(&mut order, rng);
+        (order, wanted, None)
+    }
+}
+
+/// The samples of each game, by the [`Sample::game_start`] marks (the first sample always starts one).
+fn game_ranges(samples: &[Sample]) -> Vec<std::ops::Range<usize>> {
+    let mut ranges = Vec::new();
+    let mut start = 0;
+    for (i, s) in samples.iter().enumerate().skip(1) {
+        if s.game_start {
+            ranges.push(start..i);
+            start = i;
+        }
+    }
+    if !samples.is_empty() {
+        ranges.push(start..samples.len());
+    }
+    ranges
 }
 
 fn shuffle<T>(v: &mut [T], rng: &mut Rng) {
@@ -497,11 +563,76 @@ mod tests {
             white_to_move: false,
             result: 2,
             score: -1234,
+            game_start: false,
         };
         assert_eq!(Sample::from_bytes(&s.to_bytes()), Some(s));
+        let first = Sample {
+            game_start: true,
+            white_to_move: true,
+            ..s
+        };
+        assert_eq!(Sample::from_bytes(&first.to_bytes()), Some(first));
+        // A file written before the game marks reads as it did: no sample starts a game.
+        let mut old = s.to_bytes();
+        old[24] = 1;
+        assert_eq!(
+            Sample::from_bytes(&old).map(|s| (s.white_to_move, s.game_start)),
+            Some((true, false))
+        );
         let mut bad = s.to_bytes();
         bad[25] = 3;
         assert_eq!(Sample::from_bytes(&bad), None);
+    }
+
+    /// Split by game, every game's samples fall on one side; data without game marks splits by position,
+    /// as `Split::Position` does, in the same order.
+    #[test]
+    fn validation_takes_whole_games() {
+        let mut cfg = SelfPlay::new(Variant::English);
+        cfg.nodes = 200;
+        cfg.max_plies = 80;
+        let eval = Evaluator::hand(Variant::English);
+        let mut samples = Vec::new();
+        for seed in 0..8 {
+            let game = self_play_game(&cfg, &eval, seed).samples;
+            assert!(game[0].game_start && game[1..].iter().all(|s| !s.game_start));
+            samples.extend(game);
+        }
+        let games = game_ranges(&samples);
+        assert_eq!(games.len(), 8);
+        let fit_cfg = FitConfig {
+            validation: 0.3,
+            ..FitConfig::default()
+        };
+        let (order, n_valid, n_games) = validation_split(&samples, &fit_cfg, &mut Rng::new(1));
+        assert!(n_valid >= samples.len() * 3 / 10 && n_valid < samples.len());
+        let valid: std::collections::HashSet<usize> = order[..n_valid].iter().copied().collect();
+        let mut kept_out = 0;
+        for g in &games {
+            let inside = g.clone().filter(|i| valid.contains(i)).count();
+            assert!(inside == 0 || inside == g.len(), "a game split in two");
+            kept_out += usize::from(inside > 0);
+        }
+        assert_eq!(n_games, Some(kept_out));
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..samples.len()).collect::<Vec<_>>());
+        // Without the marks: by position, exactly as asked for by `Split::Position`.
+        let unmarked: Vec<Sample> = samples
+            .iter()
+            .map(|s| Sample {
+                game_start: false,
+                ..*s
+            })
+            .collect();
+        let by_position = FitConfig {
+            split: Split::Position,
+            ..fit_cfg.clone()
+        };
+        let (a, na, ga) = validation_split(&unmarked, &fit_cfg, &mut Rng::new(1));
+        let (b, nb, gb) = validation_split(&samples, &by_position, &mut Rng::new(1));
+        assert_eq!((a, na, ga), (b, nb, gb));
+        assert_eq!(ga, None);
     }
 
     /// Self-play is reproducible from the seed and keeps only quiet positions, labelled with one result.

@@ -14,7 +14,7 @@ use clap::{Args, Subcommand};
 use draughts_ai::Evaluator;
 use draughts_ai::learned::{DENSE_NAMES, LearnedWeights};
 use draughts_ai::train::{
-    FitConfig, GameRecord, SAMPLE_BYTES, Sample, SelfPlay, fit, self_play_game,
+    FitConfig, GameRecord, SAMPLE_BYTES, Sample, SelfPlay, Split, fit, self_play_game,
 };
 use draughts_engine::Variant;
 
@@ -82,11 +82,21 @@ pub(crate) struct FitArgs {
     /// Share of the game result in the target (the rest: the search's score).
     #[arg(long, default_value_t = 0.5)]
     result_weight: f32,
+    /// Validation samples: whole games (`game`; data written before game starts were marked is split by
+    /// position) or single positions (`position`, how every fit before the marks split).
+    #[arg(long, value_enum, default_value_t = SplitArg::Game)]
+    split: SplitArg,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Output weights file.
     #[arg(long, short = 'o')]
     out: PathBuf,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum SplitArg {
+    Game,
+    Position,
 }
 
 pub(crate) fn run(cmd: TrainCommand) -> Result<(), CliError> {
@@ -204,9 +214,14 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The samples of every file, in order. A file written before the game marks (`Sample::game_start`) has
+/// none: then no sample is marked, so that the fit splits by position rather than take that file for one
+/// game.
 fn read_samples(paths: &[PathBuf]) -> Result<Vec<Sample>, CliError> {
     let mut samples = Vec::new();
+    let mut unmarked = Vec::new();
     for path in paths {
+        let first = samples.len();
         let mut bytes = Vec::new();
         File::open(path)
             .and_then(|mut f| f.read_to_end(&mut bytes))
@@ -223,6 +238,16 @@ fn read_samples(paths: &[PathBuf]) -> Result<Vec<Sample>, CliError> {
                 CliError(format!("'{}' holds a malformed sample", path.display()))
             })?);
         }
+        if samples.len() > first && !samples[first].game_start {
+            unmarked.push(path.display().to_string());
+        }
+    }
+    if !unmarked.is_empty() {
+        eprintln!(
+            "note: {} marks no game starts (written before the marks): the validation split is by position",
+            unmarked.join(", ")
+        );
+        samples.iter_mut().for_each(|s| s.game_start = false);
     }
     Ok(samples)
 }
@@ -244,6 +269,10 @@ fn fit_cmd(a: FitArgs) -> Result<(), CliError> {
         learning_rate: a.lr,
         l2: a.l2,
         result_weight: a.result_weight.clamp(0.0, 1.0),
+        split: match a.split {
+            SplitArg::Game => Split::Game,
+            SplitArg::Position => Split::Position,
+        },
         seed: a.seed,
         ..FitConfig::default()
     };
@@ -260,8 +289,12 @@ fn fit_cmd(a: FitArgs) -> Result<(), CliError> {
     });
     std::fs::write(&a.out, weights.to_bytes())
         .map_err(|e| CliError(format!("cannot write '{}': {e}", a.out.display())))?;
+    let split = match report.validation_games {
+        Some(n) => format!("{n} whole games"),
+        None => "by position".to_owned(),
+    };
     println!(
-        "k {:.5}; {} train / {} validation samples; validation loss {:.5} (the search scores' own: {:.5})",
+        "k {:.5}; {} train / {} validation samples ({split}); validation loss {:.5} (the search scores' own: {:.5})",
         report.k,
         report.train_samples,
         report.validation_samples,
