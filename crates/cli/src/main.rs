@@ -128,7 +128,7 @@ struct PlayArgs {
 
 #[derive(Args, Debug)]
 struct BenchArgs {
-    /// Only this variant (default: all eight).
+    /// Only this variant (default: every variant).
     #[arg(long, short = 'v')]
     variant: Option<String>,
     /// Depth (default: per variant, a few seconds on one core).
@@ -399,8 +399,12 @@ fn play(a: PlayArgs) -> Result<(), CliError> {
 /// Default benchmark depths: a few seconds per variant on one core of the reference machine.
 fn bench_depth(v: Variant) -> u32 {
     match v {
-        Variant::International => 10,
-        Variant::Canadian => 9,
+        Variant::International
+        | Variant::Killer
+        | Variant::Antidraughts
+        | Variant::Breakthrough
+        | Variant::Frisian => 10,
+        Variant::Canadian | Variant::Frysk => 9,
         Variant::Turkish => 8,
         _ => 12,
     }

@@ -10,7 +10,7 @@ use crate::CliError;
 
 #[derive(Args, Debug)]
 pub(crate) struct SearchBenchArgs {
-    /// Only this variant (default: all eight).
+    /// Only this variant (default: every variant).
     #[arg(long, short = 'v')]
     variant: Option<String>,
     /// Depth (default: per variant).
