@@ -502,6 +502,8 @@ async fn the_platform_survives_faults_and_loses_nothing() {
             ("DRAUGHTS_MATCHMAKING_WAVE_MS", "500"),
             // Everyone on the leaderboard after a game (it lists established players only).
             ("DRAUGHTS_RATINGS_PROVISIONAL_DEVIATION", "350"),
+            // The same pairs meet again and again within minutes: every rated game is to be rated.
+            ("DRAUGHTS_RATINGS_PAIR_GAMES_PER_DAY", "0"),
         ],
     )
     .await;

@@ -117,6 +117,15 @@ pub struct RatingsConfig {
     /// Games played with house-rule options (no-mandatory-capture, move-limit, ...): `skip` or `rate`.
     #[arg(long, env = "DRAUGHTS_RATINGS_HOUSE_RULE_GAMES", value_enum, default_value_t = Policy::Skip)]
     pub house_rule_games: Policy,
+    /// Rated games between the same two players in one rating category that may change their ratings
+    /// within any 24 hours; later ones are recorded but change nothing (0: no limit). This bounds how far
+    /// two consenting accounts can move each other's ratings by trading wins.
+    #[arg(
+        long,
+        env = "DRAUGHTS_RATINGS_PAIR_GAMES_PER_DAY",
+        default_value_t = 10
+    )]
+    pub pair_games_per_day: u32,
     /// Consumer group on the finished-games stream (replicas share it; each entry goes to one of them).
     #[arg(long, env = "DRAUGHTS_RATINGS_GROUP", default_value = "ratings")]
     pub consumer_group: String,
@@ -186,6 +195,7 @@ impl RatingsConfig {
             computer_games: ComputerPolicy::Skip,
             guest_games: Policy::Skip,
             house_rule_games: Policy::Skip,
+            pair_games_per_day: 10,
             consumer_group: "ratings".into(),
             consumer_name: String::new(),
             batch_size: 256,
@@ -261,6 +271,12 @@ impl RatingsConfig {
             )));
         }
         self.speed_class_variants()?;
+        if self.pair_games_per_day > 10_000 {
+            return Err(ConfigError(format!(
+                "pair-games-per-day must be at most 10000 (0: no limit), got {}",
+                self.pair_games_per_day
+            )));
+        }
         if self.consumer_group.is_empty()
             || self.consumer_group.len() > 64
             || self.consumer_name.len() > 128

@@ -51,6 +51,9 @@ const CHECKS: &[(&str, Check)] = &[
         Box::pin(leaderboard_paging_under_concurrent_updates(b))
     }),
     ("policies", |b| Box::pin(policies(b))),
+    ("a_pair_s_games_are_rated_up_to_the_daily_limit", |b| {
+        Box::pin(a_pair_s_games_are_rated_up_to_the_daily_limit(b))
+    }),
     ("fixed_periods_rate_games_together", |b| {
         Box::pin(fixed_periods_rate_games_together(b))
     }),
@@ -315,16 +318,27 @@ async fn assert_counted_once(db: &Database) {
 }
 
 async fn assert_counted_once_in(db: &Database, per_game: bool) {
-    let games = count(db, "SELECT COUNT(*) FROM rating_games WHERE pending = 0").await;
+    // The sides each recorded game rates (both, one under `human-only`, none past the pair limit).
+    let rated_sides = count(
+        db,
+        "SELECT CAST(COALESCE(SUM(rate_white + rate_black), 0) AS BIGINT) FROM rating_games WHERE pending = 0",
+    )
+    .await;
     let sides = count(
         db,
         "SELECT CAST(COALESCE(SUM(games), 0) AS BIGINT) FROM ratings",
     )
     .await;
     let history = count(db, "SELECT COUNT(*) FROM rating_history").await;
-    assert_eq!(sides, 2 * games, "each game counts once for each player");
+    assert_eq!(
+        sides, rated_sides,
+        "each game counts once for each rated player"
+    );
     if per_game {
-        assert_eq!(history, 2 * games, "one history row per player per game");
+        assert_eq!(
+            history, rated_sides,
+            "one history row per rated player per game"
+        );
     }
     let wdl = count(
         db,
@@ -742,6 +756,114 @@ async fn policies(b: Backend) {
     );
 }
 
+/// The pair limit (`--pair-games-per-day`): the games of two players in one category that finished
+/// within 24 hours of each other change ratings up to the limit; later ones are recorded and change
+/// nothing; the window slides; other pairs and other categories count apart; one batch or one game a
+/// call gives the same ratings; an import says why it changed nothing.
+async fn a_pair_s_games_are_rated_up_to_the_daily_limit(b: Backend) {
+    let mut config = test_config();
+    config.pair_games_per_day = 3;
+    let core = RatingsCore::new(b.db.clone(), &config).await.unwrap();
+    let hour = 3_600_000;
+    let t0 = 1_700_000_000_000;
+    // Five games of pa and pb within two hours (colours alternating), one of pa and pc.
+    let mut batch: Vec<FinishedGame> = (0..5)
+        .map(|i| {
+            let (w, bl) = if i % 2 == 0 {
+                ("pa", "pb")
+            } else {
+                ("pb", "pa")
+            };
+            game(
+                &format!("ab{i}"),
+                w,
+                bl,
+                Outcome::WhiteWins,
+                t0 + i * hour / 4,
+            )
+        })
+        .collect();
+    batch.push(game("ac0", "pa", "pc", Outcome::Draw, t0 + hour));
+    let report = core.apply(&batch, Source::Stream, t0).await.unwrap();
+    assert_eq!((report.recorded, report.pair_limited), (6, 2));
+    let now = t0 + 2 * hour;
+    assert_eq!(core.rating("pa", ENGLISH, now).await.unwrap().games, 4);
+    assert_eq!(core.rating("pb", ENGLISH, now).await.unwrap().games, 3);
+    assert_eq!(core.rating("pc", ENGLISH, now).await.unwrap().games, 1);
+    // Delivered again: nothing changes, and a limited game stays unrated.
+    let again = core.apply(&batch, Source::Stream, now).await.unwrap();
+    assert_eq!((again.recorded, again.duplicates), (0, 6));
+    assert_eq!(core.rating("pa", ENGLISH, now).await.unwrap().games, 4);
+    // Another category is another count.
+    let mut intl = game("ab-intl", "pa", "pb", Outcome::Draw, t0 + hour);
+    intl.variant = Variant::International;
+    let r = core.apply(&[intl], Source::Stream, now).await.unwrap();
+    assert_eq!(r.pair_limited, 0);
+    // An import past the limit is recorded, says why, and changes nothing.
+    let imported = core
+        .record(
+            &game("ab-import", "pa", "pb", Outcome::BlackWins, t0 + 2 * hour),
+            now,
+        )
+        .await
+        .unwrap();
+    assert!(imported.recorded);
+    assert_eq!(
+        imported.skipped_reason,
+        Some(draughts_ratings::domain::PAIR_LIMITED)
+    );
+    assert_eq!(imported.white.games, 4);
+    // A day after the first games, the window has moved on: rated again.
+    let later = game(
+        "ab-later",
+        "pb",
+        "pa",
+        Outcome::Draw,
+        t0 + 24 * hour + hour / 2,
+    );
+    let r = core.apply(&[later], Source::Stream, now).await.unwrap();
+    assert_eq!(r.pair_limited, 0);
+    assert_eq!(
+        core.rating("pa", ENGLISH, t0 + 25 * hour)
+            .await
+            .unwrap()
+            .games,
+        5
+    );
+    assert_counted_once(&b.db).await;
+
+    // The same games one a call, on fresh players: the same ratings as in one batch.
+    let rename = |g: &FinishedGame| {
+        let mut g = g.clone();
+        g.game_id = format!("one-{}", g.game_id);
+        for s in [&mut g.white, &mut g.black] {
+            s.id = format!("one-{}", s.id);
+        }
+        g
+    };
+    batch.sort_by_key(|g| g.finished_at_ms);
+    for g in &batch {
+        core.apply(&[rename(g)], Source::Stream, t0).await.unwrap();
+    }
+    // (pa and pb have later games too: their counts, and pc's rating, tell.)
+    assert_eq!(core.rating("one-pa", ENGLISH, now).await.unwrap().games, 4);
+    assert_eq!(core.rating("one-pb", ENGLISH, now).await.unwrap().games, 3);
+    let together = core.rating("pc", ENGLISH, now).await.unwrap();
+    let one_by_one = core.rating("one-pc", ENGLISH, now).await.unwrap();
+    assert_eq!(together.games, one_by_one.games);
+    assert!((together.glicko.rating - one_by_one.glicko.rating).abs() < 1e-9);
+
+    // 0: no limit.
+    config.pair_games_per_day = 0;
+    let unlimited = RatingsCore::new(b.db.clone(), &config).await.unwrap();
+    let many: Vec<FinishedGame> = (0..6)
+        .map(|i| game(&format!("zz{i}"), "pz", "py", Outcome::Draw, t0 + i))
+        .collect();
+    let r = unlimited.apply(&many, Source::Stream, t0).await.unwrap();
+    assert_eq!((r.recorded, r.pair_limited), (6, 0));
+    assert_eq!(unlimited.rating("pz", ENGLISH, now).await.unwrap().games, 6);
+}
+
 /// Fixed periods: games wait for the end of their period, then every player's games of the period are
 /// rated together against the opponents' ratings at the start of the period (as Glickman computes);
 /// the order of arrival does not matter; a game arriving after its period was rated joins the next.
@@ -850,7 +972,9 @@ async fn fixed_periods_rate_games_together(b: Backend) {
 /// One game per period: the deviation grows with the time since the last game, a player drops off the
 /// leaderboard when it passes the provisional threshold, and comes back after playing.
 async fn inactivity_grows_deviation(b: Backend) {
-    let config = test_config();
+    let mut config = test_config();
+    // 30 games of one pair at once: all to be rated here.
+    config.pair_games_per_day = 0;
     let core = RatingsCore::new(b.db.clone(), &config).await.unwrap();
     let period_ms = config.period_secs * 1000;
     // 30 games between two players: both well established.
@@ -925,7 +1049,9 @@ async fn malformed_entries_are_dead_lettered(b: Backend) {
 
 /// History pages are newest first, continue without overlap, and tokens are bound to their history.
 async fn history_pages(b: Backend) {
-    let config = test_config();
+    let mut config = test_config();
+    // 23 games of one pair at once: all to be rated here.
+    config.pair_games_per_day = 0;
     let core = RatingsCore::new(b.db.clone(), &config).await.unwrap();
     let games: Vec<FinishedGame> = (0..23)
         .map(|i| {

@@ -19,6 +19,8 @@
 //!   written in the same transaction as the rating rows the game changes, so a game is either fully
 //!   applied (both players, its history rows, its record) or not at all, and a game id seen again
 //!   changes nothing. For fixed periods it also holds the games waiting for their period.
+//!   Its index on (white_id, black_id, finished_at_ms) finds a pair's recent games for the pair limit: a
+//!   game past `--pair-games-per-day` is recorded with neither side rated.
 //! - `rating_periods`: the fixed periods already rated.
 //! - `rating_reconcile`: one row, the reconciler's watermark: every game of `finished_games` that
 //!   finished before it has been looked at (see [`crate::reconcile`]).
@@ -29,6 +31,8 @@
 
 mod read;
 mod write;
+
+pub use write::PAIR_LIMITED;
 
 use std::sync::Arc;
 
@@ -113,6 +117,10 @@ pub const MIGRATIONS: &[Migration<'static>] = &[Migration {
             watermark_ms BIGINT NOT NULL
         );
         INSERT INTO rating_reconcile (id, watermark_ms) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;",
+}, Migration {
+    version: 1003,
+    name: "rating_games_pair",
+    sql: "CREATE INDEX IF NOT EXISTS rating_games_pair ON rating_games (white_id, black_id, finished_at_ms);",
 }];
 
 /// Entries per page when the request says 0.
@@ -179,6 +187,9 @@ pub struct ApplyReport {
     pub duplicates: usize,
     /// Games the policies leave unrated.
     pub skipped: usize,
+    /// Of the games recorded, those past the pair limit (`--pair-games-per-day`): recorded, no rating
+    /// changed.
+    pub pair_limited: usize,
 }
 
 /// What an admin import did.
@@ -213,6 +224,8 @@ struct Settings {
     computer: ComputerPolicy,
     guest: Policy,
     house_rules: Policy,
+    /// Rated games of one pair in one category within 24 hours (0: no limit).
+    pair_games_per_day: u32,
 }
 
 /// A stored rating row (or a new player's).
@@ -400,6 +413,7 @@ impl RatingsCore {
             computer: config.computer_games,
             guest: config.guest_games,
             house_rules: config.house_rule_games,
+            pair_games_per_day: config.pair_games_per_day,
         };
         Ok(RatingsCore {
             db,

@@ -10,6 +10,13 @@ use super::*;
 use crate::event::Outcome;
 use crate::glicko::{self, Game, Glicko};
 
+/// The pair limit's window.
+const DAY_MS: i64 = 86_400_000;
+/// Pairs looked up per statement by the pair limit (eight bound values each).
+const PAIRS_PER_STATEMENT: usize = 64;
+/// Why a game past the pair limit changed no rating.
+pub const PAIR_LIMITED: &str = "past the pair limit (--pair-games-per-day)";
+
 /// What a rating computation writes: final rows, and one history row per update.
 #[derive(Default)]
 struct Writes {
@@ -94,7 +101,7 @@ impl RatingsCore {
                 known.insert(row.try_get::<String, _>(0)?);
             }
         }
-        let fresh: Vec<(&FinishedGame, Accepted)> = accepted
+        let mut fresh: Vec<(&FinishedGame, Accepted)> = accepted
             .into_iter()
             .filter(|(g, _)| !known.contains(&g.game_id))
             .collect();
@@ -103,6 +110,7 @@ impl RatingsCore {
             tx.rollback().await?;
             return Ok(report);
         }
+        report.pair_limited = self.limit_pairs(&mut tx, &mut fresh).await?;
 
         // Fixed periods: the game waits for its period (a late game for a rated period joins the next).
         let first_open_period = match self.settings.mode {
@@ -156,6 +164,108 @@ impl RatingsCore {
         metrics::counter!("draughts_ratings_games_recorded_total", "source" => source.key())
             .increment(report.recorded as u64);
         Ok(report)
+    }
+
+    /// The pair limit: a game whose two players already have `pair_games_per_day` rated games in its
+    /// category that finished within the 24 hours up to it (recorded before, or earlier in this batch) is
+    /// kept with neither side rated. `games` are in finish order; returns how many were limited. Runs
+    /// under the writer lock, so replicas agree; a game arriving after later games of its pair is judged
+    /// by the games before it.
+    async fn limit_pairs(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        games: &mut [(&FinishedGame, Accepted)],
+    ) -> RatingsResult<usize> {
+        let limit = self.settings.pair_games_per_day as usize;
+        if limit == 0 {
+            return Ok(0);
+        }
+        type Pair = (String, String, String);
+        let pair = |g: &FinishedGame, a: &Accepted| -> Pair {
+            let (x, y) = if g.white.id <= g.black.id {
+                (&g.white.id, &g.black.id)
+            } else {
+                (&g.black.id, &g.white.id)
+            };
+            (a.category.to_string(), x.clone(), y.clone())
+        };
+        // Each pair's window: from a day before its first game in the batch.
+        let mut from: BTreeMap<Pair, i64> = BTreeMap::new();
+        for (g, a) in games.iter().filter(|(_, a)| a.rate_white || a.rate_black) {
+            let start = ms_i64(g.finished_at_ms).saturating_sub(DAY_MS);
+            from.entry(pair(g, a))
+                .and_modify(|f| *f = (*f).min(start))
+                .or_insert(start);
+        }
+        let mut rated: HashMap<Pair, Vec<i64>> = HashMap::new();
+        let pairs: Vec<(&Pair, &i64)> = from.iter().collect();
+        for chunk in pairs.chunks(PAIRS_PER_STATEMENT) {
+            // Both colour orders, each its own branch on the (white_id, black_id, finished_at_ms) index.
+            let mut branches = Vec::with_capacity(chunk.len() * 2);
+            let mut values = Vec::with_capacity(chunk.len() * 8);
+            for ((category, x, y), start) in chunk {
+                for (white, black) in [(x, y), (y, x)] {
+                    let n = values.len();
+                    branches.push(format!(
+                        "(white_id = ${} AND black_id = ${} AND finished_at_ms >= ${} AND category = ${})",
+                        n + 1,
+                        n + 2,
+                        n + 3,
+                        n + 4
+                    ));
+                    values.push(Value::Text(white.clone()));
+                    values.push(Value::Text(black.clone()));
+                    values.push(Value::Int(**start));
+                    values.push(Value::Text(category.clone()));
+                }
+            }
+            let sql = format!(
+                "SELECT category, white_id, black_id, finished_at_ms FROM rating_games \
+                 WHERE (rate_white = 1 OR rate_black = 1) AND ({})",
+                branches.join(" OR ")
+            );
+            let rows = bind_all(sqlx::query(AssertSqlSafe(sql)), values)
+                .fetch_all(&mut **tx)
+                .await?;
+            for row in rows {
+                let (category, white, black): (String, String, String) =
+                    (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+                let (x, y) = if white <= black {
+                    (white, black)
+                } else {
+                    (black, white)
+                };
+                rated
+                    .entry((category, x, y))
+                    .or_default()
+                    .push(row.try_get(3)?);
+            }
+        }
+        let mut limited = 0;
+        for (g, a) in games.iter_mut() {
+            if !(a.rate_white || a.rate_black) {
+                continue;
+            }
+            let at = ms_i64(g.finished_at_ms);
+            let before = rated.entry(pair(g, a)).or_default();
+            let recent = before
+                .iter()
+                .filter(|&&t| t <= at && t > at.saturating_sub(DAY_MS))
+                .count();
+            if recent >= limit {
+                a.rate_white = false;
+                a.rate_black = false;
+                limited += 1;
+                tracing::debug!(game_id = %g.game_id, recent, "past the pair limit: recorded, not rated");
+            } else {
+                before.push(at);
+            }
+        }
+        if limited > 0 {
+            metrics::counter!("draughts_ratings_games_pair_limited_total")
+                .increment(limited as u64);
+        }
+        Ok(limited)
     }
 
     /// One game per period: rates each game in order against the players' ratings at that moment.
@@ -456,10 +566,13 @@ impl RatingsCore {
                 "outcome must be a white win, a black win or a draw".into(),
             ));
         }
-        let skipped_reason = self.accept(game).err();
         let report = self
             .apply(std::slice::from_ref(game), Source::Import, now_ms)
             .await?;
+        let skipped_reason = self
+            .accept(game)
+            .err()
+            .or((report.pair_limited > 0).then_some(PAIR_LIMITED));
         let category = self.category_of(game.variant, game.time_control.as_ref());
         Ok(RecordOutcome {
             recorded: report.recorded == 1,
