@@ -703,6 +703,21 @@ impl LearnedWeights {
         LearnedWeights::build(layout, weights)
     }
 
+    /// These weights for another variant whose board and features are laid out the same (killer,
+    /// antidraughts and breakthrough from international's, say): the same values under the other
+    /// variant's name. `None` when the layouts differ.
+    pub fn for_variant(&self, variant: Variant) -> Option<LearnedWeights> {
+        if !Layout::covers(variant) {
+            return None;
+        }
+        let layout = Layout::new(variant);
+        let (a, b) = (self.layout.variant().rules(), variant.rules());
+        let same = a.board.board().size == b.board.board().size
+            && a.board.board().kind == b.board.board().kind
+            && layout.n_weights() == self.layout.n_weights();
+        same.then(|| LearnedWeights::build(layout, self.weights.clone()))
+    }
+
     fn build(layout: Layout, weights: Vec<[i16; 2]>) -> LearnedWeights {
         let fast = fold(&layout, &weights);
         LearnedWeights {
@@ -1041,6 +1056,32 @@ mod tests {
             LearnedWeights::from_bytes(Variant::International, &longer).unwrap_err(),
             WeightsError::Body
         );
+    }
+
+    /// Weights move to a variant on the same board as the same values (international's to killer), and
+    /// not to another board.
+    #[test]
+    fn weights_move_to_a_variant_on_the_same_board() {
+        let intl = crate::eval::shipped(Variant::International).expect("shipped");
+        let killer = intl.for_variant(Variant::Killer).expect("the same board");
+        assert_eq!(killer.weights, intl.weights);
+        let fen = "W:W28,31,32,33,34,35,36,38,41,K45:B2,5,7,9,11,13,16,18,19,K22";
+        let a = Position::from_fen(Variant::International, fen).unwrap();
+        let b = Position::from_fen(Variant::Killer, fen).unwrap();
+        let white = |w: &LearnedWeights, p: &Position| {
+            w.evaluate_white(
+                p.pieces(Color::White).bits64(),
+                p.pieces(Color::Black).bits64(),
+                p.kings().bits64(),
+                true,
+            )
+        };
+        assert_eq!(white(&intl, &a), white(&killer, &b));
+        assert!(intl.for_variant(Variant::English).is_none());
+        let english = LearnedWeights::material_only(Variant::English, 100, 250);
+        assert!(english.for_variant(Variant::Russian).is_some());
+        assert!(english.for_variant(Variant::Turkish).is_none());
+        assert!(english.for_variant(Variant::Canadian).is_none());
     }
 
     /// Zero runs keep mostly-zero weights small, and the first (plain) format still decodes.

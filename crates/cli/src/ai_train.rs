@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use draughts_ai::Evaluator;
-use draughts_ai::learned::{DENSE_NAMES, LearnedWeights};
+use draughts_ai::learned::{DENSE_NAMES, LearnedWeights, WeightsError};
 use draughts_ai::train::{
     FitConfig, GameRecord, SAMPLE_BYTES, Sample, SelfPlay, Split, fit, self_play_game,
 };
@@ -124,8 +124,28 @@ pub(crate) fn read_weights(variant: Variant, path: &Path) -> Result<LearnedWeigh
     File::open(path)
         .and_then(|mut f| f.read_to_end(&mut bytes))
         .map_err(|e| CliError(format!("cannot read '{}': {e}", path.display())))?;
-    LearnedWeights::from_bytes(variant, &bytes)
-        .map_err(|e| CliError(format!("'{}': {e}", path.display())))
+    match LearnedWeights::from_bytes(variant, &bytes) {
+        Err(WeightsError::Variant(key)) => {
+            // Weights of another variant on the same board (international's for killer) are taken.
+            let other: Variant = key
+                .parse()
+                .map_err(|_| CliError(format!("'{}': weights of '{key}'", path.display())))?;
+            let weights = LearnedWeights::from_bytes(other, &bytes)
+                .map_err(|e| CliError(format!("'{}': {e}", path.display())))?;
+            let moved = weights.for_variant(variant).ok_or_else(|| {
+                CliError(format!(
+                    "'{}' holds {other}'s weights, which do not fit {variant}'s board",
+                    path.display()
+                ))
+            })?;
+            eprintln!(
+                "note: '{}' holds {other}'s weights; used for {variant}",
+                path.display()
+            );
+            Ok(moved)
+        }
+        r => r.map_err(|e| CliError(format!("'{}': {e}", path.display()))),
+    }
 }
 
 /// The variant of a training command: one the pattern evaluation covers (not canadian's 12x12 board).
