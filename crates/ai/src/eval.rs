@@ -1,6 +1,6 @@
 //! Static evaluation: the learned pattern evaluation ([`crate::learned`]) where a variant ships weights
-//! (`data/weights/<variant>.drw`: international, english, brazilian, russian, pool, spanish, czech,
-//! portuguese today), else one hand-set weight table per variant.
+//! (`data/weights/<variant>.drw`: international, english, italian, brazilian, russian, pool, spanish,
+//! czech, portuguese today), else one hand-set weight table per variant.
 //!
 //! Scores are in centi-men from the side to move's point of view (hand-set: a man is worth
 //! [`Weights::man`] = 100; learned: the fit's scale, about 220 for a man with all men on the board and 60 in
@@ -458,6 +458,7 @@ fn shipped_bytes(variant: Variant) -> Option<&'static [u8]> {
     match variant {
         Variant::International => Some(include_bytes!("../data/weights/international.drw")),
         Variant::English => Some(include_bytes!("../data/weights/english.drw")),
+        Variant::Italian => Some(include_bytes!("../data/weights/italian.drw")),
         Variant::Brazilian => Some(include_bytes!("../data/weights/brazilian.drw")),
         Variant::Russian => Some(include_bytes!("../data/weights/russian.drw")),
         Variant::Pool => Some(include_bytes!("../data/weights/pool.drw")),
