@@ -6,7 +6,8 @@
 //! DRAUGHTS_RATINGS_BENCH=20000 cargo test --release -p draughts-ratings --test throughput -- --nocapture
 //! ```
 //! Optional: `DRAUGHTS_RATINGS_BENCH_CONSUMERS` (default 1), `DRAUGHTS_RATINGS_BENCH_BATCH` (default 256),
-//! `DRAUGHTS_RATINGS_BENCH_PLAYERS` (default 2000).
+//! `DRAUGHTS_RATINGS_BENCH_PLAYERS` (default 2000), `DRAUGHTS_RATINGS_BENCH_PAIR_LIMIT` (the pair limit,
+//! default the service's 10; 0 turns it off).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,6 +53,10 @@ async fn measure(label: &str, live: Arc<dyn LiveStore>, db: Database, n: usize) 
     let mut config = RatingsConfig::defaults();
     config.batch_size = env("DRAUGHTS_RATINGS_BENCH_BATCH", 256);
     config.block_ms = 20;
+    config.pair_games_per_day = env(
+        "DRAUGHTS_RATINGS_BENCH_PAIR_LIMIT",
+        config.pair_games_per_day as usize,
+    ) as u32;
     let core = RatingsCore::new(db.clone(), &config).await.unwrap();
     live.ensure_group(FINISHED_STREAM, &config.consumer_group)
         .await
@@ -115,8 +120,9 @@ async fn measure(label: &str, live: Arc<dyn LiveStore>, db: Database, n: usize) 
         handle.await.unwrap();
     }
     eprintln!(
-        "{label}: applied {n} results with {consumers} consumer(s), batch {}: {seconds:.2} s = {:.0} results/s",
+        "{label}: applied {n} results with {consumers} consumer(s), batch {}, pair limit {}: {seconds:.2} s = {:.0} results/s",
         config.batch_size,
+        config.pair_games_per_day,
         n as f64 / seconds
     );
 }
