@@ -245,7 +245,7 @@ fn gen_paths<G: Geometry>(pos: &Position, sink: &mut PathSink) {
 /// over the parent's moves), else by the capture generator.
 #[inline(always)]
 fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) -> u64 {
-    if pos.is_over_by_first_king() {
+    if G::FIRST_KING && pos.is_over_by_first_king() {
         return 0;
     }
     match movegen::bulk_count::<G>(pos) {
@@ -342,7 +342,7 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
             } else if promotes {
                 kings |= to;
             }
-            if self.leaf.first_king && !(mover & kings).is_zero() {
+            if G::FIRST_KING && self.leaf.first_king && !(mover & kings).is_zero() {
                 return;
             }
             let (own, opp) = match self.side {
@@ -394,7 +394,7 @@ fn perft_rec<G: Geometry>(
     if depth == 1 {
         return count_moves::<G>(pos, list, count);
     }
-    if pos.is_over_by_first_king() {
+    if G::FIRST_KING && pos.is_over_by_first_king() {
         return 0;
     }
     let mut sink = PerftSink::<G> {
@@ -1009,6 +1009,10 @@ mod tests {
             assert!(
                 G::PRECEDENCE.is_none_or(|p| p == r.precedence),
                 "{v}: precedence"
+            );
+            assert!(
+                G::FIRST_KING || r.goal != Goal::FirstKing,
+                "{v}: first king"
             );
         }
         for v in Variant::ALL {
