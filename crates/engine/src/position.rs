@@ -250,11 +250,12 @@ fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) 
     }
     match movegen::bulk_count::<G>(pos) {
         LeafCount::Exact(n) => n,
-        LeafCount::MenChains(go_on) => {
+        LeafCount::MenChains(go_on, starters) => {
             let (own, opp) = pos.own_opp::<G::B>();
             movegen::men_chains::<G>(
                 pos.side,
                 go_on,
+                starters,
                 own,
                 opp,
                 pos.kings_bb::<G::B>(),
@@ -359,9 +360,10 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
                 &self.leaf, !self.side, own, opp, kings, blocked,
             ) {
                 LeafCount::Exact(n) => n,
-                LeafCount::MenChains(go_on) => movegen::men_chains::<G>(
+                LeafCount::MenChains(go_on, starters) => movegen::men_chains::<G>(
                     !self.side,
                     go_on,
+                    starters,
                     own,
                     opp,
                     kings,
