@@ -431,6 +431,9 @@ pub(crate) trait Geometry {
     /// Captured pieces leave the board when the chain ends (the Turkish strike is the other way).
     const STRIKE: Option<bool> = None;
     const PRECEDENCE: Option<Precedence> = None;
+    /// A variant on this geometry may end at the first crowning (breakthrough, docs/rules.md §9.3; only
+    /// on [`Diag10`]): where it is false, perft's tests of that goal fold away.
+    const FIRST_KING: bool = false;
     /// The direction of each step, indexed by its shift + 16 (the eight-direction board's man captures).
     const DIR_OF_SHIFT: [u8; 32] = dir_table(Self::SHIFT, Self::SHIFT_ORTHO);
 }
@@ -545,6 +548,7 @@ impl Geometry for Diag10 {
     const MEN_CAPTURE_KINGS: Option<bool> = Some(true);
     const STRIKE: Option<bool> = Some(true);
     const PRECEDENCE: Option<Precedence> = Some(Precedence::MostPieces);
+    const FIRST_KING: bool = true;
 }
 
 /// 12x12 (canadian, docs/rules.md §12): the 10x10 layout with six squares a row, so the steps are 7 and 6

@@ -653,9 +653,9 @@ pub(crate) enum LeafCount {
     /// The number of legal moves, counted on bitboards.
     Exact(u64),
     /// Frisian men's captures, and no king of the side to move can capture: [`men_chains`] counts them
-    /// (the landing squares of the first jumps that go on, or 0 if not known; the Frisian board's word
-    /// is a `u64`).
-    MenChains(u64),
+    /// (the landing squares of the first jumps that go on, or 0 if not known, and the men that have a
+    /// first jump, if known; the Frisian board's word is a `u64`).
+    MenChains(u64, u64),
     /// The capture generator must count them.
     Generator,
 }
@@ -732,7 +732,7 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     let men_chains = G::N_DIRS == 8 && lr.mandatory && !lr.crowning_goes_on;
     if !lr.mandatory || (!kings_alike && !(opp & kings).is_zero()) {
         return if men_chains {
-            LeafCount::MenChains(0)
+            LeafCount::MenChains(0, 0)
         } else {
             LeafCount::Generator
         };
@@ -752,7 +752,7 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     });
     if !(lands & jump_from).is_zero() || (lr.crowning_goes_on && !(lands & promo_row).is_zero()) {
         return if men_chains {
-            LeafCount::MenChains((lands & jump_from).lo())
+            LeafCount::MenChains((lands & jump_from).lo(), (own_men & jump_from).lo())
         } else {
             LeafCount::Generator
         };
@@ -765,7 +765,9 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
 
 /// [`LeafCount::MenChains`]: the number of legal moves of the side to move (`own` against `opp`), whose
 /// captures are all men's, on the Frisian board. `go_on`: the landing squares of the first jumps whose
-/// chain goes on, if known (0 when not: then they are found here); `seen`: a scratch list.
+/// chain goes on, if known (0 when not: then they are found here), and `starters` the men that have a
+/// first jump (the first jumps onto those squares are looked for among them only); `seen`: a scratch
+/// list.
 ///
 /// A chain that can go on outvalues every chain that stops at the same point, whatever they take: one
 /// more piece is worth at least 100 more, a man instead of a king at most 99 less. So when a first jump can
@@ -773,10 +775,12 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
 /// back over the piece just taken, which stays on the board until the end, would land on the origin), the
 /// single jumps are out, and only the chains from those first jumps are followed; when none can, every
 /// move is a single jump, and those that take a king win.
+#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 pub(crate) fn men_chains<G: Geometry>(
     side: Color,
     go_on: u64,
+    starters: u64,
     own: G::B,
     opp: G::B,
     kings: G::B,
@@ -789,6 +793,7 @@ pub(crate) fn men_chains<G: Geometry>(
     let opp_kings = opp & kings;
     let zero = <G::B as Bits>::ZERO;
     let mut go_on = <G::B as Bits>::join(go_on, 0);
+    let mut starters = <G::B as Bits>::join(starters, 0);
     if go_on.is_zero() {
         let mut first = [zero; 8];
         let mut jump_from = zero;
@@ -802,6 +807,7 @@ pub(crate) fn men_chains<G: Geometry>(
             go_on |= step::<G>(step::<G>(first[d], d), d);
         });
         go_on &= jump_from;
+        starters = own_men & jump_from;
         if go_on.is_zero() {
             let (mut n_all, mut n_kings) = (0, 0);
             each_dir::<G>(|d| {
@@ -831,7 +837,7 @@ pub(crate) fn men_chains<G: Geometry>(
     while !lands.is_zero() {
         let l = lands.trailing_zeros();
         lands = lands.clear_lowest();
-        let mut men = G::JUMP_LANDINGS[l as usize & 63] & own_men;
+        let mut men = G::JUMP_LANDINGS[l as usize & 63] & starters;
         while !men.is_zero() {
             let from = men.lowest();
             men = men.clear_lowest();

@@ -245,16 +245,17 @@ fn gen_paths<G: Geometry>(pos: &Position, sink: &mut PathSink) {
 /// over the parent's moves), else by the capture generator.
 #[inline(always)]
 fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) -> u64 {
-    if pos.is_over_by_first_king() {
+    if G::FIRST_KING && pos.is_over_by_first_king() {
         return 0;
     }
     match movegen::bulk_count::<G>(pos) {
         LeafCount::Exact(n) => n,
-        LeafCount::MenChains(go_on) => {
+        LeafCount::MenChains(go_on, starters) => {
             let (own, opp) = pos.own_opp::<G::B>();
             movegen::men_chains::<G>(
                 pos.side,
                 go_on,
+                starters,
                 own,
                 opp,
                 pos.kings_bb::<G::B>(),
@@ -342,7 +343,7 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
             } else if promotes {
                 kings |= to;
             }
-            if self.leaf.first_king && !(mover & kings).is_zero() {
+            if G::FIRST_KING && self.leaf.first_king && !(mover & kings).is_zero() {
                 return;
             }
             let (own, opp) = match self.side {
@@ -359,9 +360,10 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
                 &self.leaf, !self.side, own, opp, kings, blocked,
             ) {
                 LeafCount::Exact(n) => n,
-                LeafCount::MenChains(go_on) => movegen::men_chains::<G>(
+                LeafCount::MenChains(go_on, starters) => movegen::men_chains::<G>(
                     !self.side,
                     go_on,
+                    starters,
                     own,
                     opp,
                     kings,
@@ -394,7 +396,7 @@ fn perft_rec<G: Geometry>(
     if depth == 1 {
         return count_moves::<G>(pos, list, count);
     }
-    if pos.is_over_by_first_king() {
+    if G::FIRST_KING && pos.is_over_by_first_king() {
         return 0;
     }
     let mut sink = PerftSink::<G> {
@@ -1009,6 +1011,10 @@ mod tests {
             assert!(
                 G::PRECEDENCE.is_none_or(|p| p == r.precedence),
                 "{v}: precedence"
+            );
+            assert!(
+                G::FIRST_KING || r.goal != Goal::FirstKing,
+                "{v}: first king"
             );
         }
         for v in Variant::ALL {
