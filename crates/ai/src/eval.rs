@@ -465,6 +465,7 @@ fn shipped_bytes(variant: Variant) -> Option<&'static [u8]> {
         Variant::Spanish => Some(include_bytes!("../data/weights/spanish.drw")),
         Variant::Czech => Some(include_bytes!("../data/weights/czech.drw")),
         Variant::Portuguese => Some(include_bytes!("../data/weights/portuguese.drw")),
+        Variant::Frisian => Some(include_bytes!("../data/weights/frisian.drw")),
         _ => None,
     }
 }
