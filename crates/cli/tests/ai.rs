@@ -1,7 +1,7 @@
 //! The AI commands end to end: the real binary, its stdin and stdout.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Lines, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn draughts() -> Command {
@@ -14,6 +14,47 @@ fn run(args: &[&str]) -> (bool, String) {
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
     )
+}
+
+/// A `draughts hub` process: lines written to its stdin, its stdout read up to a line with a prefix.
+struct Hub {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl Hub {
+    fn start(args: &[&str]) -> Hub {
+        let mut child = draughts()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Hub {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// The next line that starts with `prefix` (earlier lines are skipped).
+    fn expect(&mut self, prefix: &str) -> String {
+        loop {
+            let line = self.lines.next().expect("a line").unwrap();
+            if line.starts_with(prefix) {
+                return line;
+            }
+        }
+    }
+
+    /// Sends `quit` and checks that the hub exits cleanly.
+    fn quit(mut self) {
+        writeln!(self.stdin, "quit").unwrap();
+        assert!(self.child.wait().unwrap().success());
+    }
 }
 
 #[test]
@@ -61,43 +102,28 @@ fn bestmove_plays_a_legal_move_at_every_level() {
 
 #[test]
 fn hub_session_answers_and_stops() {
-    let mut child = draughts()
-        .arg("hub")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut expect = |prefix: &str| -> String {
-        loop {
-            let line = lines.next().expect("a line").unwrap();
-            if line.starts_with(prefix) {
-                return line;
-            }
-        }
-    };
-    writeln!(stdin, "hub").unwrap();
-    assert!(expect("param name=variant").contains("normal"));
-    expect("wait");
+    let mut hub = Hub::start(&["hub"]);
+    writeln!(hub.stdin, "hub").unwrap();
+    assert!(hub.expect("param name=variant").contains("normal"));
+    hub.expect("wait");
     writeln!(
-        stdin,
+        hub.stdin,
         "set-param name=variant value=brazilian\nunknown-command x=1\ninit"
     )
     .unwrap();
-    expect("ready");
-    writeln!(stdin, "ping").unwrap();
-    expect("pong");
+    hub.expect("ready");
+    writeln!(hub.stdin, "ping").unwrap();
+    hub.expect("pong");
     // An infinite analysis from the start position after two moves, then stop.
     writeln!(
-        stdin,
+        hub.stdin,
         "new-game\npos pos=Wbbbbbbbbbbbbeeeeeeeewwwwwwwwwwww moves=\"22-18 9-13\"\nlevel infinite\ngo analyze"
     )
     .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let asked = Instant::now();
-    writeln!(stdin, "stop").unwrap();
-    let done = expect("done move=");
+    writeln!(hub.stdin, "stop").unwrap();
+    let done = hub.expect("done move=");
     assert!(asked.elapsed() < Duration::from_secs(1));
     // The answer must be a legal White move after 22-18 9-13.
     let mv = done
@@ -107,43 +133,27 @@ fn hub_session_answers_and_stops() {
         .trim_start_matches("move=");
     let (ok, _) = run(&["play", "--variant", "brazilian", "22-18", "9-13", mv]);
     assert!(ok, "{done}");
-    writeln!(stdin, "level depth=3\ngo think").unwrap();
-    expect("done move=");
-    writeln!(stdin, "quit").unwrap();
-    assert!(child.wait().unwrap().success());
+    writeln!(hub.stdin, "level depth=3\ngo think").unwrap();
+    hub.expect("done move=");
+    hub.quit();
 }
 
 /// Canadian over the Hub protocol: `set-param name=variant value=canadian`, a 72-square position string
 /// (docs/rules.md §5.4) with moves, and a legal answer.
 #[test]
 fn hub_plays_canadian() {
-    let mut child = draughts()
-        .arg("hub")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut expect = |prefix: &str| -> String {
-        loop {
-            let line = lines.next().expect("a line").unwrap();
-            if line.starts_with(prefix) {
-                return line;
-            }
-        }
-    };
-    writeln!(stdin, "hub").unwrap();
-    expect("wait");
-    writeln!(stdin, "set-param name=variant value=canadian\ninit").unwrap();
-    expect("ready");
+    let mut hub = Hub::start(&["hub"]);
+    writeln!(hub.stdin, "hub").unwrap();
+    hub.expect("wait");
+    writeln!(hub.stdin, "set-param name=variant value=canadian\ninit").unwrap();
+    hub.expect("ready");
     let start = format!("W{}{}{}", "b".repeat(30), "e".repeat(12), "w".repeat(30));
     writeln!(
-        stdin,
+        hub.stdin,
         "new-game\npos pos={start} moves=\"46-40 25-31\"\nlevel depth=4\ngo think"
     )
     .unwrap();
-    let done = expect("done move=");
+    let done = hub.expect("done move=");
     let mv = done
         .split_whitespace()
         .nth(1)
@@ -151,8 +161,7 @@ fn hub_plays_canadian() {
         .trim_start_matches("move=");
     let (ok, _) = run(&["play", "--variant", "canadian", "46-40", "25-31", mv]);
     assert!(ok, "{done}");
-    writeln!(stdin, "quit").unwrap();
-    assert!(child.wait().unwrap().success());
+    hub.quit();
 }
 
 #[test]
@@ -246,24 +255,9 @@ fn the_hub_probes_the_tables_it_is_given() {
         "bitbase", "build", "-v", "english", "--pieces", "3", "-o", &dir_text,
     ]);
     assert!(ok, "{out}");
-    let mut child = draughts()
-        .args(["hub", "--bitbases", &dir_text])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut expect = |prefix: &str| -> String {
-        loop {
-            let line = lines.next().expect("a line").unwrap();
-            if line.starts_with(prefix) {
-                return line;
-            }
-        }
-    };
-    writeln!(stdin, "hub\nset-param name=variant value=english\ninit").unwrap();
-    expect("ready");
+    let mut hub = Hub::start(&["hub", "--bitbases", &dir_text]);
+    writeln!(hub.stdin, "hub\nset-param name=variant value=english\ninit").unwrap();
+    hub.expect("ready");
     // W:WK11,K5:BK30,15 (white kings on 5 and 11, a black man on 15, a black king on 30): 11x18 is
     // forced and leaves two kings against one, a win.
     let mut squares = ['e'; 32];
@@ -272,8 +266,8 @@ fn the_hub_probes_the_tables_it_is_given() {
     squares[14] = 'b';
     squares[29] = 'B';
     let pos: String = squares.iter().collect();
-    writeln!(stdin, "pos pos=W{pos}\nlevel depth=1\ngo think").unwrap();
-    let info = expect("info depth=1");
+    writeln!(hub.stdin, "pos pos=W{pos}\nlevel depth=1\ngo think").unwrap();
+    let info = hub.expect("info depth=1");
     let score: f64 = info
         .split_whitespace()
         .find_map(|w| w.strip_prefix("score="))
@@ -281,9 +275,8 @@ fn the_hub_probes_the_tables_it_is_given() {
         .parse()
         .unwrap();
     assert!(score >= 180.0, "a table win: {info}");
-    expect("done move=11x18");
-    writeln!(stdin, "quit").unwrap();
-    assert!(child.wait().unwrap().success());
+    hub.expect("done move=11x18");
+    hub.quit();
     let _ = std::fs::remove_dir_all(&dir);
 
     // A directory that is not there: a clear error, not a hub without its tables.
