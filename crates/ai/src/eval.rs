@@ -351,7 +351,10 @@ impl Evaluator {
     pub fn evaluate(&self, pos: &Position) -> i32 {
         let w = &self.weights;
         if let Some(wide) = &self.wide {
-            return wide.evaluate(w, pos);
+            return match &self.learned {
+                Some(learned) => self.learned_wide(learned, pos),
+                None => wide.evaluate(w, pos),
+            };
         }
         let white = pos.pieces(Color::White).bits64();
         let black = pos.pieces(Color::Black).bits64();
@@ -381,22 +384,45 @@ impl Evaluator {
             score
         };
 
-        // Drawn-looking king endings: a lone king against too few pieces.
-        if w.lone_king_holds > 0 {
-            let lone = |m: i32, k: i32| m == 0 && k == 1;
-            let n_white = (n_wm + wk) as u32;
-            let n_black = (n_bm + bk) as u32;
-            if (lone(n_bm, bk) && n_white <= w.lone_king_holds)
-                || (lone(n_wm, wk) && n_black <= w.lone_king_holds)
-            {
-                score /= w.draw_divisor;
-            }
-        }
-
+        score = self.drawn_ending(score, (n_wm, wk), (n_bm, bk));
         match pos.side_to_move() {
             Color::White => score,
             Color::Black => -score,
         }
+    }
+
+    /// The learned evaluation on the 12x12 board (its sets read in `u128`), for the side to move.
+    #[inline(never)]
+    fn learned_wide(&self, learned: &LearnedWeights, pos: &Position) -> i32 {
+        let (white, black, kings) = <u128 as crate::learned::Word>::of(pos);
+        let white_to_move = pos.side_to_move() == Color::White;
+        let score = learned.evaluate_white(white, black, kings, white_to_move);
+        let count = |side: u128| {
+            (
+                (side & !kings).count_ones() as i32,
+                (side & kings).count_ones() as i32,
+            )
+        };
+        let score = self.drawn_ending(score, count(white), count(black));
+        if white_to_move { score } else { -score }
+    }
+
+    /// White's score scaled down in drawn-looking king endings: a lone king against too few pieces.
+    /// `white` and `black` are each side's (men, kings).
+    #[inline(always)]
+    fn drawn_ending(&self, score: i32, white: (i32, i32), black: (i32, i32)) -> i32 {
+        let w = &self.weights;
+        if w.lone_king_holds > 0 {
+            let lone = |(m, k): (i32, i32)| m == 0 && k == 1;
+            let n_white = (white.0 + white.1) as u32;
+            let n_black = (black.0 + black.1) as u32;
+            if (lone(black) && n_white <= w.lone_king_holds)
+                || (lone(white) && n_black <= w.lone_king_holds)
+            {
+                return score / w.draw_divisor;
+            }
+        }
+        score
     }
 
     /// Positional terms of one side's men: advancement, centre, back row, runaways.

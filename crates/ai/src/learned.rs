@@ -2,7 +2,7 @@
 //!
 //! Layout (the same code computes the search's score and the trainer's features, so they cannot disagree):
 //! - **Windows.** Every 4x4 block of the board whose corner is on an even file and rank (international:
-//!   16 blocks, 8x8 boards: 9) holds 8 playable squares; Turkish uses 4x2 blocks (files 0, 2, 4; ranks 0,
+//!   16 blocks, 8x8 boards: 9, canadian's 12x12: 25) holds 8 playable squares; Turkish uses 4x2 blocks (files 0, 2, 4; ranks 0,
 //!   2, 4, 6: 12 blocks of 8 squares). Each block has a table of 3^8 = 6561 entries, indexed by the
 //!   contents of its 8 squares (empty, own man, opponent man; kings are left to the global features).
 //! - **Both colours share the tables.** A table is written from its owner's side: White applies table `w` to
@@ -18,10 +18,15 @@
 //! - **Phases.** Every weight has a middlegame and an endgame value; the score blends them by the number of
 //!   men left (all men: middlegame; none: endgame).
 //!
+//! - **Words.** The sets are read as `u64` on every board of up to 64 squares and as `u128` on the 12x12
+//!   board ([`Word`]); the code is the same, monomorphised, so the narrow boards keep their `u64` speed.
+//!
 //! Weights are `i16` in quarter centi-men ([`UNIT`]). The file format ([`LearnedWeights::to_bytes`]): the
 //! magic `DRW2`, the variant key's length and bytes, the number of tables and entries per table, the number
 //! of global features, then every weight's two values (middlegame, endgame), tables first, as runs of
 //! zeros and varint values (the first format, `DRW1`, held them as plain `i16` and is still read).
+
+use std::ops::{BitAnd, BitOr, Not, Shr};
 
 use draughts_engine::{Board, BoardKind, Color, Position, Variant};
 
@@ -44,6 +49,142 @@ pub const DENSE_NAMES: [&str; N_DENSE] = [
     "has-king",
     "side-to-move",
 ];
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u64 {}
+    impl Sealed for u128 {}
+}
+
+/// The word a position's sets are read in: `u64` (every board of up to 64 squares) or `u128` (the 12x12
+/// board). The evaluation and the trainer's features are monomorphised over it, so the boards of up to 64
+/// squares keep their `u64` code.
+pub trait Word:
+    Copy
+    + Eq
+    + BitAnd<Output = Self>
+    + BitOr<Output = Self>
+    + Not<Output = Self>
+    + Shr<u32, Output = Self>
+    + sealed::Sealed
+{
+    const ZERO: Self;
+    /// Set bits.
+    fn ones(self) -> i32;
+    /// The lowest set bit's index.
+    fn first(self) -> usize;
+    /// The set without its lowest bit.
+    fn without_first(self) -> Self;
+    /// Bits 0-63.
+    fn low(self) -> u64;
+    /// The board tables of `layout` in this word.
+    #[doc(hidden)]
+    fn masks(layout: &Layout) -> &Masks<Self>;
+    /// A position's sets in this word: White's pieces, Black's, the kings.
+    fn of(pos: &Position) -> (Self, Self, Self);
+}
+
+impl Word for u64 {
+    const ZERO: u64 = 0;
+    #[inline(always)]
+    fn ones(self) -> i32 {
+        self.count_ones() as i32
+    }
+    #[inline(always)]
+    fn first(self) -> usize {
+        self.trailing_zeros() as usize
+    }
+    #[inline(always)]
+    fn without_first(self) -> u64 {
+        self & self.wrapping_sub(1)
+    }
+    #[inline(always)]
+    fn low(self) -> u64 {
+        self
+    }
+    #[inline(always)]
+    fn masks(layout: &Layout) -> &Masks<u64> {
+        debug_assert!(!layout.wide, "the 12x12 board is read in u128");
+        &layout.narrow
+    }
+    fn of(pos: &Position) -> (u64, u64, u64) {
+        (
+            pos.pieces(Color::White).bits64(),
+            pos.pieces(Color::Black).bits64(),
+            pos.kings().bits64(),
+        )
+    }
+}
+
+impl Word for u128 {
+    const ZERO: u128 = 0;
+    #[inline(always)]
+    fn ones(self) -> i32 {
+        self.count_ones() as i32
+    }
+    #[inline(always)]
+    fn first(self) -> usize {
+        self.trailing_zeros() as usize
+    }
+    #[inline(always)]
+    fn without_first(self) -> u128 {
+        self & self.wrapping_sub(1)
+    }
+    #[inline(always)]
+    fn low(self) -> u64 {
+        self as u64
+    }
+    #[inline(always)]
+    fn masks(layout: &Layout) -> &Masks<u128> {
+        &layout.wide_masks
+    }
+    fn of(pos: &Position) -> (u128, u128, u128) {
+        (
+            pos.pieces(Color::White).0,
+            pos.pieces(Color::Black).0,
+            pos.kings().0,
+        )
+    }
+}
+
+/// The board tables of the global features in one [`Word`] (built in `u128`; the `u64` copy is the same
+/// sets truncated, used on the boards of up to 64 squares).
+#[doc(hidden)]
+#[derive(Clone, Debug)]
+pub struct Masks<W> {
+    /// Tempo planes: a white man on a square adds `2^k` for each plane `k` holding it (rows advanced).
+    white_rows: Vec<W>,
+    black_rows: Vec<W>,
+    /// Balance planes (distance from the board's middle file, doubled) for the left and right wings.
+    left: Vec<W>,
+    right: Vec<W>,
+    white_one_to_go: W,
+    white_two_to_go: W,
+    black_one_to_go: W,
+    black_two_to_go: W,
+    /// Forward neighbours of every bit, per colour.
+    white_forward: Box<[W; 128]>,
+    black_forward: Box<[W; 128]>,
+}
+
+impl Masks<u128> {
+    fn truncated(&self) -> Masks<u64> {
+        let t = |v: &[u128]| v.iter().map(|&x| x as u64).collect::<Vec<u64>>();
+        let f = |a: &[u128; 128]| Box::new(a.map(|x| x as u64));
+        Masks {
+            white_rows: t(&self.white_rows),
+            black_rows: t(&self.black_rows),
+            left: t(&self.left),
+            right: t(&self.right),
+            white_one_to_go: self.white_one_to_go as u64,
+            white_two_to_go: self.white_two_to_go as u64,
+            black_one_to_go: self.black_one_to_go as u64,
+            black_two_to_go: self.black_two_to_go as u64,
+            white_forward: f(&self.white_forward),
+            black_forward: f(&self.black_forward),
+        }
+    }
+}
 
 /// One shift-and-mask step of gathering a window's squares: `((bb >> shift) & mask) << dest`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -75,22 +216,13 @@ pub struct Layout {
     /// `(digit position, rows advanced)`; every square belongs to exactly one window.
     folded: Vec<Vec<(u8, u8)>>,
     /// Balance by bitboard byte: the summed file distance from the middle (negative on the left).
-    balance_bytes: Box<[[i8; 256]; 8]>,
+    balance_bytes: Box<[[i8; 256]; 16]>,
     /// Men of both colours at the start (the phase's full scale).
     start_men: i32,
-    /// Tempo planes: a white man on a square adds `2^k` for each plane `k` holding it (rows advanced).
-    white_rows: Vec<u64>,
-    black_rows: Vec<u64>,
-    /// Balance planes (distance from the board's middle file, doubled) for the left and right wings.
-    left: Vec<u64>,
-    right: Vec<u64>,
-    white_one_to_go: u64,
-    white_two_to_go: u64,
-    black_one_to_go: u64,
-    black_two_to_go: u64,
-    /// Forward neighbours of every bit, per colour.
-    white_forward: Box<[u64; 64]>,
-    black_forward: Box<[u64; 64]>,
+    /// The 12x12 board (read in `u128`).
+    wide: bool,
+    narrow: Masks<u64>,
+    wide_masks: Masks<u128>,
 }
 
 /// Gathering on the diagonal boards. Rows `2k` and `2k + 1` (from the top) fill one contiguous run of
@@ -132,21 +264,12 @@ pub struct Features {
 }
 
 impl Layout {
-    /// Whether the pattern evaluation exists for a variant's board (every board but canadian's 12x12).
-    pub fn covers(variant: Variant) -> bool {
-        variant.rules().board != BoardKind::Twelve
-    }
-
-    /// The layout of a variant's board. Panics on the 12x12 board (canadian), whose squares do not fit
-    /// the `u64` sets the patterns are read from: check [`Layout::covers`] first.
+    /// The layout of a variant's board.
     pub fn new(variant: Variant) -> Layout {
-        assert!(
-            Layout::covers(variant),
-            "the pattern evaluation covers boards of up to 64 squares, not {variant}'s"
-        );
         let board = variant.rules().board.board();
         let size = board.size;
         let turkish = board.kind == BoardKind::Turkish;
+        let wide = board.kind == BoardKind::Twelve;
         let (width, height, step_r) = if turkish { (4, 2, 2) } else { (4, 4, 2) };
         let mut corners = Vec::new();
         let mut r = 0;
@@ -238,7 +361,7 @@ impl Layout {
         }
 
         // Fast gathering (diagonal boards): check that it equals the chunks on every window.
-        let pairs = (!turkish).then(|| {
+        let pairs = (!turkish && !wide).then(|| {
             let n = usize::from(size / 2);
             let stride = u32::from(size) + 1;
             let width_mask = (1u64 << size) - 1;
@@ -281,7 +404,7 @@ impl Layout {
             }
         });
         // Folding of material and tempo: each square goes to the first window that holds it.
-        let mut owner_of = [usize::MAX; 64];
+        let mut owner_of = [usize::MAX; 128];
         for (w, squares) in owner_squares.iter().enumerate() {
             for &b in squares {
                 if owner_of[b as usize] == usize::MAX {
@@ -307,13 +430,13 @@ impl Layout {
                     .collect()
             })
             .collect();
-        let mut balance_bytes = Box::new([[0i8; 256]; 8]);
+        let mut balance_bytes = Box::new([[0i8; 256]; 16]);
         for (byte, table) in balance_bytes.iter_mut().enumerate() {
             for (v, entry) in table.iter_mut().enumerate() {
                 let mut sum = 0i32;
                 for m in 0..8 {
                     let bit = 8 * byte as u32 + m;
-                    if v >> m & 1 != 0 && bit < 64 && board.mask >> bit & 1 != 0 {
+                    if v >> m & 1 != 0 && board.mask >> bit & 1 != 0 {
                         let (f, _) = board.coords(draughts_square(board, bit));
                         sum += 2 * i32::from(f) - (i32::from(size) - 1);
                     }
@@ -325,18 +448,18 @@ impl Layout {
         let start = Position::start(variant);
         let start_men =
             (start.pieces(Color::White).count() + start.pieces(Color::Black).count()) as i32;
-        let mut white_rows = vec![0u64; 4];
-        let mut black_rows = vec![0u64; 4];
-        let mut left = vec![0u64; 4];
-        let mut right = vec![0u64; 4];
+        let mut white_rows = vec![0u128; 4];
+        let mut black_rows = vec![0u128; 4];
+        let mut left = vec![0u128; 4];
+        let mut right = vec![0u128; 4];
         let mut white_one_to_go = 0;
         let mut white_two_to_go = 0;
         let mut black_one_to_go = 0;
         let mut black_two_to_go = 0;
-        let mut white_forward = Box::new([0u64; 64]);
-        let mut black_forward = Box::new([0u64; 64]);
+        let mut white_forward = Box::new([0u128; 128]);
+        let mut black_forward = Box::new([0u128; 128]);
         for sq in board.squares() {
-            let bit = 1u64 << sq.bit();
+            let bit = 1u128 << sq.bit();
             let (f, r) = board.coords(sq);
             let wr = u32::from(r);
             let br = u32::from(size - 1 - r);
@@ -370,13 +493,7 @@ impl Layout {
             white_forward[sq.bit() as usize] = forward(board, f, r, 1, turkish);
             black_forward[sq.bit() as usize] = forward(board, f, r, -1, turkish);
         }
-        Layout {
-            variant,
-            windows,
-            pairs,
-            folded,
-            balance_bytes,
-            start_men,
+        let wide_masks = Masks {
             white_rows,
             black_rows,
             left,
@@ -387,6 +504,17 @@ impl Layout {
             black_two_to_go,
             white_forward,
             black_forward,
+        };
+        Layout {
+            variant,
+            windows,
+            pairs,
+            folded,
+            balance_bytes,
+            start_men,
+            wide,
+            narrow: wide_masks.truncated(),
+            wide_masks,
         }
     }
 
@@ -405,20 +533,21 @@ impl Layout {
     }
 
     #[inline(always)]
-    fn gather(chunks: &[Chunk], bb: u64) -> usize {
+    fn gather<W: Word>(chunks: &[Chunk], bb: W) -> usize {
         let mut v = 0u64;
         for c in chunks {
-            v |= ((bb >> c.shift) & c.mask) << c.dest;
+            v |= ((bb >> u32::from(c.shift)).low() & c.mask) << c.dest;
         }
         v as usize
     }
 
     /// Calls `f(window, white byte, black byte)` for every window.
     #[inline(always)]
-    fn for_each_window(&self, wm: u64, bm: u64, mut f: impl FnMut(&Window, usize, usize)) {
+    fn for_each_window<W: Word>(&self, wm: W, bm: W, mut f: impl FnMut(&Window, usize, usize)) {
         if let Some(p) = &self.pairs {
-            let qw = p.quads(wm);
-            let qb = p.quads(bm);
+            // Only boards of up to 64 squares have row pairs.
+            let qw = p.quads(wm.low());
+            let qb = p.quads(bm.low());
             for (w, &(k, j)) in self.windows.iter().zip(&p.at) {
                 let shift = 8 * u32::from(j);
                 let gw = (qw[usize::from(k)] >> shift) & 0xFF;
@@ -434,14 +563,14 @@ impl Layout {
 
     /// The balance term (White minus Black) by byte lookups, as [`Layout::dense`] computes it.
     #[inline(always)]
-    fn balance_fast(&self, wm: u64, bm: u64) -> i32 {
-        let side = |men: u64| -> i32 {
+    fn balance_fast<W: Word>(&self, wm: W, bm: W) -> i32 {
+        let side = |men: W| -> i32 {
             let mut s = 0i32;
             let mut m = men;
             let mut byte = 0;
-            while m != 0 {
-                s += i32::from(self.balance_bytes[byte][(m & 0xFF) as usize]);
-                m >>= 8;
+            while m != W::ZERO {
+                s += i32::from(self.balance_bytes[byte][(m.low() & 0xFF) as usize]);
+                m = m >> 8;
                 byte += 1;
             }
             s.abs()
@@ -451,37 +580,38 @@ impl Layout {
 
     /// The global features, White minus Black.
     #[inline(always)]
-    fn dense(&self, white: u64, black: u64, kings: u64, white_to_move: bool) -> [i32; N_DENSE] {
+    fn dense<W: Word>(&self, white: W, black: W, kings: W, white_to_move: bool) -> [i32; N_DENSE] {
+        let x = W::masks(self);
         let wm = white & !kings;
         let bm = black & !kings;
-        let wk = (white & kings).count_ones() as i32;
-        let bk = (black & kings).count_ones() as i32;
+        let wk = (white & kings).ones();
+        let bk = (black & kings).ones();
         let empty = !(white | black);
-        let planes = |men: u64, planes: &[u64]| -> i32 {
+        let planes = |men: W, planes: &[W]| -> i32 {
             planes
                 .iter()
                 .enumerate()
-                .map(|(k, p)| ((men & p).count_ones() as i32) << k)
+                .map(|(k, &p)| (men & p).ones() << k)
                 .sum()
         };
-        let tempo = planes(wm, &self.white_rows) - planes(bm, &self.black_rows);
-        let balance = |men: u64| (planes(men, &self.right) - planes(men, &self.left)).abs();
+        let tempo = planes(wm, &x.white_rows) - planes(bm, &x.black_rows);
+        let balance = |men: W| (planes(men, &x.right) - planes(men, &x.left)).abs();
         let (w1, w2) = runaways(
             wm,
             empty,
-            self.white_one_to_go,
-            self.white_two_to_go,
-            &self.white_forward,
+            x.white_one_to_go,
+            x.white_two_to_go,
+            &x.white_forward,
         );
         let (b1, b2) = runaways(
             bm,
             empty,
-            self.black_one_to_go,
-            self.black_two_to_go,
-            &self.black_forward,
+            x.black_one_to_go,
+            x.black_two_to_go,
+            &x.black_forward,
         );
         [
-            wm.count_ones() as i32 - bm.count_ones() as i32,
+            wm.ones() - bm.ones(),
             wk - bk,
             tempo,
             balance(bm) - balance(wm),
@@ -494,12 +624,12 @@ impl Layout {
 
     /// The middlegame share of a position in 0..=`start_men`.
     #[inline(always)]
-    fn phase(&self, white: u64, black: u64, kings: u64) -> i32 {
-        (((white | black) & !kings).count_ones() as i32).min(self.start_men)
+    fn phase<W: Word>(&self, white: W, black: W, kings: W) -> i32 {
+        ((white | black) & !kings).ones().min(self.start_men)
     }
 
     /// The trainer's view of a position.
-    pub fn features(&self, white: u64, black: u64, kings: u64, white_to_move: bool) -> Features {
+    pub fn features<W: Word>(&self, white: W, black: W, kings: W, white_to_move: bool) -> Features {
         let wm = white & !kings;
         let bm = black & !kings;
         let mut entries = Vec::with_capacity(2 * self.windows.len());
@@ -531,26 +661,26 @@ impl Layout {
 
 /// Runaway men: on the row before promotion with a free square ahead, and two rows before with a free path.
 #[inline(always)]
-fn runaways(men: u64, empty: u64, one: u64, two: u64, fwd: &[u64; 64]) -> (i32, i32) {
+fn runaways<W: Word>(men: W, empty: W, one: W, two: W, fwd: &[W; 128]) -> (i32, i32) {
     let mut n1 = 0;
     let mut near = men & one;
-    while near != 0 {
-        let bit = near.trailing_zeros() as usize;
-        near &= near - 1;
-        if fwd[bit] & empty != 0 {
+    while near != W::ZERO {
+        let bit = near.first();
+        near = near.without_first();
+        if fwd[bit] & empty != W::ZERO {
             n1 += 1;
         }
     }
     let mut n2 = 0;
     let mut near = men & two;
-    while near != 0 {
-        let bit = near.trailing_zeros() as usize;
-        near &= near - 1;
+    while near != W::ZERO {
+        let bit = near.first();
+        near = near.without_first();
         let mut next = fwd[bit] & empty;
-        while next != 0 {
-            let b = next.trailing_zeros() as usize;
-            next &= next - 1;
-            if fwd[b] != 0 && fwd[b] & empty == fwd[b] {
+        while next != W::ZERO {
+            let b = next.first();
+            next = next.without_first();
+            if fwd[b] != W::ZERO && fwd[b] & empty == fwd[b] {
                 n2 += 1;
                 break;
             }
@@ -567,7 +697,7 @@ fn draughts_square(board: &Board, bit: u32) -> draughts_engine::Square {
 }
 
 /// The squares a man on (file, rank) moves forward to (`dir` = +1 for White, -1 for Black).
-fn forward(board: &Board, file: u8, rank: u8, dir: i8, turkish: bool) -> u64 {
+fn forward(board: &Board, file: u8, rank: u8, dir: i8, turkish: bool) -> u128 {
     let next_rank = i16::from(rank) + i16::from(dir);
     if !(0..i16::from(board.size)).contains(&next_rank) {
         return 0;
@@ -579,7 +709,7 @@ fn forward(board: &Board, file: u8, rank: u8, dir: i8, turkish: bool) -> u64 {
         if (0..i16::from(board.size)).contains(&f)
             && let Some(sq) = board.square_at(f as u8, next_rank as u8)
         {
-            mask |= 1u64 << sq.bit();
+            mask |= 1u128 << sq.bit();
         }
     }
     mask
@@ -707,9 +837,6 @@ impl LearnedWeights {
     /// antidraughts and breakthrough from international's, say): the same values under the other
     /// variant's name. `None` when the layouts differ.
     pub fn for_variant(&self, variant: Variant) -> Option<LearnedWeights> {
-        if !Layout::covers(variant) {
-            return None;
-        }
         let layout = Layout::new(variant);
         let (a, b) = (self.layout.variant().rules(), variant.rules());
         let same = a.board.board().size == b.board.board().size
@@ -841,8 +968,15 @@ impl LearnedWeights {
 
     /// White's score in centi-men (before draw scaling).
     #[inline]
-    pub fn evaluate_white(&self, white: u64, black: u64, kings: u64, white_to_move: bool) -> i32 {
+    pub fn evaluate_white<W: Word>(
+        &self,
+        white: W,
+        black: W,
+        kings: W,
+        white_to_move: bool,
+    ) -> i32 {
         let l = &self.layout;
+        let x = W::masks(l);
         let wm = white & !kings;
         let bm = black & !kings;
         let (mut mg, mut eg) = (0i32, 0i32);
@@ -866,9 +1000,9 @@ impl LearnedWeights {
             mg += x * i32::from(w[0]);
             eg += x * i32::from(w[1]);
         };
-        if kings != 0 {
-            let wk = (white & kings).count_ones() as i32;
-            let bk = (black & kings).count_ones() as i32;
+        if kings != W::ZERO {
+            let wk = (white & kings).ones();
+            let bk = (black & kings).ones();
             add(1, wk - bk);
             add(6, i32::from(wk > 0) - i32::from(bk > 0));
         }
@@ -877,16 +1011,16 @@ impl LearnedWeights {
         let (w1, w2) = runaways(
             wm,
             empty,
-            l.white_one_to_go,
-            l.white_two_to_go,
-            &l.white_forward,
+            x.white_one_to_go,
+            x.white_two_to_go,
+            &x.white_forward,
         );
         let (b1, b2) = runaways(
             bm,
             empty,
-            l.black_one_to_go,
-            l.black_two_to_go,
-            &l.black_forward,
+            x.black_one_to_go,
+            x.black_two_to_go,
+            &x.black_forward,
         );
         add(4, w1 - b1);
         add(5, w2 - b2);
@@ -914,9 +1048,40 @@ mod tests {
         LearnedWeights::from_centi_men(variant, &values)
     }
 
-    /// The variants the pattern layout covers: every board of at most 64 squares (not canadian's 12x12).
+    /// Every variant: the pattern layout covers every board, the 12x12 one read in `u128`.
     fn learned_variants() -> impl Iterator<Item = Variant> {
-        Variant::ALL.into_iter().filter(|v| Layout::covers(*v))
+        Variant::ALL.into_iter()
+    }
+
+    /// A position's sets in `u128`.
+    fn sets(pos: &Position) -> (u128, u128, u128) {
+        <u128 as Word>::of(pos)
+    }
+
+    /// White's score read in the board's word (`u128` on the 12x12 board, else `u64`).
+    fn white_score(
+        w: &LearnedWeights,
+        (white, black, kings): (u128, u128, u128),
+        wtm: bool,
+    ) -> i32 {
+        if w.layout().wide {
+            w.evaluate_white(white, black, kings, wtm)
+        } else {
+            w.evaluate_white(white as u64, black as u64, kings as u64, wtm)
+        }
+    }
+
+    /// The features read in the board's word.
+    fn features_of(
+        layout: &Layout,
+        (white, black, kings): (u128, u128, u128),
+        wtm: bool,
+    ) -> Features {
+        if layout.wide {
+            layout.features(white, black, kings, wtm)
+        } else {
+            layout.features(white as u64, black as u64, kings as u64, wtm)
+        }
     }
 
     fn positions(variant: Variant, n: usize, seed: u64) -> Vec<Position> {
@@ -935,23 +1100,22 @@ mod tests {
         out
     }
 
-    fn mirror(pos: &Position) -> (u64, u64, u64, bool) {
+    fn mirror(pos: &Position) -> ((u128, u128, u128), bool) {
         let board = pos.board();
         let size = board.size;
-        let rot = |bb: u64| -> u64 {
+        let rot = |bb: u128| -> u128 {
             let mut out = 0;
             for sq in board.squares() {
                 if bb >> sq.bit() & 1 != 0 {
                     let (f, r) = board.coords(sq);
-                    out |= 1u64 << board.square_at(size - 1 - f, size - 1 - r).unwrap().bit();
+                    out |= 1u128 << board.square_at(size - 1 - f, size - 1 - r).unwrap().bit();
                 }
             }
             out
         };
+        let (white, black, kings) = sets(pos);
         (
-            rot(pos.pieces(Color::Black).bits64()),
-            rot(pos.pieces(Color::White).bits64()),
-            rot(pos.kings().bits64()),
+            (rot(black), rot(white), rot(kings)),
             pos.side_to_move() == Color::Black,
         )
     }
@@ -962,16 +1126,9 @@ mod tests {
         for v in learned_variants() {
             let w = sample_weights(v, 7);
             for pos in positions(v, 300, 11) {
-                let white = pos.pieces(Color::White).bits64();
-                let black = pos.pieces(Color::Black).bits64();
-                let s = w.evaluate_white(
-                    white,
-                    black,
-                    pos.kings().bits64(),
-                    pos.side_to_move() == Color::White,
-                );
-                let (mw, mb, mk, mwtm) = mirror(&pos);
-                let m = w.evaluate_white(mw, mb, mk, mwtm);
+                let s = white_score(&w, sets(&pos), pos.side_to_move() == Color::White);
+                let (m_sets, m_wtm) = mirror(&pos);
+                let m = white_score(&w, m_sets, m_wtm);
                 assert!((s + m).abs() <= 1, "{v}: {s} vs {m}");
             }
         }
@@ -985,13 +1142,8 @@ mod tests {
             let cm = w.to_centi_men();
             let layout = w.layout();
             for pos in positions(v, 200, 5) {
-                let (white, black, kings) = (
-                    pos.pieces(Color::White).bits64(),
-                    pos.pieces(Color::Black).bits64(),
-                    pos.kings().bits64(),
-                );
                 let wtm = pos.side_to_move() == Color::White;
-                let f = layout.features(white, black, kings, wtm);
+                let f = features_of(layout, sets(&pos), wtm);
                 let (mut mg, mut eg) = (0f64, 0f64);
                 for &(i, s) in &f.entries {
                     mg += f64::from(s) * f64::from(cm[i as usize][0]);
@@ -1004,7 +1156,7 @@ mod tests {
                 }
                 let p = f64::from(f.phase);
                 let model = mg * p + eg * (1.0 - p);
-                let s = f64::from(w.evaluate_white(white, black, kings, wtm));
+                let s = f64::from(white_score(&w, sets(&pos), wtm));
                 assert!((model - s).abs() <= 1.01, "{v}: model {model} eval {s}");
             }
         }
@@ -1016,12 +1168,7 @@ mod tests {
             let layout = Layout::new(v);
             assert!(layout.n_tables() >= 9, "{v}");
             for pos in positions(v, 100, 9) {
-                let f = layout.features(
-                    pos.pieces(Color::White).bits64(),
-                    pos.pieces(Color::Black).bits64(),
-                    pos.kings().bits64(),
-                    true,
-                );
+                let f = features_of(&layout, sets(&pos), true);
                 assert_eq!(f.entries.len(), 2 * layout.n_tables());
                 for (i, _) in f.entries {
                     assert!((i as usize) < layout.n_tables() * TABLE);
@@ -1030,6 +1177,30 @@ mod tests {
         }
         assert_eq!(Layout::new(Variant::International).n_tables(), 16);
         assert_eq!(Layout::new(Variant::English).n_tables(), 9);
+        assert_eq!(Layout::new(Variant::Canadian).n_tables(), 25);
+    }
+
+    /// On the boards of up to 64 squares the `u128` reading gives the `u64` one's scores and features.
+    #[test]
+    fn both_words_read_a_narrow_board_alike() {
+        for v in [Variant::International, Variant::English, Variant::Turkish] {
+            let w = sample_weights(v, 13);
+            for pos in positions(v, 200, 17) {
+                let (white, black, kings) = sets(&pos);
+                let wtm = pos.side_to_move() == Color::White;
+                assert_eq!(
+                    w.evaluate_white(white, black, kings, wtm),
+                    w.evaluate_white(white as u64, black as u64, kings as u64, wtm),
+                    "{v}"
+                );
+                assert_eq!(
+                    w.layout().features(white, black, kings, wtm),
+                    w.layout()
+                        .features(white as u64, black as u64, kings as u64, wtm),
+                    "{v}"
+                );
+            }
+        }
     }
 
     #[test]

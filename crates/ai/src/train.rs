@@ -7,7 +7,7 @@
 //!   the side that loses every piece or is blocked wins; breakthrough: the first to crown wins), or an
 //!   adjudication on the search's score, which is that variant's evaluation (in antidraughts, fewer pieces
 //!   is ahead). A game depends only on its seed and the configuration.
-//! - [`Sample`]: one labelled position, 28 bytes on disk.
+//! - [`Sample`]: one labelled position, 28 bytes on disk (34 on the 12x12 board).
 //! - [`fit`]: logistic regression (Texel's method) of the label on the model's score: minimise the log
 //!   loss between `sigmoid(k * score)` and the target (the game result, optionally blended with the
 //!   search's own score), by Adam over shuffled mini-batches (an L2 penalty on the pattern tables is optional
@@ -17,19 +17,21 @@
 //!   are common, so the data alone undervalues extra kings); in antidraughts, where material counts against
 //!   its owner, the fit starts from negative material and a king is kept at most a man.
 
-use draughts_engine::{Color, Game, GameResult, GameStatus, Position, Variant};
+use draughts_engine::{BoardKind, Color, Game, GameResult, GameStatus, Position, Variant};
 
 use crate::eval::Evaluator;
-use crate::learned::{Features, LearnedWeights, N_DENSE, TABLE};
+use crate::learned::{Features, Layout, LearnedWeights, N_DENSE, TABLE};
 use crate::level::Rng;
 use crate::search::{Limits, RootState, Searcher};
 
 /// One labelled position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample {
-    pub white: u64,
-    pub black: u64,
-    pub kings: u64,
+    /// White's pieces, Black's and the kings, as the position's sets (bits 64 and up only on the 12x12
+    /// board).
+    pub white: u128,
+    pub black: u128,
+    pub kings: u128,
     pub white_to_move: bool,
     /// The game's result for White: 0 loss, 1 draw, 2 win.
     pub result: u8,
@@ -39,35 +41,82 @@ pub struct Sample {
     pub game_start: bool,
 }
 
-/// Bytes per sample on disk.
+/// Bytes per sample on disk: the three sets' bits 0-63, the side to move and the game-start mark, the
+/// result, the score.
 pub const SAMPLE_BYTES: usize = 28;
+/// Bytes per sample of the 12x12 board: bits 64-79 of the three sets follow the 28 bytes.
+pub const WIDE_SAMPLE_BYTES: usize = 34;
+
+/// Bytes per sample of a variant's data files.
+pub fn sample_bytes(variant: Variant) -> usize {
+    if variant.rules().board == BoardKind::Twelve {
+        WIDE_SAMPLE_BYTES
+    } else {
+        SAMPLE_BYTES
+    }
+}
 
 impl Sample {
-    pub fn to_bytes(&self) -> [u8; SAMPLE_BYTES] {
-        let mut b = [0u8; SAMPLE_BYTES];
-        b[0..8].copy_from_slice(&self.white.to_le_bytes());
-        b[8..16].copy_from_slice(&self.black.to_le_bytes());
-        b[16..24].copy_from_slice(&self.kings.to_le_bytes());
-        b[24] = u8::from(self.white_to_move) | (u8::from(self.game_start) << 1);
-        b[25] = self.result;
-        b[26..28].copy_from_slice(&self.score.to_le_bytes());
+    /// The sample on disk: [`SAMPLE_BYTES`], or [`WIDE_SAMPLE_BYTES`] when `wide` (the 12x12 board).
+    pub fn to_bytes(&self, wide: bool) -> Vec<u8> {
+        debug_assert!(wide || (self.white | self.black | self.kings) >> 64 == 0);
+        let mut b = Vec::with_capacity(WIDE_SAMPLE_BYTES);
+        for set in [self.white, self.black, self.kings] {
+            b.extend_from_slice(&(set as u64).to_le_bytes());
+        }
+        b.push(u8::from(self.white_to_move) | (u8::from(self.game_start) << 1));
+        b.push(self.result);
+        b.extend_from_slice(&self.score.to_le_bytes());
+        if wide {
+            for set in [self.white, self.black, self.kings] {
+                b.extend_from_slice(&((set >> 64) as u16).to_le_bytes());
+            }
+        }
         b
     }
 
-    pub fn from_bytes(b: &[u8]) -> Option<Sample> {
-        if b.len() < SAMPLE_BYTES || b[24] > 3 || b[25] > 2 {
+    /// A sample read back ([`Sample::to_bytes`] with the same `wide`); `None` if malformed.
+    pub fn from_bytes(b: &[u8], wide: bool) -> Option<Sample> {
+        let len = if wide {
+            WIDE_SAMPLE_BYTES
+        } else {
+            SAMPLE_BYTES
+        };
+        if b.len() < len || b[24] > 3 || b[25] > 2 {
             return None;
         }
-        let u = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let set = |i: usize| {
+            let lo = u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+            let hi = if wide {
+                u16::from_le_bytes([b[28 + 2 * i], b[29 + 2 * i]])
+            } else {
+                0
+            };
+            u128::from(lo) | (u128::from(hi) << 64)
+        };
         Some(Sample {
-            white: u(0),
-            black: u(8),
-            kings: u(16),
+            white: set(0),
+            black: set(1),
+            kings: set(2),
             white_to_move: b[24] & 1 == 1,
             result: b[25],
             score: i16::from_le_bytes([b[26], b[27]]),
             game_start: b[24] & 2 != 0,
         })
+    }
+
+    /// The trainer's view of this sample under `layout` (the sets read in the board's word).
+    pub fn features(&self, layout: &Layout) -> Features {
+        if layout.variant().rules().board == BoardKind::Twelve {
+            layout.features(self.white, self.black, self.kings, self.white_to_move)
+        } else {
+            layout.features(
+                self.white as u64,
+                self.black as u64,
+                self.kings as u64,
+                self.white_to_move,
+            )
+        }
     }
 }
 
@@ -172,9 +221,9 @@ pub fn self_play_game(cfg: &SelfPlay, eval: &Evaluator, seed: u64) -> GameRecord
             if quiet {
                 pending.push((
                     Sample {
-                        white: pos.pieces(Color::White).bits64(),
-                        black: pos.pieces(Color::Black).bits64(),
-                        kings: pos.kings().bits64(),
+                        white: pos.pieces(Color::White).0,
+                        black: pos.pieces(Color::Black).0,
+                        kings: pos.kings().0,
                         white_to_move,
                         result: 1,
                         score: clamp_score(white_score),
@@ -365,7 +414,7 @@ pub fn fit(
         .iter()
         .map(|&i| {
             let s = &samples[i];
-            let f: Features = layout.features(s.white, s.black, s.kings, s.white_to_move);
+            let f: Features = s.features(&layout);
             Row {
                 entries: f
                     .entries
@@ -565,23 +614,39 @@ mod tests {
             score: -1234,
             game_start: false,
         };
-        assert_eq!(Sample::from_bytes(&s.to_bytes()), Some(s));
+        assert_eq!(s.to_bytes(false).len(), SAMPLE_BYTES);
+        assert_eq!(Sample::from_bytes(&s.to_bytes(false), false), Some(s));
         let first = Sample {
             game_start: true,
             white_to_move: true,
             ..s
         };
-        assert_eq!(Sample::from_bytes(&first.to_bytes()), Some(first));
+        assert_eq!(
+            Sample::from_bytes(&first.to_bytes(false), false),
+            Some(first)
+        );
         // A file written before the game marks reads as it did: no sample starts a game.
-        let mut old = s.to_bytes();
+        let mut old = s.to_bytes(false);
         old[24] = 1;
         assert_eq!(
-            Sample::from_bytes(&old).map(|s| (s.white_to_move, s.game_start)),
+            Sample::from_bytes(&old, false).map(|s| (s.white_to_move, s.game_start)),
             Some((true, false))
         );
-        let mut bad = s.to_bytes();
+        let mut bad = s.to_bytes(false);
         bad[25] = 3;
-        assert_eq!(Sample::from_bytes(&bad), None);
+        assert_eq!(Sample::from_bytes(&bad, false), None);
+        // The 12x12 board's sets keep their bits above 63 in the six bytes that follow.
+        let wide = Sample {
+            white: s.white | 1 << 76,
+            black: s.black | 1 << 64,
+            kings: s.kings | 1 << 70,
+            ..s
+        };
+        assert_eq!(wide.to_bytes(true).len(), WIDE_SAMPLE_BYTES);
+        assert_eq!(Sample::from_bytes(&wide.to_bytes(true), true), Some(wide));
+        assert_eq!(Sample::from_bytes(&wide.to_bytes(true)[..30], true), None);
+        assert_eq!(sample_bytes(Variant::Canadian), WIDE_SAMPLE_BYTES);
+        assert_eq!(sample_bytes(Variant::Turkish), SAMPLE_BYTES);
     }
 
     /// Split by game, every game's samples fall on one side; data without game marks splits by position,
@@ -650,7 +715,7 @@ mod tests {
         let board = Position::start(Variant::English).board();
         for s in &a.samples {
             assert_eq!(s.result, result);
-            let list = |bb: u64| -> String {
+            let list = |bb: u128| -> String {
                 board
                     .squares()
                     .filter(|sq| bb >> sq.bit() & 1 != 0)

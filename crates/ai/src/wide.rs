@@ -1,7 +1,7 @@
 //! The hand-set evaluation on the 12x12 board (canadian, docs/rules.md §12), whose squares do not fit the
 //! `u64` tables of [`crate::eval`]: the same terms (material, advancement, centre, back row, runaways,
-//! sole king, the drawn lone-king ending) over `u128` sets. The learned pattern evaluation does not cover
-//! this board.
+//! sole king, the drawn lone-king ending) over `u128` sets. Where canadian has learned weights, the learned
+//! evaluation ([`crate::learned`], read in `u128`) replaces it.
 
 use draughts_engine::{Board, Color, Position};
 

@@ -14,7 +14,8 @@ use clap::{Args, Subcommand};
 use draughts_ai::Evaluator;
 use draughts_ai::learned::{DENSE_NAMES, LearnedWeights, WeightsError};
 use draughts_ai::train::{
-    FitConfig, GameRecord, SAMPLE_BYTES, Sample, SelfPlay, Split, fit, self_play_game,
+    FitConfig, GameRecord, Sample, SelfPlay, Split, WIDE_SAMPLE_BYTES, fit, sample_bytes,
+    self_play_game,
 };
 use draughts_engine::Variant;
 
@@ -119,7 +120,7 @@ pub(crate) fn evaluator(variant: Variant, spec: &str) -> Result<Evaluator, CliEr
 }
 
 pub(crate) fn read_weights(variant: Variant, path: &Path) -> Result<LearnedWeights, CliError> {
-    let variant = trainable(variant.key())?;
+    let variant: Variant = variant.key().parse()?;
     let mut bytes = Vec::new();
     File::open(path)
         .and_then(|mut f| f.read_to_end(&mut bytes))
@@ -148,19 +149,9 @@ pub(crate) fn read_weights(variant: Variant, path: &Path) -> Result<LearnedWeigh
     }
 }
 
-/// The variant of a training command: one the pattern evaluation covers (not canadian's 12x12 board).
-fn trainable(key: &str) -> Result<Variant, CliError> {
-    let variant: Variant = key.parse()?;
-    if !draughts_ai::learned::Layout::covers(variant) {
-        return Err(CliError(format!(
-            "the learned evaluation covers boards of up to 64 squares; {variant} plays with its hand-set evaluation"
-        )));
-    }
-    Ok(variant)
-}
-
 fn generate(a: GenArgs) -> Result<(), CliError> {
-    let variant = trainable(&a.variant)?;
+    let variant: Variant = a.variant.parse()?;
+    let wide = sample_bytes(variant) == WIDE_SAMPLE_BYTES;
     let eval = evaluator(variant, &a.eval)?;
     let mut cfg = SelfPlay::new(variant);
     cfg.nodes = a.nodes.max(1);
@@ -201,7 +192,7 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
             waiting.insert(i, record);
             while let Some(record) = waiting.remove(&written_games) {
                 for s in &record.samples {
-                    out.write_all(&s.to_bytes())?;
+                    out.write_all(&s.to_bytes(wide))?;
                 }
                 if let Some(s) = record.samples.first() {
                     results[usize::from(s.result)] += 1;
@@ -237,7 +228,9 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
 /// The samples of every file, in order. A file written before the game marks (`Sample::game_start`) has
 /// none: then no sample is marked, so that the fit splits by position rather than take that file for one
 /// game.
-fn read_samples(paths: &[PathBuf]) -> Result<Vec<Sample>, CliError> {
+fn read_samples(variant: Variant, paths: &[PathBuf]) -> Result<Vec<Sample>, CliError> {
+    let size = sample_bytes(variant);
+    let wide = size == WIDE_SAMPLE_BYTES;
     let mut samples = Vec::new();
     let mut unmarked = Vec::new();
     for path in paths {
@@ -246,15 +239,15 @@ fn read_samples(paths: &[PathBuf]) -> Result<Vec<Sample>, CliError> {
         File::open(path)
             .and_then(|mut f| f.read_to_end(&mut bytes))
             .map_err(|e| CliError(format!("cannot read '{}': {e}", path.display())))?;
-        if !bytes.len().is_multiple_of(SAMPLE_BYTES) {
+        if !bytes.len().is_multiple_of(size) {
             return Err(CliError(format!(
-                "'{}' is not a data file ({} bytes is not a multiple of {SAMPLE_BYTES})",
+                "'{}' is not a {variant} data file ({} bytes is not a multiple of {size})",
                 path.display(),
                 bytes.len()
             )));
         }
-        for chunk in bytes.chunks_exact(SAMPLE_BYTES) {
-            samples.push(Sample::from_bytes(chunk).ok_or_else(|| {
+        for chunk in bytes.chunks_exact(size) {
+            samples.push(Sample::from_bytes(chunk, wide).ok_or_else(|| {
                 CliError(format!("'{}' holds a malformed sample", path.display()))
             })?);
         }
@@ -273,8 +266,8 @@ fn read_samples(paths: &[PathBuf]) -> Result<Vec<Sample>, CliError> {
 }
 
 fn fit_cmd(a: FitArgs) -> Result<(), CliError> {
-    let variant = trainable(&a.variant)?;
-    let samples = read_samples(&a.data)?;
+    let variant: Variant = a.variant.parse()?;
+    let samples = read_samples(variant, &a.data)?;
     if samples.is_empty() {
         return Err(CliError("no samples".into()));
     }
