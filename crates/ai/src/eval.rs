@@ -1,6 +1,5 @@
 //! Static evaluation: the learned pattern evaluation ([`crate::learned`]) where a variant ships weights
-//! (`data/weights/<variant>.drw`: international, english, italian, brazilian, russian, pool, spanish,
-//! czech, portuguese today), else one hand-set weight table per variant.
+//! (`data/weights/<variant>.drw`; [`shipped`] lists them), else one hand-set weight table per variant.
 //!
 //! Scores are in centi-men from the side to move's point of view (hand-set: a man is worth
 //! [`Weights::man`] = 100; learned: the fit's scale, about 220 for a man with all men on the board and 60 in
@@ -492,6 +491,7 @@ fn shipped_bytes(variant: Variant) -> Option<&'static [u8]> {
         Variant::Czech => Some(include_bytes!("../data/weights/czech.drw")),
         Variant::Portuguese => Some(include_bytes!("../data/weights/portuguese.drw")),
         Variant::Frisian => Some(include_bytes!("../data/weights/frisian.drw")),
+        Variant::Killer => Some(include_bytes!("../data/weights/killer.drw")),
         _ => None,
     }
 }
@@ -602,12 +602,12 @@ mod tests {
             let board = start.board();
             let black: Vec<String> = board
                 .squares()
-                .filter(|sq| start.pieces(Color::Black).bits64() >> sq.bit() & 1 != 0)
+                .filter(|sq| start.pieces(Color::Black).0 >> sq.bit() & 1 != 0)
                 .map(|sq| board.number(sq).to_string())
                 .collect();
             let white: Vec<String> = board
                 .squares()
-                .filter(|sq| start.pieces(Color::White).bits64() >> sq.bit() & 1 != 0)
+                .filter(|sq| start.pieces(Color::White).0 >> sq.bit() & 1 != 0)
                 .map(|sq| board.number(sq).to_string())
                 .collect();
             let score = |black: &[String]| {
