@@ -492,6 +492,7 @@ fn shipped_bytes(variant: Variant) -> Option<&'static [u8]> {
         Variant::Portuguese => Some(include_bytes!("../data/weights/portuguese.drw")),
         Variant::Frisian => Some(include_bytes!("../data/weights/frisian.drw")),
         Variant::Killer => Some(include_bytes!("../data/weights/killer.drw")),
+        Variant::Turkish => Some(include_bytes!("../data/weights/turkish.drw")),
         _ => None,
     }
 }
