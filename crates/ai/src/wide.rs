@@ -1,7 +1,8 @@
 //! The hand-set evaluation on the 12x12 board (canadian, docs/rules.md §12), whose squares do not fit the
 //! `u64` tables of [`crate::eval`]: the same terms (material, advancement, centre, back row, runaways,
-//! sole king, the drawn lone-king ending) over `u128` sets. Where canadian has learned weights, the learned
-//! evaluation ([`crate::learned`], read in `u128`) replaces it.
+//! sole king, the drawn lone-king ending) over `u128` sets. Canadian ships learned weights
+//! (`data/weights/canadian.drw`, read by [`crate::learned`] in `u128`), which replace it in play; this one is
+//! the `hand` evaluation (`Evaluator::hand`) that the trainer starts from and the matches measure against.
 
 use draughts_engine::{Board, Color, Position};
 
