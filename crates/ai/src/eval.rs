@@ -495,6 +495,7 @@ fn shipped_bytes(variant: Variant) -> Option<&'static [u8]> {
         Variant::Turkish => Some(include_bytes!("../data/weights/turkish.drw")),
         Variant::Canadian => Some(include_bytes!("../data/weights/canadian.drw")),
         Variant::Antidraughts => Some(include_bytes!("../data/weights/antidraughts.drw")),
+        Variant::Frysk => Some(include_bytes!("../data/weights/frysk.drw")),
         _ => None,
     }
 }
