@@ -496,7 +496,8 @@ fn shipped_bytes(variant: Variant) -> Option<&'static [u8]> {
         Variant::Canadian => Some(include_bytes!("../data/weights/canadian.drw")),
         Variant::Antidraughts => Some(include_bytes!("../data/weights/antidraughts.drw")),
         Variant::Frysk => Some(include_bytes!("../data/weights/frysk.drw")),
-        _ => None,
+        Variant::Breakthrough => Some(include_bytes!("../data/weights/breakthrough.drw")),
+        // No wildcard: a new variant must say here whether it ships weights (`None`: the hand-set table).
     }
 }
 
