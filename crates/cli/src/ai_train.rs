@@ -69,19 +69,20 @@ pub(crate) struct FitArgs {
     /// Start from these weights (default: material only).
     #[arg(long)]
     init: Option<PathBuf>,
-    #[arg(long, default_value_t = 12)]
+    /// Passes over the data (see `draughts_ai::train::FitConfig::epochs` for why so few).
+    #[arg(long, default_value_t = FitConfig::default().epochs)]
     epochs: u32,
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = FitConfig::default().batch)]
     batch: usize,
     /// Adam step size in centi-men.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = FitConfig::default().learning_rate)]
     lr: f32,
     /// L2 penalty per pattern weight (default 0: with Adam it empties the tables, see
     /// `draughts_ai::train::FitConfig::l2`).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = FitConfig::default().l2)]
     l2: f32,
     /// Share of the game result in the target (the rest: the search's score).
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = FitConfig::default().result_weight)]
     result_weight: f32,
     /// Validation samples: whole games (`game`; data written before game starts were marked is split by
     /// position) or single positions (`position`, how every fit before the marks split).
