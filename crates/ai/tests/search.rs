@@ -45,6 +45,16 @@ fn oracle(pos: &Position, depth: u32) -> i32 {
         .unwrap_or(-ORACLE_WIN)
 }
 
+/// Whether the side to move wins a man or more at the oracle's `depth` and still at `depth + 1`, and
+/// the gain is not a forced win of the game.
+fn is_shot(pos: &Position, depth: u32) -> bool {
+    let base = material(pos);
+    [depth, depth + 1].iter().all(|&d| {
+        let best = oracle_moves(pos, d).iter().map(|(_, s)| *s).max().unwrap();
+        best >= base + 100 && best < ORACLE_WIN / 2
+    })
+}
+
 /// The oracle's value of each root move.
 fn oracle_moves(pos: &Position, depth: u32) -> Vec<(Move, i32)> {
     pos.legal_moves()
@@ -93,13 +103,10 @@ fn assert_line_legal(pos: &Position, line: &[Move]) {
 
 /// Shots: the side to move wins material by force, and the first move does not capture more than
 /// the alternatives (the gain is only visible a few plies deep). Found by `find_positions` below and
-/// checked again here against the oracle.
+/// checked again here against the oracle, at its depth and one ply deeper ([`is_shot`]: a gain that a
+/// reply one ply past the horizon takes back is no shot; one such position stood here until learned
+/// weights declined its "shot", which loses a second man at the oracle's depth 5).
 const SHOTS: &[(Variant, &str, u32)] = &[
-    (
-        Variant::International,
-        "B:W24,27,28,35,36,37,39,40,42,44,45,46,47,48,49,50:B1,2,3,4,5,7,8,9,10,11,13,15,16,18,25",
-        4,
-    ),
     (
         Variant::International,
         "B:W23,34,35,41,42,43,44,45,46,47,48:B1,2,7,10,13,14,15,17,20,36",
@@ -205,7 +212,7 @@ fn shots_are_found_with(selectivity: Selectivity, hand: bool) {
         let pos = Position::from_fen(*v, fen).unwrap();
         let values = oracle_moves(&pos, *depth);
         let best = values.iter().map(|(_, s)| *s).max().unwrap();
-        assert!(best >= 100 + material(&pos), "{v} {fen}: not a shot");
+        assert!(is_shot(&pos, *depth), "{v} {fen}: not a shot");
         let r = search(&pos, &Limits::depth(*depth + 4));
         let mv = r.best.unwrap();
         let mut got = values.iter().find(|(m, _)| *m == mv).unwrap().1;
@@ -530,7 +537,7 @@ fn find_positions() {
                 let best = values.iter().map(|(_, s)| *s).max().unwrap();
                 let base = material(&pos);
                 let n_best = values.iter().filter(|(_, s)| *s == best).count();
-                if best >= base + 100 && best < ORACLE_WIN / 2 && n_best == 1 {
+                if best >= base + 100 && n_best == 1 && is_shot(&pos, depth) {
                     println!("SHOT ({v:?}, {:?}, {depth}),", pos.to_fen());
                     shots += 1;
                 }
