@@ -221,8 +221,11 @@ export function lobbyPage(root: HTMLElement): () => void {
 
   function renderWho() {
     const id = currentIdentity();
+    // Rendered again when the guest identity arrives: keep what the player opened and typed meanwhile.
+    const wasOpen = who.querySelector("details")?.open ?? false;
+    const typedToken = who.querySelector<HTMLInputElement>("[data-testid=player-token]")?.value ?? "";
     const name = h("input", { value: localStorage.getItem("draughts.name") ?? "", placeholder: "your name", maxlength: 32, "data-testid": "name" });
-    const tokenInput = h("input", { placeholder: "player token (identity provider)", "data-testid": "player-token" });
+    const tokenInput = h("input", { value: typedToken, placeholder: "player token (identity provider)", "data-testid": "player-token" });
     who.replaceChildren(
       h("div", {}, "Playing as ", h("b", {}, id ? id.name : "…"), id ? ` (${id.kind}, ${id.id})` : ""),
       h(
@@ -245,7 +248,7 @@ export function lobbyPage(root: HTMLElement): () => void {
       ),
       h(
         "details",
-        {},
+        { open: wasOpen },
         h("summary", {}, "Sign in with a player token (needed for analysis)"),
         h(
           "div",
