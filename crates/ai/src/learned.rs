@@ -84,20 +84,27 @@ pub trait Word:
     fn of(pos: &Position) -> (Self, Self, Self);
 }
 
+/// The bit operations both words share, one definition for the two `impl`s.
+macro_rules! word_bits {
+    ($t:ty) => {
+        const ZERO: $t = 0;
+        #[inline(always)]
+        fn ones(self) -> i32 {
+            self.count_ones() as i32
+        }
+        #[inline(always)]
+        fn first(self) -> usize {
+            self.trailing_zeros() as usize
+        }
+        #[inline(always)]
+        fn without_first(self) -> $t {
+            self & self.wrapping_sub(1)
+        }
+    };
+}
+
 impl Word for u64 {
-    const ZERO: u64 = 0;
-    #[inline(always)]
-    fn ones(self) -> i32 {
-        self.count_ones() as i32
-    }
-    #[inline(always)]
-    fn first(self) -> usize {
-        self.trailing_zeros() as usize
-    }
-    #[inline(always)]
-    fn without_first(self) -> u64 {
-        self & self.wrapping_sub(1)
-    }
+    word_bits!(u64);
     #[inline(always)]
     fn low(self) -> u64 {
         self
@@ -117,19 +124,7 @@ impl Word for u64 {
 }
 
 impl Word for u128 {
-    const ZERO: u128 = 0;
-    #[inline(always)]
-    fn ones(self) -> i32 {
-        self.count_ones() as i32
-    }
-    #[inline(always)]
-    fn first(self) -> usize {
-        self.trailing_zeros() as usize
-    }
-    #[inline(always)]
-    fn without_first(self) -> u128 {
-        self & self.wrapping_sub(1)
-    }
+    word_bits!(u128);
     #[inline(always)]
     fn low(self) -> u64 {
         self as u64
