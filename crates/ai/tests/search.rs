@@ -45,14 +45,19 @@ fn oracle(pos: &Position, depth: u32) -> i32 {
         .unwrap_or(-ORACLE_WIN)
 }
 
-/// Whether the side to move wins a man or more at the oracle's `depth` and still at `depth + 1`, and
-/// the gain is not a forced win of the game.
-fn is_shot(pos: &Position, depth: u32) -> bool {
-    let base = material(pos);
-    [depth, depth + 1].iter().all(|&d| {
-        let best = oracle_moves(pos, d).iter().map(|(_, s)| *s).max().unwrap();
-        best >= base + 100 && best < ORACLE_WIN / 2
-    })
+/// Whether the side to move wins a man or more by the oracle: `best` is its best root value at
+/// `depth` (known to the callers), and the gain still holds at `depth + 1`; a forced win of the game
+/// is not a shot.
+fn is_shot(pos: &Position, depth: u32, best: i32) -> bool {
+    let gains = |v: i32| v >= material(pos) + 100 && v < ORACLE_WIN / 2;
+    gains(best)
+        && gains(
+            oracle_moves(pos, depth + 1)
+                .iter()
+                .map(|(_, s)| *s)
+                .max()
+                .unwrap(),
+        )
 }
 
 /// The oracle's value of each root move.
@@ -212,7 +217,7 @@ fn shots_are_found_with(selectivity: Selectivity, hand: bool) {
         let pos = Position::from_fen(*v, fen).unwrap();
         let values = oracle_moves(&pos, *depth);
         let best = values.iter().map(|(_, s)| *s).max().unwrap();
-        assert!(is_shot(&pos, *depth), "{v} {fen}: not a shot");
+        assert!(is_shot(&pos, *depth, best), "{v} {fen}: not a shot");
         let r = search(&pos, &Limits::depth(*depth + 4));
         let mv = r.best.unwrap();
         let mut got = values.iter().find(|(m, _)| *m == mv).unwrap().1;
@@ -535,9 +540,8 @@ fn find_positions() {
             {
                 let values = oracle_moves(&pos, depth);
                 let best = values.iter().map(|(_, s)| *s).max().unwrap();
-                let base = material(&pos);
                 let n_best = values.iter().filter(|(_, s)| *s == best).count();
-                if best >= base + 100 && n_best == 1 && is_shot(&pos, depth) {
+                if n_best == 1 && is_shot(&pos, depth, best) {
                     println!("SHOT ({v:?}, {:?}, {depth}),", pos.to_fen());
                     shots += 1;
                 }
