@@ -225,7 +225,8 @@ export function lobbyPage(root: HTMLElement): () => void {
     const wasOpen = who.querySelector("details")?.open ?? false;
     const typedToken = who.querySelector<HTMLInputElement>("[data-testid=player-token]")?.value ?? "";
     const name = h("input", { value: localStorage.getItem("draughts.name") ?? "", placeholder: "your name", maxlength: 32, "data-testid": "name" });
-    const tokenInput = h("input", { value: typedToken, placeholder: "player token (identity provider)", "data-testid": "player-token" });
+    const tokenInput = h("input", { placeholder: "player token (identity provider)", "data-testid": "player-token" });
+    tokenInput.value = typedToken; // the property, not the attribute: a token is a credential
     who.replaceChildren(
       h("div", {}, "Playing as ", h("b", {}, id ? id.name : "…"), id ? ` (${id.kind}, ${id.id})` : ""),
       h(
