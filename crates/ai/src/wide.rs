@@ -2,7 +2,8 @@
 //! `u64` tables of [`crate::eval`]: the same terms (material, advancement, centre, back row, runaways,
 //! sole king, the drawn lone-king ending) over `u128` sets. Canadian ships learned weights
 //! (`data/weights/canadian.drw`, read by [`crate::learned`] in `u128`), which replace it in play; this one is
-//! the `hand` evaluation (`Evaluator::hand`) that the trainer starts from and the matches measure against.
+//! the `hand` evaluation (`Evaluator::hand`) that the first self-play generation plays with and the matches
+//! measure against.
 
 use draughts_engine::{Board, Color, Position};
 
