@@ -227,6 +227,8 @@ pub struct Evaluator {
     centre: u64,
     /// The 12x12 board's tables (its squares do not fit the `u64` ones, which stay empty there).
     wide: Option<Box<WideEval>>,
+    /// Drawish material (see [`Evaluator::set_drawish`]).
+    drawish: bool,
 }
 
 impl Evaluator {
@@ -266,6 +268,7 @@ impl Evaluator {
                 white: empty_side(),
                 black: empty_side(),
                 centre: 0,
+                drawish: false,
             };
         }
         let size = board.size;
@@ -323,7 +326,15 @@ impl Evaluator {
             black,
             centre,
             wide: None,
+            drawish: false,
         }
+    }
+
+    /// Scales down a lead that material says is hard to convert, once the other side has a king: by 8
+    /// when the side ahead has at most three pieces, by 2 when the kings are equal and the men differ by at
+    /// most one.
+    pub fn set_drawish(&mut self, on: bool) {
+        self.drawish = on;
     }
 
     pub fn variant(&self) -> Variant {
@@ -419,6 +430,22 @@ impl Evaluator {
                 || (lone(white) && n_black <= w.lone_king_holds)
             {
                 return score / w.draw_divisor;
+            }
+        }
+        if self.drawish {
+            let ((wm, wk), (bm, bk)) = (white, black);
+            let (ahead, other_kings) = if score > 0 {
+                ((wm, wk), bk)
+            } else {
+                ((bm, bk), wk)
+            };
+            if other_kings > 0 {
+                if ahead.0 + ahead.1 <= 3 {
+                    return score / 8;
+                }
+                if wk == bk && (wm - bm).abs() <= 1 {
+                    return score / 2;
+                }
             }
         }
         score
@@ -554,6 +581,30 @@ mod tests {
         assert!(e.evaluate(&pos) < 100, "{}", e.evaluate(&pos));
         let pos = Position::from_fen(Variant::International, "W:WK10,K20,K30,K40:BK45").unwrap();
         assert!(e.evaluate(&pos) > 600);
+    }
+
+    #[test]
+    fn drawish_material_scales_the_lead_once_the_other_side_has_a_king() {
+        let fen_score = |e: &Evaluator, fen: &str| {
+            e.evaluate(&Position::from_fen(Variant::International, fen).unwrap())
+        };
+        let plain = Evaluator::hand(Variant::International);
+        let mut drawish = Evaluator::hand(Variant::International);
+        drawish.set_drawish(true);
+        // Three pieces (a king and two men) against a king and a man: an eighth.
+        let fen = "W:WK10,31,32:BK45,19";
+        assert_eq!(fen_score(&drawish, fen), fen_score(&plain, fen) / 8);
+        // Kings equal, men one apart: a half; for Black ahead, from Black's side too.
+        let fen = "W:WK10,31,32,33,34,35:BK45,16,17,18,19";
+        assert_eq!(fen_score(&drawish, fen), fen_score(&plain, fen) / 2);
+        let fen = "B:WK10,31,32,33,34:BK45,16,17,18,19,20";
+        assert_eq!(fen_score(&drawish, fen), fen_score(&plain, fen) / 2);
+        // The other side without a king: unscaled.
+        let fen = "W:WK10,31,32:B19,20";
+        assert_eq!(fen_score(&drawish, fen), fen_score(&plain, fen));
+        // Two men ahead with four pieces or more: unscaled.
+        let fen = "W:WK10,31,32,33,34,35:BK45,16,17,18";
+        assert_eq!(fen_score(&drawish, fen), fen_score(&plain, fen));
     }
 
     /// The bit-plane sum equals the plain per-row sum, also with negative weights.

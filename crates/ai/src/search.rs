@@ -11,9 +11,9 @@
 //!   enough inside the search), and so is the variant's no-progress count running out; the evaluation
 //!   knows the lone-king endings.
 //! - Selectivity ([`Selectivity`]): the threat search (a quiet position at the horizon where the opponent
-//!   threatens a capture is searched one ply further) and deeper late move reductions, both on by default
-//!   after winning matches; ProbCut-style pruning at non-PV nodes (a shallow null-window search far
-//!   outside the window ends the node), off by default since it showed no gain.
+//!   threatens a capture is searched one ply further), deeper late move reductions and ProbCut-style
+//!   pruning at non-PV nodes (a shallow null-window search that fails high far above beta ends the node),
+//!   each on by default after winning its match.
 //! - Limits: depth, nodes, time, any combination, plus a cancel flag read every 1024 nodes. A time limit is
 //!   used to its end: a depth cut short by a limit still gives its result once its first move (the previous
 //!   depth's best) has been searched, since every move it then prefers was searched in full. With a depth
@@ -236,8 +236,10 @@ impl Default for SearchOptions {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Selectivity {
     /// ProbCut-style pruning at non-PV nodes of at least `probcut_min_depth` plies: a null-window search of
-    /// the same position to `depth * probcut_percent / 100` plies against `beta + probcut_margin * depth`
-    /// (and `alpha - probcut_margin * depth`) that fails beyond that bound ends the node with its score.
+    /// the same position to `depth * probcut_percent / 100` plies (at least one) against `beta +
+    /// probcut_margin * depth` that fails high ends the node with its score less the margin (fail-soft).
+    /// Nothing is pruned this way inside that shallow search itself. Round two's form also tested
+    /// `alpha - margin` and pruned inside its shallow searches; it showed no gain and is gone.
     /// 0 turns it off.
     pub probcut_margin: i32,
     pub probcut_min_depth: i32,
@@ -248,16 +250,29 @@ pub struct Selectivity {
     pub lmr: u8,
     /// Quiescence looks one quiet ply further where the opponent threatens a capture (`threats=0|1`).
     pub threats: bool,
+    /// Aspiration windows at the root from depth 5 (`asp`): the search starts `asp` centi-men either side of
+    /// the previous depth's score and widens (doubling) on a fail; 0 searches every depth with a full window.
+    pub aspiration: i32,
+    /// Quiescence, at its first quiet node when no kings are on the board, also tries the quiet moves
+    /// that offer the opponent a capture (exchanges and shots), each answered by captures only, against
+    /// the evaluation as a floor (`exchanges=0|1`).
+    pub exchanges: bool,
+    /// The evaluation scales down leads that material says are hard to convert (`drawish=0|1`, see
+    /// [`Evaluator::set_drawish`]).
+    pub drawish: bool,
 }
 
 impl Default for Selectivity {
     fn default() -> Self {
         Selectivity {
-            probcut_margin: 0,
+            probcut_margin: 5,
             probcut_min_depth: 3,
             probcut_percent: 40,
             lmr: 2,
             threats: true,
+            aspiration: 10,
+            drawish: false,
+            exchanges: false,
         }
     }
 }
@@ -271,6 +286,9 @@ impl Selectivity {
             probcut_percent: 40,
             lmr: 1,
             threats: false,
+            aspiration: 0,
+            drawish: false,
+            exchanges: false,
         }
     }
 
@@ -296,6 +314,9 @@ impl Selectivity {
                 "probcut_percent" => self.probcut_percent = v.clamp(0, 90),
                 "lmr" => self.lmr = v.clamp(0, 2) as u8,
                 "threats" => self.threats = v != 0,
+                "asp" => self.aspiration = v.max(0),
+                "drawish" => self.drawish = v != 0,
+                "exchanges" => self.exchanges = v != 0,
                 other => return Err(format!("unknown search setting '{other}'")),
             }
         }
@@ -353,6 +374,8 @@ pub struct Searcher {
     no_move_wins: bool,
     root_excluded: Vec<Move>,
     selectivity: Selectivity,
+    /// Inside a ProbCut shallow search of style 1 (no ProbCut there).
+    in_probcut: bool,
     /// Endgame tables, probed at nodes of at most `bitbase_pieces` pieces (0: none loaded, or the root
     /// itself is in the tables); `table_pieces` is what the loaded tables cover for the root's rules.
     bitbases: Option<Arc<Bitbases>>,
@@ -398,6 +421,7 @@ impl Searcher {
             no_move_wins: false,
             root_excluded: Vec::new(),
             selectivity: Selectivity::default(),
+            in_probcut: false,
             bitbases: None,
             shelf: None,
             bitbase_pieces: 0,
@@ -411,6 +435,7 @@ impl Searcher {
     fn set_rules(&mut self, rules: RuleSet) {
         if self.eval.variant() != rules.variant() {
             self.eval = Evaluator::new(rules.variant());
+            self.eval.set_drawish(self.selectivity.drawish);
             self.tt.clear();
         }
         if let Some(shelf) = &self.shelf
@@ -444,6 +469,7 @@ impl Searcher {
     /// back that variant's default). Forgets the transposition table.
     pub fn set_evaluator(&mut self, eval: Evaluator) {
         self.eval = eval;
+        self.eval.set_drawish(self.selectivity.drawish);
         self.tt.clear();
     }
 
@@ -514,6 +540,7 @@ impl Searcher {
     /// Searches with these selectivity settings from now on.
     pub fn set_selectivity(&mut self, selectivity: Selectivity) {
         self.selectivity = selectivity;
+        self.eval.set_drawish(selectivity.drawish);
     }
 
     /// The selectivity settings in use.
@@ -601,7 +628,15 @@ impl Searcher {
             let mut lines: Vec<Line> = Vec::new();
             self.root_excluded.clear();
             for _ in 0..multipv {
-                let score = self.root(&pos, depth as i32, &order);
+                let score = if multipv == 1
+                    && self.selectivity.aspiration > 0
+                    && depth >= 5
+                    && order[0].1.abs() < BITBASE_WIN
+                {
+                    self.root_aspiration(&pos, depth as i32, &mut order)
+                } else {
+                    self.root(&pos, depth as i32, &order, -INF, INF)
+                };
                 // A depth cut short by a limit still counts with one line when its first move (the
                 // previous depth's best) finished: every move it then prefers was searched in full.
                 let partial = self.aborted && multipv == 1 && !self.pv[0].is_empty();
@@ -677,10 +712,54 @@ impl Searcher {
         result
     }
 
-    /// One root search at `depth` (excluding `root_excluded`), leaving the PV in `pv[0]`.
-    fn root(&mut self, pos: &Position, depth: i32, order: &[(Move, i32)]) -> i32 {
-        let mut alpha = -INF;
-        let beta = INF;
+    /// Root searches in a window around the previous depth's score (`order[0]`), widened on each fail
+    /// (the failing side by a doubling margin) until the score falls inside; a fail high moves its move
+    /// to the front first.
+    fn root_aspiration(&mut self, pos: &Position, depth: i32, order: &mut [(Move, i32)]) -> i32 {
+        let mut delta = self.selectivity.aspiration;
+        let previous = order[0].1;
+        let (mut low, mut high) = (previous - delta, previous + delta);
+        loop {
+            let score = self.root(pos, depth, order, low, high);
+            if self.aborted {
+                return score;
+            }
+            delta = delta.saturating_mul(2);
+            if score <= low {
+                low = if delta > 500 {
+                    -INF
+                } else {
+                    (score - delta).max(-INF)
+                };
+            } else if score >= high {
+                if let Some(first) = self.pv[0].first()
+                    && let Some(i) = order.iter().position(|(m, _)| m == first)
+                {
+                    order[..=i].rotate_right(1);
+                }
+                high = if delta > 500 {
+                    INF
+                } else {
+                    (score + delta).min(INF)
+                };
+            } else {
+                return score;
+            }
+        }
+    }
+
+    /// One root search at `depth` in the window `(alpha, beta)` (excluding `root_excluded`), leaving the
+    /// PV in `pv[0]`.
+    fn root(
+        &mut self,
+        pos: &Position,
+        depth: i32,
+        order: &[(Move, i32)],
+        alpha: i32,
+        beta: i32,
+    ) -> i32 {
+        let original_alpha = alpha;
+        let mut alpha = alpha;
         self.pv[0].clear();
         let moves: Vec<Move> = order
             .iter()
@@ -715,13 +794,22 @@ impl Searcher {
                 if score > alpha {
                     alpha = score;
                     self.set_pv(0, *mv);
+                    if score >= beta {
+                        break;
+                    }
                 }
             }
         }
         if !self.aborted && self.root_excluded.is_empty() {
             let sig = best_move.map_or(0, |m| signature(&m));
-            self.tt
-                .store(hash, sig, to_tt(best, 0), depth, Bound::Exact);
+            let bound = if best >= beta {
+                Bound::Lower
+            } else if best > original_alpha {
+                Bound::Exact
+            } else {
+                Bound::Upper
+            };
+            self.tt.store(hash, sig, to_tt(best, 0), depth, bound);
         }
         best
     }
@@ -848,31 +936,24 @@ impl Searcher {
         // ProbCut: a shallow null-window search far outside the window predicts the full one.
         let sel = self.selectivity;
         if !pv_node
+            && !self.in_probcut
             && sel.probcut_margin > 0
             && depth >= sel.probcut_min_depth
             && beta.abs() < WIN_THRESHOLD
-            && alpha.abs() < WIN_THRESHOLD
         {
             let margin = sel.probcut_margin * depth;
-            let shallow = depth * sel.probcut_percent / 100;
+            let shallow = (depth * sel.probcut_percent / 100).max(1);
             let high = beta + margin;
             if high < WIN_THRESHOLD {
+                self.in_probcut = true;
                 let s = self.alpha_beta(pos, shallow, high - 1, high, ply, false);
+                self.in_probcut = false;
                 if self.aborted {
                     return 0;
                 }
                 if s >= high {
-                    return s;
-                }
-            }
-            let low = alpha - margin;
-            if low > -WIN_THRESHOLD {
-                let s = self.alpha_beta(pos, shallow, low, low + 1, ply, false);
-                if self.aborted {
-                    return 0;
-                }
-                if s <= low {
-                    return s;
+                    // A forced win it found stands as it is.
+                    return if s > WIN_THRESHOLD { s } else { s - margin };
                 }
             }
         }
@@ -1057,6 +1138,14 @@ impl Searcher {
             {
                 return self.quiet_threat(pos, alpha, beta, ply);
             }
+            if threats
+                && self.selectivity.exchanges
+                && self.mandatory
+                && ply + 2 < MAX_PLY
+                && pos.kings().is_empty()
+            {
+                return self.exchanges(pos, alpha, beta, ply);
+            }
             return self.eval.evaluate(pos);
         }
         let mut best = -INF;
@@ -1103,6 +1192,39 @@ impl Searcher {
 }
 
 impl Searcher {
+    /// A quiet position's evaluation, or better: a quiet move that gives the opponent a capture, answered
+    /// by captures only (the exchange played out).
+    fn exchanges(&mut self, pos: &Position, mut alpha: i32, beta: i32, ply: usize) -> i32 {
+        let mut best = self.eval.evaluate(pos);
+        if best >= beta {
+            return best;
+        }
+        alpha = alpha.max(best);
+        let mut list = std::mem::take(&mut self.lists[ply]);
+        pos.legal_moves_into(&mut list, Count::Unique);
+        for mv in &list {
+            let child = pos.play_unchecked(mv);
+            if !child.has_capture() {
+                continue;
+            }
+            let score = -self.quiesce(&child, -beta, -alpha, ply + 1, false);
+            if self.aborted {
+                break;
+            }
+            if score > best {
+                best = score;
+                if score > alpha {
+                    alpha = score;
+                    if score >= beta {
+                        break;
+                    }
+                }
+            }
+        }
+        self.lists[ply] = list;
+        best
+    }
+
     /// One ply of every quiet move from a threatened position, each answered by quiescence.
     fn quiet_threat(&mut self, pos: &Position, mut alpha: i32, beta: i32, ply: usize) -> i32 {
         let mut list = std::mem::take(&mut self.lists[ply]);

@@ -415,7 +415,7 @@ fn probcut_and_deeper_reductions_search_fewer_nodes_to_a_depth() {
     let mut classic = 0;
     let mut selective = 0;
     let mut pruned = Selectivity::classic();
-    pruned.parse_into("probcut=10,lmr=2").unwrap();
+    pruned.parse_into("probcut=5,lmr=2").unwrap();
     for fen in draughts_ai::bench::positions(Variant::International) {
         let pos = Position::from_fen(Variant::International, fen).unwrap();
         for (sel, total) in [
@@ -442,6 +442,11 @@ fn selectivity_settings_parse() {
     assert_eq!(
         (s.probcut_margin, s.probcut_min_depth, s.probcut_percent),
         (7, 4, 50)
+    );
+    s.parse_into("asp=10,drawish=1,lmr=2,exchanges=1").unwrap();
+    assert_eq!(
+        (s.aspiration, s.drawish, s.lmr, s.exchanges),
+        (10, true, 2, true)
     );
     let mut t = Selectivity::default();
     t.parse_into("classic").unwrap();
