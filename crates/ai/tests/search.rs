@@ -435,7 +435,7 @@ fn probcut_and_deeper_reductions_search_fewer_nodes_to_a_depth() {
 #[test]
 fn selectivity_settings_parse() {
     let mut s = Selectivity::default();
-    s.parse_into("probcut=0, lmr=1, threats=0").unwrap();
+    s.parse_into("probcut=0, lmr=1, threats=0, asp=0").unwrap();
     assert_eq!(s, Selectivity::classic());
     s.parse_into("probcut=7,probcut_depth=4,probcut_percent=50")
         .unwrap();
