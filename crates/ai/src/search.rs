@@ -802,13 +802,7 @@ impl Searcher {
         }
         if !self.aborted && self.root_excluded.is_empty() {
             let sig = best_move.map_or(0, |m| signature(&m));
-            let bound = if best >= beta {
-                Bound::Lower
-            } else if best > original_alpha {
-                Bound::Exact
-            } else {
-                Bound::Upper
-            };
+            let bound = Bound::of(best, original_alpha, beta);
             self.tt.store(hash, sig, to_tt(best, 0), depth, bound);
         }
         best
@@ -1042,13 +1036,7 @@ impl Searcher {
         if self.aborted {
             return 0;
         }
-        let bound = if best >= beta {
-            Bound::Lower
-        } else if best > original_alpha {
-            Bound::Exact
-        } else {
-            Bound::Upper
-        };
+        let bound = Bound::of(best, original_alpha, beta);
         let sig = best_move.map_or(0, |m| signature(&m));
         self.tt.store(hash, sig, to_tt(best, ply), depth, bound);
         best
@@ -1194,44 +1182,39 @@ impl Searcher {
 impl Searcher {
     /// A quiet position's evaluation, or better: a quiet move that gives the opponent a capture, answered
     /// by captures only (the exchange played out).
-    fn exchanges(&mut self, pos: &Position, mut alpha: i32, beta: i32, ply: usize) -> i32 {
-        let mut best = self.eval.evaluate(pos);
-        if best >= beta {
-            return best;
+    fn exchanges(&mut self, pos: &Position, alpha: i32, beta: i32, ply: usize) -> i32 {
+        let floor = self.eval.evaluate(pos);
+        if floor >= beta {
+            return floor;
         }
+        self.one_quiet_ply(pos, floor, alpha, beta, ply, true)
+    }
+
+    /// One ply of every quiet move from a threatened position, each answered by quiescence.
+    fn quiet_threat(&mut self, pos: &Position, alpha: i32, beta: i32, ply: usize) -> i32 {
+        self.one_quiet_ply(pos, -INF, alpha, beta, ply, false)
+    }
+
+    /// The best of `floor` and the moves of `pos` (with `offering`, only those after which the opponent
+    /// can capture), each answered by quiescence without further quiet plies.
+    fn one_quiet_ply(
+        &mut self,
+        pos: &Position,
+        floor: i32,
+        mut alpha: i32,
+        beta: i32,
+        ply: usize,
+        offering: bool,
+    ) -> i32 {
+        let mut best = floor;
         alpha = alpha.max(best);
         let mut list = std::mem::take(&mut self.lists[ply]);
         pos.legal_moves_into(&mut list, Count::Unique);
         for mv in &list {
             let child = pos.play_unchecked(mv);
-            if !child.has_capture() {
+            if offering && !child.has_capture() {
                 continue;
             }
-            let score = -self.quiesce(&child, -beta, -alpha, ply + 1, false);
-            if self.aborted {
-                break;
-            }
-            if score > best {
-                best = score;
-                if score > alpha {
-                    alpha = score;
-                    if score >= beta {
-                        break;
-                    }
-                }
-            }
-        }
-        self.lists[ply] = list;
-        best
-    }
-
-    /// One ply of every quiet move from a threatened position, each answered by quiescence.
-    fn quiet_threat(&mut self, pos: &Position, mut alpha: i32, beta: i32, ply: usize) -> i32 {
-        let mut list = std::mem::take(&mut self.lists[ply]);
-        pos.legal_moves_into(&mut list, Count::Unique);
-        let mut best = -INF;
-        for mv in &list {
-            let child = pos.play_unchecked(mv);
             let score = -self.quiesce(&child, -beta, -alpha, ply + 1, false);
             if self.aborted {
                 break;

@@ -18,6 +18,20 @@ pub enum Bound {
     Upper,
 }
 
+impl Bound {
+    /// What a search in the window `(alpha, beta)` that returned `best` knows.
+    #[inline]
+    pub fn of(best: i32, alpha: i32, beta: i32) -> Bound {
+        if best >= beta {
+            Bound::Lower
+        } else if best > alpha {
+            Bound::Exact
+        } else {
+            Bound::Upper
+        }
+    }
+}
+
 /// One stored search result, unpacked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry {
