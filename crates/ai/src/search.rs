@@ -1,7 +1,8 @@
 //! Iterative deepening principal variation search.
 //!
-//! - Negamax alpha-beta with a null window for every move after the first (PVS), late move reductions for
-//!   quiet moves, and a one-ply extension when a side has a single legal move (forced captures).
+//! - Negamax alpha-beta with a null window for every move after the first (PVS), aspiration windows at the
+//!   root, late move reductions for quiet moves, and a one-ply extension when a side has a single legal
+//!   move (forced captures).
 //! - Quiescence: at depth 0 a position where the side to move can capture is searched on, capture by
 //!   capture, so the search never stops in the middle of an exchange; captures are forced, so there is no
 //!   "stand pat" unless the `no-mandatory-capture` option is on.
@@ -375,7 +376,7 @@ pub struct Searcher {
     no_move_wins: bool,
     root_excluded: Vec<Move>,
     selectivity: Selectivity,
-    /// Inside a ProbCut shallow search of style 1 (no ProbCut there).
+    /// Inside a ProbCut shallow search (no ProbCut there).
     in_probcut: bool,
     /// Endgame tables, probed at nodes of at most `bitbase_pieces` pieces (0: none loaded, or the root
     /// itself is in the tables); `table_pieces` is what the loaded tables cover for the root's rules.
