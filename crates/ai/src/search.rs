@@ -34,6 +34,9 @@ use crate::tt::{Bound, Tt, signature};
 pub const WIN: i32 = 30_000;
 /// Scores beyond this (in absolute value) are wins or losses in a known number of plies.
 pub const WIN_THRESHOLD: i32 = WIN - 1_000;
+
+/// The least depth at which a PV node tests its table move for a singular extension.
+const SINGULAR_DEPTH: i32 = 8;
 const INF: i32 = 31_000;
 /// A position the bitbases call won scores `BITBASE_WIN` plus its evaluation (clamped to
 /// `±BITBASE_SPREAD`), so the search still heads for captures and promotions inside a won ending; a
@@ -247,13 +250,18 @@ pub struct Selectivity {
     pub probcut_percent: i32,
     /// Late move reductions: 0 none; 1 round one's (one ply from the fourth quiet move at depth 3+, two from
     /// the ninth at depth 5+); 2 deeper (one ply from the third move, two at non-PV nodes from the fifth
-    /// at depth 4+).
+    /// at depth 4+); 3 Scan 2.0's numbers (at non-PV nodes one ply from the second move, two from the
+    /// seventh; at PV nodes one from the fourth).
     pub lmr: u8,
+    /// Singular extensions at PV nodes of at least 8 plies (`singular=M`, 0 off): when the table holds a
+    /// lower bound (or exact score) S for its move from at least 4 plies less deep, and every other move
+    /// fails low against `S - M` at 4 plies less, the table's move is searched one ply deeper.
+    pub singular: i32,
     /// Quiescence looks one quiet ply further where the opponent threatens a capture (`threats=0|1`).
     pub threats: bool,
     /// Aspiration windows at the root from depth 5 (`asp`): the search starts `asp` centi-men either side of
     /// the previous depth's score and widens (doubling) on a fail; 0 searches every depth with a full window.
-    /// Never in turkish (measured to lose there).
+    /// Off in turkish's defaults ([`Selectivity::for_variant`]).
     pub aspiration: i32,
     /// Quiescence, at its first quiet node when no kings are on the board, also tries the quiet moves
     /// that offer the opponent a capture (exchanges and shots), each answered by captures only, against
@@ -271,6 +279,7 @@ impl Default for Selectivity {
             probcut_min_depth: 3,
             probcut_percent: 40,
             lmr: 2,
+            singular: 0,
             threats: true,
             aspiration: 10,
             drawish: false,
@@ -280,6 +289,17 @@ impl Default for Selectivity {
 }
 
 impl Selectivity {
+    /// The measured best for a variant: [`Selectivity::default`], except turkish, which searches without
+    /// aspiration windows (they lost there: -45 ± 45 over 200 games at 30,000 nodes, README "Round
+    /// eight"; why was not measured).
+    pub fn for_variant(variant: Variant) -> Selectivity {
+        let mut s = Selectivity::default();
+        if variant == Variant::Turkish {
+            s.aspiration = 0;
+        }
+        s
+    }
+
     /// Round one's search: no ProbCut, the old reductions, no threat search.
     pub fn classic() -> Selectivity {
         Selectivity {
@@ -287,6 +307,7 @@ impl Selectivity {
             probcut_min_depth: 3,
             probcut_percent: 40,
             lmr: 1,
+            singular: 0,
             threats: false,
             aspiration: 0,
             drawish: false,
@@ -314,7 +335,8 @@ impl Selectivity {
                 "probcut" => self.probcut_margin = v.max(0),
                 "probcut_depth" => self.probcut_min_depth = v.max(1),
                 "probcut_percent" => self.probcut_percent = v.clamp(0, 90),
-                "lmr" => self.lmr = v.clamp(0, 2) as u8,
+                "lmr" => self.lmr = v.clamp(0, 3) as u8,
+                "singular" => self.singular = v.max(0),
                 "threats" => self.threats = v != 0,
                 "asp" => self.aspiration = v.max(0),
                 "drawish" => self.drawish = v != 0,
@@ -376,6 +398,9 @@ pub struct Searcher {
     no_move_wins: bool,
     root_excluded: Vec<Move>,
     selectivity: Selectivity,
+    /// Settings given by [`Searcher::set_selectivity`]; without them each root's variant takes its own
+    /// defaults ([`Selectivity::for_variant`]).
+    selectivity_set: bool,
     /// Inside a ProbCut shallow search (no ProbCut there).
     in_probcut: bool,
     /// Endgame tables, probed at nodes of at most `bitbase_pieces` pieces (0: none loaded, or the root
@@ -422,7 +447,8 @@ impl Searcher {
             mandatory: true,
             no_move_wins: false,
             root_excluded: Vec::new(),
-            selectivity: Selectivity::default(),
+            selectivity: Selectivity::for_variant(rules.variant()),
+            selectivity_set: false,
             in_probcut: false,
             bitbases: None,
             shelf: None,
@@ -436,6 +462,9 @@ impl Searcher {
 
     fn set_rules(&mut self, rules: RuleSet) {
         if self.eval.variant() != rules.variant() {
+            if !self.selectivity_set {
+                self.selectivity = Selectivity::for_variant(rules.variant());
+            }
             self.eval = Evaluator::new(rules.variant());
             self.eval.set_drawish(self.selectivity.drawish);
             self.tt.clear();
@@ -539,9 +568,11 @@ impl Searcher {
         })
     }
 
-    /// Searches with these selectivity settings from now on.
+    /// Searches with these selectivity settings from now on, whatever the variant (start from
+    /// [`Selectivity::for_variant`] to change one setting of a variant's defaults).
     pub fn set_selectivity(&mut self, selectivity: Selectivity) {
         self.selectivity = selectivity;
+        self.selectivity_set = true;
         self.eval.set_drawish(selectivity.drawish);
     }
 
@@ -630,11 +661,8 @@ impl Searcher {
             let mut lines: Vec<Line> = Vec::new();
             self.root_excluded.clear();
             for _ in 0..multipv {
-                // Not in turkish, where the windows lost (-45 ± 45 over 200 games at 30,000 nodes,
-                // README "Round eight"; why was not measured).
                 let score = if multipv == 1
                     && self.selectivity.aspiration > 0
-                    && self.rules.variant() != Variant::Turkish
                     && depth >= 5
                     && order[0].1.abs() < BITBASE_WIN
                 {
@@ -917,8 +945,19 @@ impl Searcher {
 
         let hash = self.stack[self.base + ply];
         let mut tt_move = 0;
+        // The table's lower bound that may make its move singular (PV nodes only).
+        let mut singular_score = None;
         if let Some(e) = self.tt.probe(hash) {
             tt_move = e.mv;
+            if pv_node
+                && self.selectivity.singular > 0
+                && depth >= SINGULAR_DEPTH
+                && i32::from(e.depth) >= depth - 4
+                && e.bound != Bound::Upper
+                && i32::from(e.score).abs() < WIN_THRESHOLD
+            {
+                singular_score = Some(from_tt(i32::from(e.score), ply));
+            }
             if !pv_node && i32::from(e.depth) >= depth {
                 let s = from_tt(i32::from(e.score), ply);
                 let cut = match e.bound {
@@ -968,6 +1007,26 @@ impl Searcher {
         self.score_moves(&list, &mut scores, tt_move, ply);
         let quiet_node = !list[0].is_capture();
         let ext = i32::from(list.len() == 1 && ply < MAX_PLY / 2);
+        // Singular extension: the table's move (ordered first) one ply deeper when every other move
+        // fails low well below its score.
+        let mut first_ext = ext;
+        if let Some(s) = singular_score
+            && ext == 0
+            && ply < MAX_PLY / 2
+            && tt_move != 0
+        {
+            pick(&mut list, &mut scores, 0);
+            if signature(&list[0]) == tt_move
+                && self.only_move_holds(pos, &list[1..], depth - 4, s - sel.singular, ply)
+            {
+                first_ext = 1;
+            }
+            if self.aborted {
+                self.lists[ply] = list;
+                self.scores[ply] = scores;
+                return 0;
+            }
+        }
 
         let original_alpha = alpha;
         let mut best = -INF;
@@ -977,7 +1036,7 @@ impl Searcher {
             pick(&mut list, &mut scores, i);
             let mv = list[i];
             let child = pos.play_unchecked(&mv);
-            let new_depth = depth - 1 + ext;
+            let new_depth = depth - 1 + if i == 0 { first_ext } else { ext };
             // A child searched at depth 0 goes straight to quiescence, which reads no hash (no table,
             // no repetition) and pushes no children: it gets a placeholder instead of a computed hash.
             self.push(&mv, &child, ply, new_depth > 0 && ply + 1 < MAX_PLY);
@@ -989,6 +1048,8 @@ impl Searcher {
                 let mut reduction = 0;
                 if quiet_node && depth >= 3 && !mv.promotes() && scores[i] < KILLER_2 {
                     reduction = match sel.lmr {
+                        3 if !pv_node && i >= 1 => 1 + i32::from(i >= 6),
+                        3 if pv_node && i >= 3 => 1,
                         1 if i >= 3 => 1 + i32::from(i >= 8 && depth >= 5),
                         2 if i >= 2 => {
                             1 + i32::from(if pv_node {
@@ -1045,6 +1106,28 @@ impl Searcher {
         let sig = best_move.map_or(0, |m| signature(&m));
         self.tt.store(hash, sig, to_tt(best, ply), depth, bound);
         best
+    }
+
+    /// Whether every move of `others` fails low against `bound` when searched `depth` plies deep at a
+    /// null window (the singular test: the moves other than the table's).
+    fn only_move_holds(
+        &mut self,
+        pos: &Position,
+        others: &[Move],
+        depth: i32,
+        bound: i32,
+        ply: usize,
+    ) -> bool {
+        for mv in others {
+            let child = pos.play_unchecked(mv);
+            self.push(mv, &child, ply, depth > 1 && ply + 1 < MAX_PLY);
+            let s = -self.alpha_beta(&child, depth - 1, -bound - 1, -bound, ply + 1, false);
+            self.stack.pop();
+            if self.aborted || s > bound {
+                return false;
+            }
+        }
+        true
     }
 
     fn reward(&mut self, mv: &Move, depth: i32, ply: usize) {

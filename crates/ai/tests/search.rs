@@ -457,6 +457,31 @@ fn selectivity_settings_parse() {
 }
 
 #[test]
+fn each_variant_searches_with_its_defaults_unless_told_otherwise() {
+    let root = |v| RootState::new(Position::start(v));
+    let mut s = Searcher::new(Variant::International);
+    assert_eq!(s.selectivity(), Selectivity::default());
+    s.search(&root(Variant::Turkish), &Limits::depth(2), |_| {});
+    assert_eq!(s.selectivity(), Selectivity::for_variant(Variant::Turkish));
+    assert_eq!(s.selectivity().aspiration, 0);
+    s.search(&root(Variant::Russian), &Limits::depth(2), |_| {});
+    assert_eq!(s.selectivity(), Selectivity::default());
+    // Settings given by the caller hold in every variant, turkish's windows too.
+    let mut chosen = Selectivity::for_variant(Variant::Turkish);
+    chosen.parse_into("asp=10,singular=40,lmr=3").unwrap();
+    s.set_selectivity(chosen);
+    for v in [Variant::Turkish, Variant::International, Variant::Turkish] {
+        let r = s.search(&root(v), &Limits::depth(9), |_| {});
+        assert_line_legal(&Position::start(v), &r.lines[0].pv);
+        assert_eq!(s.selectivity(), chosen);
+    }
+    assert_eq!(
+        (chosen.aspiration, chosen.singular, chosen.lmr),
+        (10, 40, 3)
+    );
+}
+
+#[test]
 fn colliding_table_keys_never_give_illegal_moves() {
     // Only 8 bits of the hash as the key: most table hits belong to other positions.
     let options = SearchOptions {

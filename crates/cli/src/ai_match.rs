@@ -237,7 +237,7 @@ impl Engine {
             if movetime.is_some() && n == MAX_LEVEL {
                 level.nodes = None;
             }
-            let mut selectivity = Selectivity::default();
+            let mut selectivity = Selectivity::for_variant(rules.variant());
             let mut search_settings = Vec::new();
             let mut bitbase_dir = None;
             for item in settings.split(',').map(str::trim).filter(|t| !t.is_empty()) {

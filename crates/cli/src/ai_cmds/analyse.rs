@@ -115,7 +115,7 @@ pub(super) fn run(a: AnalyseArgs) -> Result<(), CliError> {
     };
     let mut searcher = Searcher::with_options(pos.rule_set(), &options);
     searcher.set_evaluator(crate::ai_train::evaluator(pos.variant(), &a.eval)?);
-    let mut selectivity = draughts_ai::Selectivity::default();
+    let mut selectivity = draughts_ai::Selectivity::for_variant(pos.variant());
     selectivity.parse_into(&a.search).map_err(CliError)?;
     searcher.set_selectivity(selectivity);
     searcher.set_bitbases(crate::ai_bitbase::load_for_search(

@@ -74,7 +74,7 @@ pub(super) fn run(a: SearchBenchArgs) -> Result<(), CliError> {
             };
             let mut searcher = Searcher::with_options(v, &options);
             searcher.set_evaluator(crate::ai_train::evaluator(v, &a.eval)?);
-            let mut selectivity = draughts_ai::Selectivity::default();
+            let mut selectivity = draughts_ai::Selectivity::for_variant(v);
             selectivity.parse_into(&a.search).map_err(CliError)?;
             searcher.set_selectivity(selectivity);
             let cpu_start = thread_cpu_seconds();
