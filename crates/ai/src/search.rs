@@ -257,6 +257,10 @@ pub struct Selectivity {
     /// lower bound (or exact score) S for its move from at least 4 plies less deep, and every other move
     /// fails low against `S - M` at 4 plies less, the table's move is searched one ply deeper.
     pub singular: i32,
+    /// Move-ordering history: 0 adds depth² to a quiet move that cuts off; 1 also takes depth² from the
+    /// quiet moves searched before it, each update pulled toward zero by the value it already has
+    /// (`history=0|1`).
+    pub history: u8,
     /// Quiescence looks one quiet ply further where the opponent threatens a capture (`threats=0|1`).
     pub threats: bool,
     /// Aspiration windows at the root from depth 5 (`asp`): the search starts `asp` centi-men either side of
@@ -280,6 +284,7 @@ impl Default for Selectivity {
             probcut_percent: 40,
             lmr: 2,
             singular: 0,
+            history: 0,
             threats: true,
             aspiration: 10,
             drawish: false,
@@ -308,6 +313,7 @@ impl Selectivity {
             probcut_percent: 40,
             lmr: 1,
             singular: 0,
+            history: 0,
             threats: false,
             aspiration: 0,
             drawish: false,
@@ -337,6 +343,7 @@ impl Selectivity {
                 "probcut_percent" => self.probcut_percent = v.clamp(0, 90),
                 "lmr" => self.lmr = v.clamp(0, 3) as u8,
                 "singular" => self.singular = v.max(0),
+                "history" => self.history = v.clamp(0, 1) as u8,
                 "threats" => self.threats = v != 0,
                 "asp" => self.aspiration = v.max(0),
                 "drawish" => self.drawish = v != 0,
@@ -1091,6 +1098,15 @@ impl Searcher {
                     if score >= beta {
                         if !mv.is_capture() {
                             self.reward(&mv, depth, ply);
+                            if sel.history == 1 {
+                                // The quiet moves tried before it (a capture node has none).
+                                for earlier in &list[..i] {
+                                    history_update(
+                                        &mut self.history[history_index(earlier)],
+                                        -depth * depth,
+                                    );
+                                }
+                            }
                         }
                         break;
                     }
@@ -1138,7 +1154,11 @@ impl Searcher {
             k[0] = sig;
         }
         let h = &mut self.history[history_index(mv)];
-        *h = (*h + depth * depth).min(1 << 20);
+        if self.selectivity.history == 1 {
+            history_update(h, depth * depth);
+        } else {
+            *h = (*h + depth * depth).min(1 << 20);
+        }
     }
 
     fn score_moves(&self, list: &[Move], scores: &mut Vec<i32>, tt_move: u32, ply: usize) {
@@ -1327,6 +1347,17 @@ const CAPTURE: i32 = 1 << 29;
 const PROMOTION: i32 = 1 << 28;
 const KILLER_1: i32 = (1 << 27) + 1;
 const KILLER_2: i32 = 1 << 27;
+
+/// The bound of the history values of `history=1`, far below [`KILLER_2`].
+const HISTORY_MAX: i32 = 1 << 14;
+
+/// Adds `bonus` (either sign) to a history value of `history=1`, less the share of it the value already
+/// holds, so values stay within ±[`HISTORY_MAX`] and recent results weigh more.
+#[inline]
+fn history_update(h: &mut i32, bonus: i32) {
+    let b = bonus.clamp(-HISTORY_MAX, HISTORY_MAX);
+    *h += b - *h * b.abs() / HISTORY_MAX;
+}
 
 #[inline]
 fn history_index(mv: &Move) -> usize {

@@ -230,7 +230,7 @@ impl Engine {
         let eval = parts.next().filter(|e| !e.is_empty()).unwrap_or("default");
         let settings = parts.next().unwrap_or_default();
         if let Ok(n) = number.parse::<u8>() {
-            let mut level = level(n)?;
+            let mut level = level(n, rules.variant())?;
             // Deterministic by default: no time cap unless the match sets one; with one, full strength
             // plays on the time alone.
             level.time = movetime;

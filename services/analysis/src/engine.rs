@@ -265,7 +265,7 @@ fn best_move(
         });
     }
     let started = std::time::Instant::now();
-    match level.and_then(Level::new) {
+    match level.and_then(|n| Level::for_variant(n, pos.variant())) {
         Some(mut lvl) => {
             lvl.time = Some(lvl.time.map_or(cap, |t| t.min(cap)));
             let seed = if seed == 0 { rand::random() } else { seed };

@@ -39,7 +39,7 @@ struct BestmoveJson {
 
 pub(super) fn run(a: BestmoveArgs) -> Result<(), CliError> {
     let pos = position(&a.position)?;
-    let level = level(a.level)?;
+    let level = level(a.level, pos.variant())?;
     let mut rng = Rng::new(a.seed.unwrap_or_else(clock_seed));
     let mut searcher = Searcher::new(pos.rule_set());
     searcher.set_bitbases(crate::ai_bitbase::load_for_search(

@@ -12,6 +12,7 @@ mod search_bench;
 use clap::Subcommand;
 use draughts_ai::Level;
 use draughts_ai::level::{MAX_LEVEL, MIN_LEVEL};
+use draughts_engine::Variant;
 use serde::Serialize;
 
 use crate::CliError;
@@ -55,8 +56,9 @@ pub(crate) fn print_line<T: Serialize>(value: &T) {
     }
 }
 
-pub(crate) fn level(n: u8) -> Result<Level, CliError> {
-    Level::new(n).ok_or_else(|| {
+/// Level `n` as played in `variant`.
+pub(crate) fn level(n: u8, variant: Variant) -> Result<Level, CliError> {
+    Level::for_variant(n, variant).ok_or_else(|| {
         CliError(format!(
             "level must be from {MIN_LEVEL} to {MAX_LEVEL}, got {n}"
         ))
