@@ -34,10 +34,9 @@ use crate::tt::{Bound, Tt, signature};
 pub const WIN: i32 = 30_000;
 /// Scores beyond this (in absolute value) are wins or losses in a known number of plies.
 pub const WIN_THRESHOLD: i32 = WIN - 1_000;
-
+const INF: i32 = 31_000;
 /// The least depth at which a PV node tests its table move for a singular extension.
 const SINGULAR_DEPTH: i32 = 8;
-const INF: i32 = 31_000;
 /// A position the bitbases call won scores `BITBASE_WIN` plus its evaluation (clamped to
 /// `±BITBASE_SPREAD`), so the search still heads for captures and promotions inside a won ending; a
 /// lost one the negation; both below the forced wins the search finds itself (`WIN_THRESHOLD`).
@@ -322,8 +321,9 @@ impl Selectivity {
     }
 
     /// Applies `key=value` settings separated by commas (`probcut=0,lmr=1`; `classic` resets to
-    /// [`Selectivity::classic`]). Keys: `probcut` (margin per ply), `probcut_depth`, `probcut_percent`, `lmr`,
-    /// `threats` (0/1).
+    /// [`Selectivity::classic`]). Keys: `probcut` (margin per ply), `probcut_depth`, `probcut_percent`, `lmr`
+    /// (0-3), `singular` (margin), `history` (0/1), `threats`, `asp` (window), `exchanges`, `drawish` (0/1);
+    /// each field's documentation says what it does.
     pub fn parse_into(&mut self, text: &str) -> Result<(), String> {
         for item in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             if item == "classic" {

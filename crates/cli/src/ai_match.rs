@@ -33,9 +33,10 @@ pub(crate) struct MatchArgs {
     /// A level may name its evaluation after a colon: `8:hand` (the hand-set one), `8:default`, or
     /// `8:FILE` (a weights file from `draughts train fit`), then after a second colon comma-separated
     /// settings: `nodes=N` (the level's node limit), `classic` (round one's search) and the search's
-    /// selectivity (`probcut=M`, `probcut_depth=D`, `probcut_percent=P`, `lmr=0|1|2`, `threats=0|1`,
-    /// `asp=W`, `exchanges=0|1`, `drawish=0|1`; see `draughts_ai::Selectivity`), e.g. `8::nodes=30000,probcut=0`, and `bitbases=DIR` (endgame tables
-    /// from `draughts bitbase build`, probed where present).
+    /// selectivity (`probcut=M`, `probcut_depth=D`, `probcut_percent=P`, `lmr=0|1|2|3`, `singular=M`,
+    /// `history=0|1`, `threats=0|1`, `asp=W`, `exchanges=0|1`, `drawish=0|1`; see `draughts_ai::Selectivity`;
+    /// they change the variant's defaults), e.g. `8::nodes=30000,probcut=0`, and `bitbases=DIR` (endgame
+    /// tables from `draughts bitbase build`, probed where present).
     #[arg(long)]
     a: String,
     /// Second engine, same forms.
