@@ -337,6 +337,11 @@ impl Evaluator {
         self.drawish = on;
     }
 
+    /// Whether drawish material is scaled (see [`Evaluator::set_drawish`]).
+    pub fn drawish(&self) -> bool {
+        self.drawish
+    }
+
     pub fn variant(&self) -> Variant {
         self.variant
     }

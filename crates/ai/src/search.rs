@@ -271,7 +271,7 @@ pub struct Selectivity {
     /// the evaluation as a floor (`exchanges=0|1`).
     pub exchanges: bool,
     /// The evaluation scales down leads that material says are hard to convert (`drawish=0|1`, see
-    /// [`Evaluator::set_drawish`]).
+    /// [`Evaluator::set_drawish`]); on in international's defaults ([`Selectivity::for_variant`]).
     pub drawish: bool,
 }
 
@@ -295,11 +295,14 @@ impl Default for Selectivity {
 impl Selectivity {
     /// The measured best for a variant: [`Selectivity::default`], except turkish, which searches without
     /// aspiration windows (they lost there: -45 ± 45 over 200 games at 30,000 nodes, README "Round
-    /// eight"; why was not measured).
+    /// eight"; why was not measured), and international, which scales drawish material (+16 ± 13 over
+    /// 1,014 games at 30,000 nodes, README "Round nine"; not measured in the other variants).
     pub fn for_variant(variant: Variant) -> Selectivity {
         let mut s = Selectivity::default();
-        if variant == Variant::Turkish {
-            s.aspiration = 0;
+        match variant {
+            Variant::Turkish => s.aspiration = 0,
+            Variant::International => s.drawish = true,
+            _ => {}
         }
         s
     }
@@ -463,6 +466,7 @@ impl Searcher {
             table_pieces: 0,
             bitbase_hits: 0,
         };
+        s.eval.set_drawish(s.selectivity.drawish);
         s.set_rules(rules);
         s
     }

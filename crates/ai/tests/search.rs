@@ -460,10 +460,15 @@ fn selectivity_settings_parse() {
 fn each_variant_searches_with_its_defaults_unless_told_otherwise() {
     let root = |v| RootState::new(Position::start(v));
     let mut s = Searcher::new(Variant::International);
-    assert_eq!(s.selectivity(), Selectivity::default());
+    assert_eq!(
+        s.selectivity(),
+        Selectivity::for_variant(Variant::International)
+    );
+    assert!(s.selectivity().drawish && s.evaluator().drawish());
     s.search(&root(Variant::Turkish), &Limits::depth(2), |_| {});
     assert_eq!(s.selectivity(), Selectivity::for_variant(Variant::Turkish));
     assert_eq!(s.selectivity().aspiration, 0);
+    assert!(!s.selectivity().drawish && !s.evaluator().drawish());
     s.search(&root(Variant::Russian), &Limits::depth(2), |_| {});
     assert_eq!(s.selectivity(), Selectivity::default());
     // Settings given by the caller hold in every variant, turkish's windows too.
