@@ -47,7 +47,8 @@ pub const MIN_LEVEL: u8 = 1;
 pub const MAX_LEVEL: u8 = 8;
 
 impl Level {
-    /// Level `n` (1..=8); `None` outside.
+    /// Level `n` (1..=8) as the table above gives it; `None` outside. A game in a known variant takes
+    /// [`Level::for_variant`], which holds the per-variant exceptions.
     pub fn new(n: u8) -> Option<Level> {
         let (depth, nodes, time_ms, noise) = match n {
             1 => (Some(1), None, None, 150),
