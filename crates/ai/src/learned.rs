@@ -14,7 +14,9 @@
 //!   those into the base-3 index of the white view and of the black view.
 //! - **Global features** (White minus Black): men, kings, tempo (rows advanced, summed), balance (how
 //!   evenly the men spread over the left and right wings), runaway men one and two rows from promotion,
-//!   having a king, and the side to move.
+//!   having a king, the side to move, king mobility (the empty squares each king sees along its lines, one
+//!   square each way for short kings) and kings on the long diagonal. A weights file written before the
+//!   last two existed still loads, with them at zero.
 //! - **Phases.** Every weight has a middlegame and an endgame value; the score blends them by the number of
 //!   men left (all men: middlegame; none: endgame).
 //!
@@ -37,7 +39,7 @@ pub const WINDOW: usize = 8;
 /// Entries per table (3^8).
 pub const TABLE: usize = 6561;
 /// Global features.
-pub const N_DENSE: usize = 8;
+pub const N_DENSE: usize = 10;
 /// The names of the global features, in order.
 pub const DENSE_NAMES: [&str; N_DENSE] = [
     "men",
@@ -48,6 +50,8 @@ pub const DENSE_NAMES: [&str; N_DENSE] = [
     "runaway-2",
     "has-king",
     "side-to-move",
+    "king-mobility",
+    "king-diagonal",
 ];
 
 mod sealed {
@@ -160,6 +164,8 @@ pub struct Masks<W> {
     /// Forward neighbours of every bit, per colour.
     white_forward: Box<[W; 128]>,
     black_forward: Box<[W; 128]>,
+    /// The long diagonal (corner to corner, the double corners' line); empty on the Turkish board.
+    main_diagonal: W,
 }
 
 impl Masks<u128> {
@@ -177,6 +183,7 @@ impl Masks<u128> {
             black_two_to_go: self.black_two_to_go as u64,
             white_forward: f(&self.white_forward),
             black_forward: f(&self.black_forward),
+            main_diagonal: self.main_diagonal as u64,
         }
     }
 }
@@ -214,6 +221,11 @@ pub struct Layout {
     balance_bytes: Box<[[i8; 256]; 16]>,
     /// Men of both colours at the start (the phase's full scale).
     start_men: i32,
+    /// Per bit, the squares a king looks at in each of its four directions, nearest first (the
+    /// diagonals; ranks and files on the Turkish board).
+    king_rays: Vec<[Vec<u8>; 4]>,
+    /// Kings move any distance (else one square).
+    flying: bool,
     /// The 12x12 board (read in `u128`).
     wide: bool,
     narrow: Masks<u64>,
@@ -451,6 +463,9 @@ impl Layout {
         let mut white_two_to_go = 0;
         let mut black_one_to_go = 0;
         let mut black_two_to_go = 0;
+        let corner_dark = board.square_at(0, 0).is_some();
+        let mut main_diagonal = 0u128;
+        let mut king_rays: Vec<[Vec<u8>; 4]> = vec![Default::default(); 128];
         let mut white_forward = Box::new([0u128; 128]);
         let mut black_forward = Box::new([0u128; 128]);
         for sq in board.squares() {
@@ -487,6 +502,29 @@ impl Layout {
             }
             white_forward[sq.bit() as usize] = forward(board, f, r, 1, turkish);
             black_forward[sq.bit() as usize] = forward(board, f, r, -1, turkish);
+            let on_diagonal = if corner_dark {
+                f == r
+            } else {
+                f + r == size - 1
+            };
+            if !turkish && on_diagonal {
+                main_diagonal |= bit;
+            }
+            let dirs: [(i16, i16); 4] = if turkish {
+                [(0, 1), (0, -1), (1, 0), (-1, 0)]
+            } else {
+                [(1, 1), (1, -1), (-1, 1), (-1, -1)]
+            };
+            for (d, &(df, dr)) in dirs.iter().enumerate() {
+                let (mut x, mut y) = (i16::from(f) + df, i16::from(r) + dr);
+                while (0..i16::from(size)).contains(&x) && (0..i16::from(size)).contains(&y) {
+                    if let Some(s) = board.square_at(x as u8, y as u8) {
+                        king_rays[sq.bit() as usize][d].push(s.bit() as u8);
+                    }
+                    x += df;
+                    y += dr;
+                }
+            }
         }
         let wide_masks = Masks {
             white_rows,
@@ -499,6 +537,7 @@ impl Layout {
             black_two_to_go,
             white_forward,
             black_forward,
+            main_diagonal,
         };
         Layout {
             variant,
@@ -507,6 +546,8 @@ impl Layout {
             folded,
             balance_bytes,
             start_men,
+            king_rays,
+            flying: variant.rules().flying_kings,
             wide,
             narrow: wide_masks.truncated(),
             wide_masks,
@@ -614,7 +655,36 @@ impl Layout {
             w2 - b2,
             i32::from(wk > 0) - i32::from(bk > 0),
             if white_to_move { 1 } else { -1 },
+            self.king_mobility(white, black, kings),
+            (white & kings & x.main_diagonal).ones() - (black & kings & x.main_diagonal).ones(),
         ]
+    }
+
+    /// King mobility, White minus Black: the empty squares each king sees along its four lines (one
+    /// square each way when kings do not fly).
+    #[inline]
+    fn king_mobility<W: Word>(&self, white: W, black: W, kings: W) -> i32 {
+        let occupied = white | black;
+        let reach = |mut set: W| -> i32 {
+            let mut n = 0;
+            while set != W::ZERO {
+                let bit = set.first();
+                set = set.without_first();
+                for ray in &self.king_rays[bit] {
+                    for &s in ray {
+                        if (occupied >> u32::from(s)).low() & 1 != 0 {
+                            break;
+                        }
+                        n += 1;
+                        if !self.flying {
+                            break;
+                        }
+                    }
+                }
+            }
+            n
+        };
+        reach(white & kings) - reach(black & kings)
     }
 
     /// The middlegame share of a position in 0..=`start_men`.
@@ -924,13 +994,14 @@ impl LearnedWeights {
         };
         let (n_tables, table, n_dense) = (u32_at()?, u32_at()?, u32_at()?);
         let layout = Layout::new(variant);
+        // A file from before a global feature was added holds fewer; the missing ones weigh zero.
         if n_tables as usize != layout.n_tables()
             || table as usize != TABLE
-            || n_dense as usize != N_DENSE
+            || n_dense as usize > N_DENSE
         {
             return Err(WeightsError::Shape(n_tables, n_dense));
         }
-        let n = layout.n_weights();
+        let n = layout.n_tables() * TABLE + n_dense as usize;
         let weights = if runs {
             let mut values = vec![0i16; 2 * n];
             let mut body = rest;
@@ -958,6 +1029,8 @@ impl LearnedWeights {
                 })
                 .collect()
         };
+        let mut weights: Vec<[i16; 2]> = weights;
+        weights.resize(layout.n_weights(), [0, 0]);
         Ok(LearnedWeights::build(layout, weights))
     }
 
@@ -1000,6 +1073,11 @@ impl LearnedWeights {
             let bk = (black & kings).ones();
             add(1, wk - bk);
             add(6, i32::from(wk > 0) - i32::from(bk > 0));
+            add(8, l.king_mobility(white, black, kings));
+            add(
+                9,
+                (white & kings & x.main_diagonal).ones() - (black & kings & x.main_diagonal).ones(),
+            );
         }
         add(3, l.balance_fast(wm, bm));
         let empty = !(white | black);
@@ -1222,6 +1300,73 @@ mod tests {
             LearnedWeights::from_bytes(Variant::International, &longer).unwrap_err(),
             WeightsError::Body
         );
+    }
+
+    /// A file written before the king features (8 global features) still loads, the new ones at zero;
+    /// a file with more features than the layout knows is refused.
+    #[test]
+    fn files_with_fewer_global_features_load_with_the_rest_at_zero() {
+        let w = sample_weights(Variant::International, 4);
+        let n_tables = w.layout().n_tables();
+        let mut old = Vec::new();
+        old.extend_from_slice(MAGIC_PLAIN);
+        old.push(13);
+        old.extend_from_slice(b"international");
+        for v in [n_tables as u32, TABLE as u32, 8] {
+            old.extend_from_slice(&v.to_le_bytes());
+        }
+        for e in &w.weights[..n_tables * TABLE + 8] {
+            old.extend_from_slice(&e[0].to_le_bytes());
+            old.extend_from_slice(&e[1].to_le_bytes());
+        }
+        let back = LearnedWeights::from_bytes(Variant::International, &old).unwrap();
+        assert_eq!(
+            back.weights[..n_tables * TABLE + 8],
+            w.weights[..n_tables * TABLE + 8]
+        );
+        assert_eq!(back.weights[n_tables * TABLE + 8..], [[0, 0]; N_DENSE - 8]);
+        let mut more = old[..4 + 1 + 13 + 8].to_vec();
+        more.extend_from_slice(&(N_DENSE as u32 + 1).to_le_bytes());
+        assert_eq!(
+            LearnedWeights::from_bytes(Variant::International, &more).unwrap_err(),
+            WeightsError::Shape(n_tables as u32, N_DENSE as u32 + 1)
+        );
+    }
+
+    /// The king features on positions worked out by hand.
+    #[test]
+    fn king_mobility_and_the_long_diagonal_count_what_a_king_sees() {
+        let dense = |v: Variant, fen: &str| {
+            let pos = Position::from_fen(v, fen).unwrap();
+            features_of(&Layout::new(v), sets(&pos), true).dense
+        };
+        let (mobility, diagonal) = (8, 9);
+        // A white king on 46 alone sees the whole long diagonal (9 squares); the black man on 1 sees
+        // nothing (it is no king).
+        let d = dense(Variant::International, "W:WK46:B1");
+        assert_eq!((d[mobility], d[diagonal]), (9, 1));
+        // A black man on 28 stops the king after 41, 37 and 32.
+        let d = dense(Variant::International, "W:WK46:B28");
+        assert_eq!(d[mobility], 3);
+        // A black king on 28: White sees 41, 37, 32 (3); Black sees 32, 37, 41 toward 46 (3), 23, 19,
+        // 14, 10, 5 (5), 22, 17, 11, 6 (4) and 33, 39, 44, 50 (4). Both kings are on the long diagonal.
+        let d = dense(Variant::International, "W:WK46:BK28");
+        assert_eq!((d[mobility], d[diagonal]), (3 - 16, 0));
+        // Short kings look one square each way: a king on 18 of english's board sees its four
+        // neighbours.
+        let d = dense(Variant::English, "W:WK18:B1");
+        assert_eq!(d[mobility], 4);
+        // Every diagonal board's long diagonal has one square per rank.
+        for v in learned_variants() {
+            let layout = Layout::new(v);
+            let board = v.rules().board.board();
+            let n = layout.wide_masks.main_diagonal.count_ones();
+            if board.kind == BoardKind::Turkish {
+                assert_eq!(n, 0);
+            } else {
+                assert_eq!(n, u32::from(board.size), "{v}");
+            }
+        }
     }
 
     /// Weights move to a variant on the same board as the same values (international's to killer), and
