@@ -806,6 +806,8 @@ pub struct LearnedWeights {
     /// What the evaluation reads: the tables with material and tempo folded in (see [`Layout`]'s
     /// `folded`), so those two features cost nothing at a leaf.
     fast: Vec<[i16; 2]>,
+    /// The king mobility or long-diagonal weights are not all zero (else a leaf skips them).
+    king_terms: bool,
 }
 
 /// The tables with the men and tempo weights folded into them.
@@ -912,10 +914,15 @@ impl LearnedWeights {
 
     fn build(layout: Layout, weights: Vec<[i16; 2]>) -> LearnedWeights {
         let fast = fold(&layout, &weights);
+        let base = layout.n_tables() * TABLE;
+        let king_terms = weights[base + 8..base + N_DENSE]
+            .iter()
+            .any(|w| *w != [0, 0]);
         LearnedWeights {
             layout,
             weights,
             fast,
+            king_terms,
         }
     }
 
@@ -1073,11 +1080,14 @@ impl LearnedWeights {
             let bk = (black & kings).ones();
             add(1, wk - bk);
             add(6, i32::from(wk > 0) - i32::from(bk > 0));
-            add(8, l.king_mobility(white, black, kings));
-            add(
-                9,
-                (white & kings & x.main_diagonal).ones() - (black & kings & x.main_diagonal).ones(),
-            );
+            if self.king_terms {
+                add(8, l.king_mobility(white, black, kings));
+                add(
+                    9,
+                    (white & kings & x.main_diagonal).ones()
+                        - (black & kings & x.main_diagonal).ones(),
+                );
+            }
         }
         add(3, l.balance_fast(wm, bm));
         let empty = !(white | black);

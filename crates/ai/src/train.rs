@@ -295,6 +295,9 @@ pub struct FitConfig {
     /// How the validation samples are chosen.
     pub split: Split,
     pub seed: u64,
+    /// Global features (indices into [`crate::learned::DENSE_NAMES`]) whose weights stay as they start:
+    /// a fit of the layout without them, when they start at zero.
+    pub fixed: Vec<usize>,
 }
 
 /// How a fit chooses its validation samples.
@@ -320,6 +323,7 @@ impl Default for FitConfig {
             validation: 0.05,
             split: Split::Game,
             seed: 1,
+            fixed: Vec::new(),
         }
     }
 }
@@ -505,6 +509,9 @@ pub fn fit(
             let c1 = 1.0 - b1.powi(t);
             let c2 = 1.0 - b2.powi(t);
             for i in 0..n {
+                if i >= base && cfg.fixed.contains(&(i - base)) {
+                    continue;
+                }
                 for ph in 0..2 {
                     let mut g = grad[i][ph];
                     if i < base {
@@ -520,7 +527,8 @@ pub fn fit(
             // worth at least a man in both phases (in antidraughts, where pieces count against their
             // owner, at most a man: a king is the harder piece to lose).
             let man = w[base];
-            for (king, man) in w[base + 1].iter_mut().zip(man) {
+            let king_fixed = cfg.fixed.contains(&1);
+            for (king, man) in w[base + 1].iter_mut().zip(man).filter(|_| !king_fixed) {
                 *king = if hand.give_away {
                     king.min(man)
                 } else {
@@ -779,6 +787,16 @@ mod tests {
         );
         let (man_mg, man_eg) = w.dense_weight(0);
         assert!(man_mg + man_eg > 20.0, "man weight {man_mg} {man_eg}");
+
+        // Fixed features keep their starting weights; the rest still learn.
+        let fixed_cfg = FitConfig {
+            fixed: vec![0, 2],
+            ..fit_cfg
+        };
+        let (f, _) = fit(variant, &samples, Some(&init), &fixed_cfg, |_| {});
+        assert_eq!(f.dense_weight(0), (0.0, 0.0));
+        assert_eq!(f.dense_weight(2), (0.0, 0.0));
+        assert_ne!(f.dense_weight(3), (0.0, 0.0));
     }
 
     /// Labels follow each variant's own goal: the winner of a decided game is the side ahead by that

@@ -90,6 +90,10 @@ pub(crate) struct FitArgs {
     split: SplitArg,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Global features kept at their starting values (names as `train fit` prints them, comma separated:
+    /// `king-mobility,king-diagonal` fits the layout without the king features).
+    #[arg(long, value_delimiter = ',')]
+    fixed: Vec<String>,
     /// Output weights file.
     #[arg(long, short = 'o')]
     out: PathBuf,
@@ -277,7 +281,20 @@ fn fit_cmd(a: FitArgs) -> Result<(), CliError> {
         .as_deref()
         .map(|p| read_weights(variant, p))
         .transpose()?;
+    let fixed = a
+        .fixed
+        .iter()
+        .map(|name| {
+            DENSE_NAMES.iter().position(|n| n == name).ok_or_else(|| {
+                CliError(format!(
+                    "unknown global feature '{name}' (one of: {})",
+                    DENSE_NAMES.join(", ")
+                ))
+            })
+        })
+        .collect::<Result<Vec<usize>, CliError>>()?;
     let cfg = FitConfig {
+        fixed,
         epochs: a.epochs,
         batch: a.batch.max(1),
         learning_rate: a.lr,
