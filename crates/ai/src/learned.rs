@@ -1009,7 +1009,7 @@ impl LearnedWeights {
             return Err(WeightsError::Shape(n_tables, n_dense));
         }
         let n = layout.n_tables() * TABLE + n_dense as usize;
-        let weights = if runs {
+        let mut weights: Vec<[i16; 2]> = if runs {
             let mut values = vec![0i16; 2 * n];
             let mut body = rest;
             let mut at = 0usize;
@@ -1036,7 +1036,6 @@ impl LearnedWeights {
                 })
                 .collect()
         };
-        let mut weights: Vec<[i16; 2]> = weights;
         weights.resize(layout.n_weights(), [0, 0]);
         Ok(LearnedWeights::build(layout, weights))
     }
