@@ -84,6 +84,10 @@ pub(crate) struct MatchArgs {
     /// Print the final report as JSON.
     #[arg(long)]
     json: bool,
+    /// Write every finished game to this file in PDN (appended, in the order the games finish), with
+    /// the engines as players and how the game ended.
+    #[arg(long)]
+    pdn: Option<std::path::PathBuf>,
 }
 
 /// An engine taking part in a match.
@@ -370,6 +374,8 @@ struct GameOutcome {
     result: Option<GameResult>,
     /// Won by adjudication (`--adjudicate`): the winner.
     adjudicated_winner: Option<Color>,
+    /// The moves in the variant's notation, the opening's included.
+    moves: Vec<String>,
 }
 
 /// Plays game number `index` of the match (its opening, colours and seeds depend on the index only, so a
@@ -404,6 +410,7 @@ fn play_game(
                 plies: game.moves().len(),
                 result: None,
                 adjudicated_winner: None,
+                moves: move_texts(&game),
             });
         }
         let white_to_move = game.position().side_to_move() == Color::White;
@@ -424,6 +431,7 @@ fn play_game(
                     plies: game.moves().len(),
                     result: None,
                     adjudicated_winner: Some(winner),
+                    moves: move_texts(&game),
                 });
             }
         }
@@ -438,7 +446,76 @@ fn play_game(
         plies: game.moves().len(),
         result,
         adjudicated_winner: None,
+        moves: move_texts(&game),
     })
+}
+
+/// A game's moves in its variant's notation.
+fn move_texts(game: &Game) -> Vec<String> {
+    let mut pos = *game.start_position();
+    game.moves()
+        .iter()
+        .map(|m| {
+            let text = pos.move_to_text(m);
+            pos = pos.play_unchecked(m);
+            text
+        })
+        .collect()
+}
+
+/// One game in PDN: the engines as players, the variant's GameType (and `Variant` tag where the number
+/// is shared), the result and how the game ended, then the moves wrapped at about 80 columns.
+fn pdn_game(
+    variant: Variant,
+    round: u32,
+    white: &str,
+    black: &str,
+    result: &str,
+    how: &str,
+    moves: &[String],
+) -> String {
+    let escape = |v: &str| -> String {
+        v.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect::<String>()
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+    };
+    let mut out = String::new();
+    let mut tag = |k: &str, v: &str| out.push_str(&format!("[{k} \"{}\"]\n", escape(v)));
+    tag("Event", "draughts match");
+    tag("Round", &round.to_string());
+    tag("White", white);
+    tag("Black", black);
+    tag("Result", result);
+    tag("GameType", &variant.pdn_game_type().to_string());
+    if Variant::from_pdn_game_type(variant.pdn_game_type()) != Some(variant) {
+        tag("Variant", variant.key());
+    }
+    tag("Termination", how);
+    out.push('\n');
+    let mut words: Vec<String> = Vec::with_capacity(moves.len() * 3 / 2 + 1);
+    for (i, m) in moves.iter().enumerate() {
+        if i % 2 == 0 {
+            words.push(format!("{}.", i / 2 + 1));
+        }
+        words.push(m.clone());
+    }
+    words.push(result.to_string());
+    let mut col = 0;
+    for w in &words {
+        if col > 0 && col + w.len() + 1 > 80 {
+            out.push('\n');
+            col = 0;
+        } else if col > 0 {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(w);
+        col += w.len();
+    }
+    out.push_str("\n\n");
+    out
 }
 
 /// The side both engines agree is winning: the last four scores (White's point of view, two from each
@@ -482,6 +559,16 @@ pub(crate) fn run(a: MatchArgs) -> Result<(), CliError> {
         ))
     };
     let first_pair = start_pair(0)?;
+    let mut pdn = match &a.pdn {
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| CliError(format!("--pdn {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
     let plies = a.opening_plies.unwrap_or(match variant {
         Variant::International | Variant::Turkish => 2,
         _ => 3,
@@ -593,6 +680,25 @@ pub(crate) fn run(a: MatchArgs) -> Result<(), CliError> {
                 ),
                 (None, None) => format!("adjudicated a draw after {} plies", plan.max_plies),
             };
+            if let Some(file) = pdn.as_mut() {
+                let (white, black) = if o.a_white {
+                    (&a.a, &a.b)
+                } else {
+                    (&a.b, &a.a)
+                };
+                let text = pdn_game(
+                    variant,
+                    o.index + 1,
+                    white,
+                    black,
+                    variant.result_text(winner),
+                    &how,
+                    &o.moves,
+                );
+                if let Err(e) = file.write_all(text.as_bytes()) {
+                    first_error.get_or_insert(CliError(format!("--pdn: {e}")));
+                }
+            }
             let e = tally.elo();
             let sprt_text = match &sprt {
                 Some(test) => {
@@ -734,6 +840,42 @@ mod tests {
         );
         assert_eq!(w(&[Some(600), None, Some(700), Some(800)]), None);
         assert_eq!(w(&[Some(600), Some(-700), Some(700), Some(800)]), None);
+    }
+
+    #[test]
+    fn match_games_are_written_in_pdn() {
+        let rules = RuleSet::from(Variant::International);
+        let mut game = Game::new(Position::start(rules));
+        for text in ["32-28", "19-23", "28x19", "14x23"] {
+            let mv = game.position().parse_move(text).unwrap();
+            game.play(&mv).unwrap();
+        }
+        let moves = move_texts(&game);
+        assert_eq!(moves, ["32-28", "19-23", "28x19", "14x23"]);
+        let text = pdn_game(
+            Variant::International,
+            3,
+            "8",
+            "hub:a \"b\"\nc",
+            Variant::International.result_text(Some(Color::Black)),
+            "black wins",
+            &moves,
+        );
+        assert!(text.contains("[Round \"3\"]\n"));
+        assert!(text.contains("[Black \"hub:a \\\"b\\\" c\"]\n"), "{text}");
+        assert!(
+            text.contains("[Result \"0-2\"]\n[GameType \"20\"]\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("\n1. 32-28 19-23 2. 28x19 14x23 0-2\n\n"),
+            "{text}"
+        );
+        // Long games wrap at 80 columns.
+        let long: Vec<String> = (0..60).map(|_| "32-28".to_string()).collect();
+        let text = pdn_game(Variant::Russian, 1, "a", "b", "1-0", "", &long);
+        assert!(text.lines().all(|l| l.len() <= 80));
+        assert!(!text.contains("[Variant"));
     }
 
     #[test]
