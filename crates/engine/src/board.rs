@@ -657,6 +657,45 @@ const fn frisian_jump_landings() -> [u64; 64] {
     out
 }
 
+/// The squares a man on bit `s` of the Frisian board jumps to over `jumped`, a subset of
+/// `JUMP_NEIGHBOURS[s]` (each neighbour `o` gives `2o - s`), without a loop over them: rotated so that `s`
+/// is bit 22, the neighbours are eight fixed bits (offsets ±1, ±5, ±6, ±11), which a multiplication by
+/// [`FRISIAN_JUMP_MAGIC`] gathers into the top byte, the index of [`FRISIAN_JUMPS`] (the landings, bits
+/// `22 + 2 * offset`, rotated back). The squares beyond are on the board for those neighbours.
+#[inline(always)]
+pub(crate) fn frisian_jumps(s: u32, jumped: u64) -> u64 {
+    let r = s.wrapping_sub(FRISIAN_JUMP_CENTRE);
+    let index = jumped.rotate_right(r).wrapping_mul(FRISIAN_JUMP_MAGIC) >> 56;
+    FRISIAN_JUMPS[index as usize].rotate_left(r)
+}
+
+const FRISIAN_JUMP_CENTRE: u32 = 22;
+const FRISIAN_JUMP_OFFSETS: [i32; 8] = [-11, -6, -5, -1, 1, 5, 6, 11];
+/// Maps every subset of the eight neighbour bits around bit 22 to its own top byte (found by search; the
+/// test `frisian_jumps_match_the_neighbours` checks every square and subset).
+const FRISIAN_JUMP_MAGIC: u64 = 0x0c02_0404_0080_0200;
+
+/// See [`frisian_jumps`].
+const FRISIAN_JUMPS: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut k = 0;
+    while k < 256 {
+        let (mut x, mut l) = (0u64, 0u64);
+        let mut i = 0;
+        while i < 8 {
+            if k >> i & 1 != 0 {
+                let o = FRISIAN_JUMP_CENTRE as i32 + FRISIAN_JUMP_OFFSETS[i];
+                x |= 1 << o;
+                l |= 1 << (2 * o - FRISIAN_JUMP_CENTRE as i32);
+            }
+            i += 1;
+        }
+        t[(x.wrapping_mul(FRISIAN_JUMP_MAGIC) >> 56) as usize] = l;
+        k += 1;
+    }
+    t
+};
+
 /// Frisian 10x10 (docs/rules.md §11.2): the four diagonals of [`Diag10`], then up, right, down, left over
 /// the dark squares two ranks or two files away (a row holds five dark squares one bit apart; two rows down
 /// is eleven bits with the ghost layout).
@@ -777,6 +816,30 @@ mod tests {
                 (!t.is_zero()).then(|| b.algebraic(Square::from_mask(t)).to_string())
             })
             .collect()
+    }
+
+    #[test]
+    fn frisian_jumps_match_the_neighbours() {
+        for sq in TEN.squares() {
+            let s = sq.bit();
+            let all = Frisian10::JUMP_NEIGHBOURS[s as usize];
+            // Every subset of the jumpable neighbours.
+            let mut sub = all;
+            loop {
+                let mut want = 0u64;
+                let mut c = sub;
+                while c != 0 {
+                    let o = c.trailing_zeros();
+                    c &= c - 1;
+                    want |= 1 << (2 * o - s);
+                }
+                assert_eq!(frisian_jumps(s, sub), want, "{sq:?} {sub:#x}");
+                if sub == 0 {
+                    break;
+                }
+                sub = (sub - 1) & all;
+            }
+        }
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! precedence key (the Italian list, Spanish kings, the maximum rule, Czech king-first are all "keep the
 //! chains with the largest key"), so the sink keeps only the best chains as it goes.
 
-use crate::board::{Bits, Geometry, Square, count_sparse, each_dir, step, step_into};
+use crate::board::{
+    Bits, Geometry, Square, count_sparse, each_dir, frisian_jumps, step, step_into,
+};
 use crate::position::{Move, Position};
 use crate::variant::{Color, Precedence, Promotion, Removal, RuleSet, Rules};
 
@@ -424,17 +426,13 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         let mut ahead = <G::B as Bits>::ZERO;
         let dirs = self.man_dirs();
         if G::N_DIRS == 8 {
-            // Eight directions (Frisian): the jumpable neighbours first (most chains end with none).
-            // Every step is a constant shift in the bit layout, so the square beyond a neighbour `o` of
-            // `s` is `2o - s` (on the board for the neighbours in `JUMP_NEIGHBOURS`); men capture every
-            // way here.
-            let s = cur.trailing_zeros() as i32;
-            let mut c = G::JUMP_NEIGHBOURS[s as usize & 63] & jumpable;
-            while !c.is_zero() {
-                let o = c.trailing_zeros() as i32;
-                c = c.clear_lowest();
-                ahead |= <G::B as Bits>::bit((2 * o - s) as u32 & 63) & empty;
-            }
+            // Eight directions (Frisian): the squares beyond the jumpable neighbours, all at once by
+            // table ([`frisian_jumps`]). Every step is a constant shift in the bit layout, so the square
+            // beyond a neighbour `o` of `s` is `2o - s` (on the board for the neighbours in
+            // `JUMP_NEIGHBOURS`); men capture every way here.
+            let s = cur.trailing_zeros();
+            let c = G::JUMP_NEIGHBOURS[s as usize & 63] & jumpable;
+            ahead = <G::B as Bits>::join(frisian_jumps(s, c.lo()), 0) & empty;
             debug_assert_eq!(dirs, 0xFF);
         } else {
             each_dir::<G>(|d| {
@@ -889,14 +887,8 @@ impl<G: Geometry> MenChains<'_, G> {
     /// `o` is `2o - s`, see [`Gen::man_go_on`]).
     #[inline(always)]
     fn ahead(&self, s: u32, captured: G::B) -> G::B {
-        let mut c = G::JUMP_NEIGHBOURS[s as usize & 63] & self.opp & !captured;
-        let mut ahead = <G::B as Bits>::ZERO;
-        while !c.is_zero() {
-            let o = c.trailing_zeros();
-            c = c.clear_lowest();
-            ahead |= <G::B as Bits>::bit((2 * o).wrapping_sub(s) & 63);
-        }
-        ahead & self.empty
+        let c = G::JUMP_NEIGHBOURS[s as usize & 63] & self.opp & !captured;
+        <G::B as Bits>::join(frisian_jumps(s, c.lo()), 0) & self.empty
     }
 
     /// The chain of the man from `from` standing on bit `s` after taking `captured` (`n` pieces worth
