@@ -799,16 +799,6 @@ impl Position {
         king: bool,
         promotes: bool,
     ) -> Position {
-        if G::KING_MOVE_LIMIT {
-            return self.play_in::<G>(&Move::new(
-                from,
-                to,
-                <G::B as Bits>::ZERO,
-                0,
-                king,
-                promotes,
-            ));
-        }
         let ft = from | to;
         let (mut white, mut black, mut kings) = (
             self.white_bb::<G::B>(),
@@ -827,6 +817,11 @@ impl Position {
         let mut next = *self;
         next.set_bb::<G::B>(white, black, kings);
         next.side = !self.side;
+        // As in `play_in`: the move is built only for the Frisian king-move count, when it changes one.
+        if G::KING_MOVE_LIMIT && (king || self.runs != [0; 2]) {
+            let mv = Move::new(from, to, <G::B as Bits>::ZERO, 0, king, promotes);
+            next.update_runs(self.side, &mv);
+        }
         next
     }
 
