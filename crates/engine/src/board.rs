@@ -422,6 +422,9 @@ pub(crate) trait Geometry {
     /// Per bit `s`: the squares `2o - s` beyond those neighbours, where a man on `s` lands (and from where
     /// a man lands on `s`).
     const JUMP_LANDINGS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
+    /// Per bit `t`: the neighbours `x` from which a man jumps a piece on `t` (the square beyond, `2t - x`,
+    /// is on the board).
+    const JUMPERS: [Self::B; 64] = [<Self::B as Bits>::ZERO; 64];
     /// Rules every variant played on this geometry shares, fixed at compile time so that the generator's
     /// tests of them fold away; `None` reads the position's rule table. (`geometry_rules_match_the_tables`
     /// checks them against docs/rules.md's tables in `variant.rs`.)
@@ -640,6 +643,27 @@ const fn frisian_jump_neighbours() -> [u64; 64] {
     out
 }
 
+/// The neighbours of every square of the Frisian board from which a man jumps a piece on it (see
+/// [`Geometry::JUMPERS`]): `x` and `2t - x` are both neighbours of `t` (the opposite steps).
+const fn frisian_jumpers() -> [u64; 64] {
+    let neighbours = frisian_neighbours();
+    let mut out = [0u64; 64];
+    let mut t = 0;
+    while t < 64 {
+        let mut c = neighbours[t];
+        while c != 0 {
+            let x = c.trailing_zeros() as usize;
+            c &= c - 1;
+            let l = 2 * t as i32 - x as i32;
+            if l >= 0 && l < 64 && neighbours[t] & (1u64 << l) != 0 {
+                out[t] |= 1u64 << x;
+            }
+        }
+        t += 1;
+    }
+    out
+}
+
 /// The squares two steps from every square of the Frisian board (see [`Geometry::JUMP_LANDINGS`]).
 const fn frisian_jump_landings() -> [u64; 64] {
     let jumpable = frisian_jump_neighbours();
@@ -720,6 +744,7 @@ impl Geometry for Frisian10 {
     const KING_MOVE_LIMIT: bool = true;
     const JUMP_NEIGHBOURS: [u64; 64] = frisian_jump_neighbours();
     const JUMP_LANDINGS: [u64; 64] = frisian_jump_landings();
+    const JUMPERS: [u64; 64] = frisian_jumpers();
     // Frisian and Frysk.
     const FLYING: Option<bool> = Some(true);
     const MEN_CAPTURE_BACKWARD: Option<bool> = Some(true);
@@ -927,6 +952,15 @@ mod tests {
                 acc | step::<Frisian10>(step::<Frisian10>(m, d), d)
             });
             assert_eq!(Frisian10::JUMP_LANDINGS[sq.0 as usize], landings, "{sq:?}");
+            let jumpers = (0..8).fold(0, |acc, d| {
+                let x = step::<Frisian10>(m, d);
+                if step::<Frisian10>(m, d ^ 2) != 0 {
+                    acc | x
+                } else {
+                    acc
+                }
+            });
+            assert_eq!(Frisian10::JUMPERS[sq.0 as usize], jumpers, "{sq:?}");
         }
         // Frisian: square 28 (e5) also reaches e7 (18), g5 (29), e3 (38), c5 (27); 6 (a9) c9 and a7.
         assert_eq!(

@@ -29,6 +29,9 @@ pub(crate) trait Sink<B: Bits> {
     fn has_captures(&self) -> bool;
     /// A quiet move.
     fn quiet(&mut self, mv: Move);
+    /// The quiet moves come next (there is no capture, or captures are optional).
+    #[inline(always)]
+    fn before_quiet(&mut self) {}
     /// A quiet move as the generator finds it (one-bit sets), for sinks that play it at once.
     #[inline(always)]
     fn quiet_step(&mut self, from: B, to: B, king: bool, promotes: bool) {
@@ -216,6 +219,7 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         if self.sink.has_captures() && pos.rule_set().mandatory_capture() {
             return;
         }
+        self.sink.before_quiet();
         self.quiet_moves(pos, own_men, own_kings);
     }
 
@@ -766,6 +770,142 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
         n = count_sparse(&first[..G::N_DIRS]);
     }
     LeafCount::Exact(u64::from(n))
+}
+
+/// What [`bulk_count_quiet_reply`] needs of a position of the eight-direction board (`side`, `own`: the
+/// side to move; `opp`: the side that replies to its quiet moves), where the replying side has no king and
+/// no capture and the men's chains are counted without the generator ([`men_chains`]); `None` elsewhere.
+#[inline(always)]
+pub(crate) fn quiet_replies<G: Geometry>(
+    lr: &LeafRules,
+    side: Color,
+    own: G::B,
+    opp: G::B,
+    kings: G::B,
+) -> Option<QuietReplies<G::B>> {
+    if G::N_DIRS != 8 || !lr.mandatory || lr.crowning_goes_on || !(opp & kings).is_zero() {
+        return None;
+    }
+    let empty = G::MASK & !(own | opp);
+    let (mut exposed, mut landing) = (<G::B as Bits>::ZERO, <G::B as Bits>::ZERO);
+    each_dir::<G>(|d| {
+        let men = step_into::<G>(opp, d);
+        exposed |= men & step_into::<G>(empty, d ^ 2);
+        landing |= step_into::<G>(men & own, d);
+    });
+    // The replying side has no capture now (each of its captures would take a piece on an exposed square).
+    if !(exposed & own).is_zero() {
+        return None;
+    }
+    // Its men's steps (two directions, forwards), and their number.
+    let (a, b) = match side {
+        Color::White => (2, 3),
+        Color::Black => (0, 1),
+    };
+    debug_assert_eq!(man_move_dirs(false, !side), (1 << a) | (1 << b));
+    let steps = [step_into::<G>(opp, a), step_into::<G>(opp, b)];
+    let quiet = (steps[0] & empty).count_ones() + (steps[1] & empty).count_ones();
+    Some(QuietReplies {
+        exposed,
+        landing,
+        steps,
+        quiet,
+    })
+}
+
+/// See [`quiet_replies`]: the squares where a piece of the side to move could be taken (a man of the other
+/// side on one side of it, an empty square on the other), those that, emptied, a man of the other side
+/// could land on (over a piece of the side to move), the squares the other side's men step to (per
+/// direction), and the number of its quiet moves.
+#[derive(Clone, Copy)]
+pub(crate) struct QuietReplies<B> {
+    exposed: B,
+    landing: B,
+    steps: [B; 2],
+    quiet: u32,
+}
+
+/// [`bulk_count_bits`] for the reply to a quiet move `from` -> `to` (one-bit sets) of `opp`, from the
+/// position before it (`before`, [`quiet_replies`]): the side to move (`own`, men only) had no capture
+/// then, so each of its captures now takes the piece on `to` or lands on `from`, the only squares that
+/// changed. Whether there is one is three bit tests (`to` exposed, `from` a landing square, or a man just
+/// beyond `to` that jumps it onto `from`); with none, the quiet moves are those before, less the steps onto
+/// `to`, plus those onto `from`; else the first jumps are found from the two squares.
+#[inline(always)]
+pub(crate) fn bulk_count_quiet_reply<G: Geometry>(
+    before: &QuietReplies<G::B>,
+    own: G::B,
+    opp: G::B,
+    kings: G::B,
+    from: G::B,
+    to: G::B,
+) -> LeafCount {
+    let t = to.trailing_zeros();
+    let f = from.trailing_zeros();
+    let over_to = G::JUMPERS[t as usize & 63] & own;
+    // A man beyond `to` (a neighbour of `to` only after a one-step move) that jumps it onto `from`.
+    let back = over_to & <G::B as Bits>::bit((2 * t).wrapping_sub(f) & 63);
+    if ((to & before.exposed) | (from & before.landing) | back).is_zero() {
+        let onto = |sq: G::B| {
+            u32::from(!(before.steps[0] & sq).is_zero())
+                + u32::from(!(before.steps[1] & sq).is_zero())
+        };
+        return LeafCount::Exact(u64::from(before.quiet + onto(from) - onto(to)));
+    }
+    let empty = G::MASK & !(own | opp);
+    // Only the men that can: jumpers of `to` if it is exposed (or the man beyond it jumps it onto
+    // `from`), men two steps from `from` if it is a landing square.
+    let zero = <G::B as Bits>::ZERO;
+    let over_to = if (to & before.exposed).is_zero() && back.is_zero() {
+        zero
+    } else {
+        over_to
+    };
+    let onto_from = if (from & before.landing).is_zero() {
+        zero
+    } else {
+        G::JUMP_LANDINGS[f as usize & 63] & own
+    };
+    let (mut n, mut n_kings) = (0u32, 0u32);
+    let (mut go_on, mut starters) = (<G::B as Bits>::ZERO, <G::B as Bits>::ZERO);
+    // A first jump from `x` over `o` onto `l`: whether the man can go on from `l` (a jump back over `o`
+    // would land on `x`, the only square it empties; `o` stays on the board).
+    let mut first = |x: G::B, o: u32, l: u32| {
+        n += 1;
+        let over = <G::B as Bits>::bit(o);
+        n_kings += u32::from(!(over & kings).is_zero());
+        let c = G::JUMP_NEIGHBOURS[l as usize & 63] & opp & !over;
+        if !(<G::B as Bits>::join(frisian_jumps(l, c.lo()), 0) & empty).is_zero() {
+            go_on |= <G::B as Bits>::bit(l);
+            starters |= x;
+        }
+    };
+    let mut xs = over_to;
+    while !xs.is_zero() {
+        let x = xs.lowest();
+        xs = xs.clear_lowest();
+        let l = (2 * t).wrapping_sub(x.trailing_zeros()) & 63;
+        if !(<G::B as Bits>::bit(l) & empty).is_zero() {
+            first(x, t, l);
+        }
+    }
+    let mut xs = onto_from;
+    while !xs.is_zero() {
+        let x = xs.lowest();
+        xs = xs.clear_lowest();
+        let o = (x.trailing_zeros() + f) / 2;
+        // Over `to` onto `from`: found above.
+        if o != t && !(<G::B as Bits>::bit(o) & opp).is_zero() {
+            first(x, o, f);
+        }
+    }
+    debug_assert!(n > 0);
+    if !go_on.is_zero() {
+        LeafCount::MenChains(go_on.lo(), starters.lo())
+    } else {
+        // Single jumps only: those that take a king outvalue the others (docs/rules.md §11.3).
+        LeafCount::Exact(u64::from(if n_kings > 0 { n_kings } else { n }))
+    }
 }
 
 /// [`LeafCount::MenChains`]: the number of legal moves of the side to move (`own` against `opp`), whose

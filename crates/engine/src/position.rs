@@ -288,6 +288,10 @@ struct PerftSink<'a, G: Geometry> {
     leaf: movegen::LeafRules,
     /// This node's depth (2 or more).
     depth: u32,
+    /// At depth 2 on the eight-direction board, where the other side has no king and no capture: its
+    /// replies to the quiet moves are counted by [`movegen::bulk_count_quiet_reply`] (set before the
+    /// quiet moves).
+    replies: Option<movegen::QuietReplies<G::B>>,
     count: Count,
     captures: ListSink<'a>,
     /// The lists of the plies below.
@@ -320,6 +324,17 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
         self.total += subtree::<G>(&child, self.depth, self.count, self.rest);
     }
     #[inline(always)]
+    fn before_quiet(&mut self) {
+        // Looked at only where there are quiet moves (not after a capture).
+        if G::N_DIRS == 8 && self.depth == 2 {
+            let (own, opp) = match self.side {
+                Color::White => (self.white, self.black),
+                Color::Black => (self.black, self.white),
+            };
+            self.replies = movegen::quiet_replies::<G>(&self.leaf, self.side, own, opp, self.kings);
+        }
+    }
+    #[inline(always)]
     fn quiet_step(&mut self, from: G::B, to: G::B, king: bool, promotes: bool) {
         if self.depth == 2 {
             // The last ply from the child's pieces alone: the child position is built only when the
@@ -350,15 +365,19 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
                 Color::White => (black, white),
                 Color::Black => (white, black),
             };
-            // The held king matters only to a side with kings (looked up only then).
-            let blocked = if G::KING_MOVE_LIMIT && !(own & kings).is_zero() {
-                <G::B as Bits>::join(p.blocked_king_of(!self.side), 0)
+            let replies = if G::N_DIRS == 8 { self.replies } else { None };
+            let leaf = if let Some(before) = &replies {
+                movegen::bulk_count_quiet_reply::<G>(before, own, opp, kings, from, to)
             } else {
-                <G::B as Bits>::ZERO
+                // The held king matters only to a side with kings (looked up only then).
+                let blocked = if G::KING_MOVE_LIMIT && !(own & kings).is_zero() {
+                    <G::B as Bits>::join(p.blocked_king_of(!self.side), 0)
+                } else {
+                    <G::B as Bits>::ZERO
+                };
+                movegen::bulk_count_bits::<G>(&self.leaf, !self.side, own, opp, kings, blocked)
             };
-            self.total += match movegen::bulk_count_bits::<G>(
-                &self.leaf, !self.side, own, opp, kings, blocked,
-            ) {
+            self.total += match leaf {
                 LeafCount::Exact(n) => n,
                 LeafCount::MenChains(go_on, starters) => movegen::men_chains::<G>(
                     !self.side,
@@ -399,14 +418,16 @@ fn perft_rec<G: Geometry>(
     if G::FIRST_KING && pos.is_over_by_first_king() {
         return 0;
     }
+    let leaf = movegen::LeafRules::new(pos.rules);
     let mut sink = PerftSink::<G> {
         pos,
         white: pos.white_bb::<G::B>(),
         black: pos.black_bb::<G::B>(),
         kings: pos.kings_bb::<G::B>(),
         side: pos.side,
-        leaf: movegen::LeafRules::new(pos.rules),
+        leaf,
         depth,
+        replies: None,
         count,
         captures: ListSink::new(list, count.unique()),
         rest,
