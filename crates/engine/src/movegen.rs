@@ -37,6 +37,12 @@ pub(crate) trait Sink<B: Bits> {
     fn quiet_step(&mut self, from: B, to: B, king: bool, promotes: bool) {
         self.quiet(Move::new(from, to, B::ZERO, 0, king, promotes));
     }
+    /// The men's quiet steps in direction `d` onto the squares `to` (their origins one step back), for
+    /// sinks that count some of them at once: returns those left to [`Sink::quiet_step`].
+    #[inline(always)]
+    fn quiet_men_steps(&mut self, to: B, _d: usize) -> B {
+        to
+    }
 }
 
 /// Per-position constants of the search.
@@ -254,7 +260,9 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
 
     #[inline(always)]
     fn quiet_men(&mut self, own_men: G::B, d: usize) {
-        let mut t = step::<G>(own_men, d) & self.empty;
+        let mut t = self
+            .sink
+            .quiet_men_steps(step::<G>(own_men, d) & self.empty, d);
         while !t.is_zero() {
             let to = t.lowest();
             t = t.clear_lowest();
@@ -811,6 +819,32 @@ pub(crate) fn quiet_replies<G: Geometry>(
         steps,
         quiet,
     })
+}
+
+/// [`bulk_count_quiet_reply`] summed over quiet moves of the men one step each, onto `to` from `from`
+/// (the same steps), where the other side has no capture after any of them (none of `to` exposed, of
+/// `from` a landing square, of the squares beyond `to` holding a man of the other side): for each, the
+/// quiet moves before, less the steps onto its `to`, plus those onto its `from`.
+#[inline(always)]
+pub(crate) fn bulk_count_quiet_replies<G: Geometry>(
+    before: &QuietReplies<G::B>,
+    from: G::B,
+    to: G::B,
+) -> u64 {
+    let onto = |sq: G::B| (before.steps[0] & sq).count_ones() + (before.steps[1] & sq).count_ones();
+    u64::from(to.count_ones() * before.quiet + onto(from) - onto(to))
+}
+
+/// The squares where a quiet step in direction `d` onto them may leave the other side a capture (see
+/// [`bulk_count_quiet_reply`]): exposed, one step beyond a landing square, or one step before a man of the
+/// other side (`opp`).
+#[inline(always)]
+pub(crate) fn quiet_reply_captures<G: Geometry>(
+    before: &QuietReplies<G::B>,
+    opp: G::B,
+    d: usize,
+) -> G::B {
+    before.exposed | step::<G>(before.landing, d) | step::<G>(opp, d ^ 2)
 }
 
 /// See [`quiet_replies`]: the squares where a piece of the side to move could be taken (a man of the other

@@ -4,6 +4,7 @@ use std::fmt;
 
 use crate::board::{
     Bitboard, Bits, Board, BoardKind, Diag8, Diag10, Diag12, Frisian10, Geometry, Ortho, Square,
+    step,
 };
 use crate::fen::{Fen, FenError, SquareRef};
 use crate::movegen::{self, CountSink, Gen, LeafCount, ListSink, PathSink, Sink};
@@ -333,6 +334,28 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
             };
             self.replies = movegen::quiet_replies::<G>(&self.leaf, self.side, own, opp, self.kings);
         }
+    }
+    #[inline(always)]
+    fn quiet_men_steps(&mut self, to: G::B, d: usize) -> G::B {
+        if G::N_DIRS != 8 || self.depth != 2 {
+            return to;
+        }
+        let Some(before) = &self.replies else {
+            return to;
+        };
+        // The steps after which the other side has no capture are counted at once; the others (and,
+        // where a first king ends the game, those that crown) go one by one.
+        let (opp, promo_row) = match self.side {
+            Color::White => (self.black, G::TOP_ROW),
+            Color::Black => (self.white, G::BOTTOM_ROW),
+        };
+        let mut held = movegen::quiet_reply_captures::<G>(before, opp, d);
+        if G::FIRST_KING && self.leaf.first_king {
+            held |= promo_row;
+        }
+        let free = to & !held;
+        self.total += movegen::bulk_count_quiet_replies::<G>(before, step::<G>(free, d ^ 2), free);
+        to & held
     }
     #[inline(always)]
     fn quiet_step(&mut self, from: G::B, to: G::B, king: bool, promotes: bool) {
