@@ -15,6 +15,7 @@ use draughts_ai::{
 };
 use draughts_engine::{
     Color, Game, GameResult, GameStatus, Move, Position, RuleOptions, RuleSet, Variant,
+    pdn_movetext, pdn_tag,
 };
 use serde::Serialize;
 
@@ -474,46 +475,23 @@ fn pdn_game(
     how: &str,
     moves: &[String],
 ) -> String {
-    let escape = |v: &str| -> String {
-        v.chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect::<String>()
-            .replace('\\', "\\\\")
-            .replace('"', "\\\"")
-    };
     let mut out = String::new();
-    let mut tag = |k: &str, v: &str| out.push_str(&format!("[{k} \"{}\"]\n", escape(v)));
-    tag("Event", "draughts match");
-    tag("Round", &round.to_string());
-    tag("White", white);
-    tag("Black", black);
-    tag("Result", result);
-    tag("GameType", &variant.pdn_game_type().to_string());
+    for (k, v) in [
+        ("Event", "draughts match"),
+        ("Round", &round.to_string()),
+        ("White", white),
+        ("Black", black),
+        ("Result", result),
+        ("GameType", &variant.pdn_game_type().to_string()),
+    ] {
+        out.push_str(&pdn_tag(k, v));
+    }
     if Variant::from_pdn_game_type(variant.pdn_game_type()) != Some(variant) {
-        tag("Variant", variant.key());
+        out.push_str(&pdn_tag("Variant", variant.key()));
     }
-    tag("Termination", how);
+    out.push_str(&pdn_tag("Termination", how));
     out.push('\n');
-    let mut words: Vec<String> = Vec::with_capacity(moves.len() * 3 / 2 + 1);
-    for (i, m) in moves.iter().enumerate() {
-        if i % 2 == 0 {
-            words.push(format!("{}.", i / 2 + 1));
-        }
-        words.push(m.clone());
-    }
-    words.push(result.to_string());
-    let mut col = 0;
-    for w in &words {
-        if col > 0 && col + w.len() + 1 > 80 {
-            out.push('\n');
-            col = 0;
-        } else if col > 0 {
-            out.push(' ');
-            col += 1;
-        }
-        out.push_str(w);
-        col += w.len();
-    }
+    out.push_str(&pdn_movetext(moves, result));
     out.push_str("\n\n");
     out
 }

@@ -203,6 +203,51 @@ pub(crate) fn square_name(board: &Board, style: NotationStyle, sq: Square) -> St
     }
 }
 
+/// A PDN tag line, `[Key "value"]` and a newline, the value as PDN may carry it: control characters (a
+/// newline would start a forged tag) become spaces, and `\` and `"` are escaped.
+pub fn pdn_tag(key: &str, value: &str) -> String {
+    let mut out = String::with_capacity(key.len() + value.len() + 6);
+    out.push('[');
+    out.push_str(key);
+    out.push_str(" \"");
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push_str("\"]\n");
+    out
+}
+
+/// A PDN movetext section: the moves numbered from the first (`1. 32-28 19-23 2. ...`), then the result,
+/// wrapped at about 80 columns as PDN readers expect; no final newline.
+pub fn pdn_movetext<S: AsRef<str>>(moves: &[S], result: &str) -> String {
+    let mut out = String::new();
+    let mut col = 0;
+    let mut word = |w: &str| {
+        if col > 0 && col + w.len() + 1 > 80 {
+            out.push('\n');
+            col = 0;
+        } else if col > 0 {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(w);
+        col += w.len();
+    };
+    for (i, m) in moves.iter().enumerate() {
+        if i % 2 == 0 {
+            word(&format!("{}.", i / 2 + 1));
+        }
+        word(m.as_ref());
+    }
+    word(result);
+    out
+}
+
 impl Position {
     /// Parses and resolves a move text in one call.
     pub fn parse_move(&self, text: &str) -> Result<Move, ResolveError> {
@@ -278,5 +323,38 @@ impl Position {
     /// A square's name in the variant's notation (`32` or `c3`).
     pub fn square_name(&self, sq: Square) -> String {
         square_name(self.board(), self.rule_set().rules().notation, sq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{pdn_movetext, pdn_tag};
+
+    #[test]
+    fn pdn_tag_values_cannot_break_out_of_their_tag() {
+        assert_eq!(pdn_tag("White", "Ann"), "[White \"Ann\"]\n");
+        assert_eq!(
+            pdn_tag("White", "x\"]\n[Result \"2-0"),
+            "[White \"x\\\"] [Result \\\"2-0\"]\n"
+        );
+        assert_eq!(pdn_tag("W", "a\r\nb\u{0}c").lines().count(), 1);
+        assert_eq!(pdn_tag("W", "back\\slash"), "[W \"back\\\\slash\"]\n");
+    }
+
+    #[test]
+    fn pdn_movetext_numbers_and_wraps() {
+        assert_eq!(
+            pdn_movetext(&["32-28", "19-23", "28x19"], "2-0"),
+            "1. 32-28 19-23 2. 28x19 2-0"
+        );
+        assert_eq!(pdn_movetext::<&str>(&[], "*"), "*");
+        let long = vec!["32-28"; 60];
+        let text = pdn_movetext(&long, "1-1");
+        assert!(text.lines().count() > 5);
+        assert!(
+            text.lines()
+                .all(|l| l.len() <= 80 && !l.starts_with(' ') && !l.ends_with(' '))
+        );
+        assert_eq!(text.split_whitespace().count(), 60 + 30 + 1);
     }
 }

@@ -1,7 +1,7 @@
 //! PDN export of a game: the standard seven tags plus GameType, FEN (when not the start position),
 //! TimeControl and the termination reason, then the moves numbered from the first mover.
 
-use draughts_engine::{Color, Position, Variant};
+use draughts_engine::{Color, Position, Variant, pdn_movetext, pdn_tag};
 
 use super::record::{GameRecord, TimeControlRec};
 use super::service::{GamesError, GamesResult};
@@ -24,21 +24,6 @@ pub fn result_text(record: &GameRecord) -> String {
     variant.result_text(winner).into()
 }
 
-/// A tag value as PDN may carry it: control characters (a newline would start a forged tag) become
-/// spaces, and `\` and `"` are escaped.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// The game in PDN.
 pub fn export(record: &GameRecord) -> GamesResult<String> {
     let rules = record.rules()?;
@@ -53,9 +38,7 @@ pub fn export(record: &GameRecord) -> GamesResult<String> {
     };
     let result = result_text(record);
     let mut out = String::new();
-    let tag = |out: &mut String, k: &str, v: &str| {
-        out.push_str(&format!("[{k} \"{}\"]\n", escape(v)));
-    };
+    let tag = |out: &mut String, k: &str, v: &str| out.push_str(&pdn_tag(k, v));
     tag(
         &mut out,
         "Event",
@@ -97,28 +80,8 @@ pub fn export(record: &GameRecord) -> GamesResult<String> {
         tag(&mut out, "Termination", &r.description);
     }
     out.push('\n');
-    let mut line = String::new();
-    for (i, m) in record.moves.iter().enumerate() {
-        if i % 2 == 0 {
-            line.push_str(&format!("{}. ", i / 2 + 1));
-        }
-        line.push_str(&m.text);
-        line.push(' ');
-    }
-    line.push_str(&result);
-    // Wrap at about 80 columns, as PDN readers expect lines of moderate length.
-    let mut col = 0;
-    for word in line.split(' ') {
-        if col > 0 && col + word.len() + 1 > 80 {
-            out.push('\n');
-            col = 0;
-        } else if col > 0 {
-            out.push(' ');
-            col += 1;
-        }
-        out.push_str(word);
-        col += word.len();
-    }
+    let texts: Vec<&str> = record.moves.iter().map(|m| m.text.as_str()).collect();
+    out.push_str(&pdn_movetext(&texts, &result));
     out.push('\n');
     Ok(out)
 }
@@ -143,18 +106,5 @@ mod tests {
     fn civil_dates() {
         assert_eq!(super::civil_from_days(0), (1970, 1, 1));
         assert_eq!(super::civil_from_days(20_422), (2025, 11, 30));
-    }
-}
-
-#[cfg(test)]
-mod escape_tests {
-    use super::escape;
-
-    #[test]
-    fn tag_values_cannot_break_out_of_their_tag() {
-        assert_eq!(escape("Ann"), "Ann");
-        assert_eq!(escape("x\"]\n[Result \"2-0"), "x\\\"] [Result \\\"2-0");
-        assert!(!escape("a\r\nb\u{0}c").chars().any(char::is_control));
-        assert_eq!(escape("back\\slash"), "back\\\\slash");
     }
 }
