@@ -674,7 +674,9 @@ pub(crate) fn run(a: MatchArgs) -> Result<(), CliError> {
                     &o.moves,
                 );
                 if let Err(e) = file.write_all(text.as_bytes()) {
-                    first_error.get_or_insert(CliError(format!("--pdn: {e}")));
+                    // The match goes on and still reports; only the record stops.
+                    eprintln!("--pdn: {e}; no more games are written");
+                    pdn = None;
                 }
             }
             let e = tally.elo();
