@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use draughts_ai::hub;
 use draughts_ai::level::MAX_LEVEL;
-use draughts_ai::openings::balanced_openings;
+use draughts_ai::openings::balanced_openings_shifted;
 use draughts_ai::{
     Level, Rng, RootState, Searcher, Selectivity, Sprt, SprtState, Tally, greedy_move,
 };
@@ -55,7 +55,8 @@ pub(crate) struct MatchArgs {
     /// Games played at the same time, one thread (and one pair of engines) each.
     #[arg(long, default_value_t = 1)]
     concurrency: u32,
-    /// Seed for the levels' randomness.
+    /// Seed for the levels' randomness; a seed other than 1 also shifts which balanced openings are
+    /// played when there are more than the games need (so node-limited matches give a second sample).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// A game still going after this many plies is scored a draw.
@@ -559,7 +560,14 @@ pub(crate) fn run(a: MatchArgs) -> Result<(), CliError> {
     eprintln!("choosing balanced openings ({plies} plies)...");
     let plan = MatchPlan {
         rules,
-        openings: balanced_openings(rules, plies, games.div_ceil(2) as usize),
+        // Seed 1 (the default) plays the lines it always did; another seed shifts the picks, so that a
+        // match of engines without randomness (node limits) gives a second sample.
+        openings: balanced_openings_shifted(
+            rules,
+            plies,
+            games.div_ceil(2) as usize,
+            a.seed.wrapping_sub(1) as usize,
+        ),
         seed: a.seed,
         max_plies: a.max_plies,
         hub_time: movetime.unwrap_or(Duration::from_millis(100)),
