@@ -15,7 +15,7 @@ use draughts_ai::{
 };
 use draughts_engine::{
     Color, Game, GameResult, GameStatus, Move, Position, RuleOptions, RuleSet, Variant,
-    pdn_movetext, pdn_tag,
+    pdn_movetext, pdn_tag, pdn_variant_tags,
 };
 use serde::Serialize;
 
@@ -365,6 +365,8 @@ struct MatchPlan {
     hub_time: Duration,
     /// See `MatchArgs::adjudicate`.
     adjudicate: Option<i32>,
+    /// The games are written (`--pdn`): keep their move texts.
+    record: bool,
 }
 
 /// One finished game, from engine A's point of view.
@@ -376,7 +378,7 @@ struct GameOutcome {
     result: Option<GameResult>,
     /// Won by adjudication (`--adjudicate`): the winner.
     adjudicated_winner: Option<Color>,
-    /// The moves in the variant's notation, the opening's included.
+    /// The moves in the variant's notation, the opening's included (only when the games are written).
     moves: Vec<String>,
 }
 
@@ -412,7 +414,7 @@ fn play_game(
                 plies: game.moves().len(),
                 result: None,
                 adjudicated_winner: None,
-                moves: move_texts(&game),
+                moves: move_texts(plan, &game),
             });
         }
         let white_to_move = game.position().side_to_move() == Color::White;
@@ -433,7 +435,7 @@ fn play_game(
                     plies: game.moves().len(),
                     result: None,
                     adjudicated_winner: Some(winner),
-                    moves: move_texts(&game),
+                    moves: move_texts(plan, &game),
                 });
             }
         }
@@ -448,12 +450,21 @@ fn play_game(
         plies: game.moves().len(),
         result,
         adjudicated_winner: None,
-        moves: move_texts(&game),
+        moves: move_texts(plan, &game),
     })
 }
 
+/// A game's moves in its variant's notation, if the match writes its games (else none).
+fn move_texts(plan: &MatchPlan, game: &Game) -> Vec<String> {
+    if plan.record {
+        game_texts(game)
+    } else {
+        Vec::new()
+    }
+}
+
 /// A game's moves in its variant's notation.
-fn move_texts(game: &Game) -> Vec<String> {
+fn game_texts(game: &Game) -> Vec<String> {
     let mut pos = *game.start_position();
     game.moves()
         .iter()
@@ -483,13 +494,10 @@ fn pdn_game(
         ("White", white),
         ("Black", black),
         ("Result", result),
-        ("GameType", &variant.pdn_game_type().to_string()),
     ] {
         out.push_str(&pdn_tag(k, v));
     }
-    if Variant::from_pdn_game_type(variant.pdn_game_type()) != Some(variant) {
-        out.push_str(&pdn_tag("Variant", variant.key()));
-    }
+    out.push_str(&pdn_variant_tags(variant));
     out.push_str(&pdn_tag("Termination", how));
     out.push('\n');
     out.push_str(&pdn_movetext(moves, result));
@@ -572,6 +580,7 @@ pub(crate) fn run(a: MatchArgs) -> Result<(), CliError> {
         max_plies: a.max_plies,
         hub_time: movetime.unwrap_or(Duration::from_millis(100)),
         adjudicate: a.adjudicate,
+        record: a.pdn.is_some(),
     };
     eprintln!(
         "{} openings; {games} games, {} vs {}, {concurrency} at a time",
@@ -838,7 +847,7 @@ mod tests {
             let mv = game.position().parse_move(text).unwrap();
             game.play(&mv).unwrap();
         }
-        let moves = move_texts(&game);
+        let moves = game_texts(&game);
         assert_eq!(moves, ["32-28", "19-23", "28x19", "14x23"]);
         let text = pdn_game(
             Variant::International,

@@ -26,7 +26,9 @@ mod variant;
 pub use board::{Algebraic, Bitboard, Board, BoardKind, Square};
 pub use fen::{Fen, FenError, FenPiece, SquareRef};
 pub use game::{DrawReason, Game, GameError, GameResult, GameStatus, WinReason};
-pub use notation::{MoveText, MoveTextError, ResolveError, pdn_movetext, pdn_tag};
+pub use notation::{
+    MoveText, MoveTextError, ResolveError, pdn_movetext, pdn_tag, pdn_variant_tags,
+};
 pub use position::{Count, Move, MovePath, Piece, PlayError, Position, PositionError, Role};
 pub use variant::{
     Color, DrawRules, EndgameRule, Goal, NoProgress, NotationStyle, OptionError, Precedence,

@@ -222,6 +222,18 @@ pub fn pdn_tag(key: &str, value: &str) -> String {
     out
 }
 
+/// The PDN tags that name a variant: `GameType` (its number), and `Variant` (its key) where that number
+/// is shared with another variant (antidraughts, breakthrough and killer play on international's 20), as
+/// lidraughts writes them.
+pub fn pdn_variant_tags(variant: crate::Variant) -> String {
+    let number = variant.pdn_game_type();
+    let mut out = pdn_tag("GameType", &number.to_string());
+    if crate::Variant::from_pdn_game_type(number) != Some(variant) {
+        out.push_str(&pdn_tag("Variant", variant.key()));
+    }
+    out
+}
+
 /// A PDN movetext section: the moves numbered from the first (`1. 32-28 19-23 2. ...`), then the result,
 /// wrapped at about 80 columns as PDN readers expect; no final newline.
 pub fn pdn_movetext<S: AsRef<str>>(moves: &[S], result: &str) -> String {
@@ -328,7 +340,7 @@ impl Position {
 
 #[cfg(test)]
 mod tests {
-    use super::{pdn_movetext, pdn_tag};
+    use super::{pdn_movetext, pdn_tag, pdn_variant_tags};
 
     #[test]
     fn pdn_tag_values_cannot_break_out_of_their_tag() {
@@ -339,6 +351,24 @@ mod tests {
         );
         assert_eq!(pdn_tag("W", "a\r\nb\u{0}c").lines().count(), 1);
         assert_eq!(pdn_tag("W", "back\\slash"), "[W \"back\\\\slash\"]\n");
+    }
+
+    #[test]
+    fn pdn_names_a_variant_by_number_and_by_key_where_the_number_is_shared() {
+        use crate::Variant;
+        assert_eq!(pdn_variant_tags(Variant::Russian), "[GameType \"25\"]\n");
+        assert_eq!(
+            pdn_variant_tags(Variant::Killer),
+            "[GameType \"20\"]\n[Variant \"killer\"]\n"
+        );
+        for v in Variant::ALL {
+            let tags = pdn_variant_tags(v);
+            assert!(tags.starts_with(&format!("[GameType \"{}\"]", v.pdn_game_type())));
+            assert_eq!(
+                tags.contains("[Variant"),
+                Variant::from_pdn_game_type(v.pdn_game_type()) != Some(v)
+            );
+        }
     }
 
     #[test]

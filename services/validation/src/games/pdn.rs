@@ -1,7 +1,7 @@
 //! PDN export of a game: the standard seven tags plus GameType, FEN (when not the start position),
 //! TimeControl and the termination reason, then the moves numbered from the first mover.
 
-use draughts_engine::{Color, Position, Variant, pdn_movetext, pdn_tag};
+use draughts_engine::{Color, Position, Variant, pdn_movetext, pdn_tag, pdn_variant_tags};
 
 use super::record::{GameRecord, TimeControlRec};
 use super::service::{GamesError, GamesResult};
@@ -54,12 +54,7 @@ pub fn export(record: &GameRecord) -> GamesResult<String> {
     tag(&mut out, "White", &record.white.name);
     tag(&mut out, "Black", &record.black.name);
     tag(&mut out, "Result", &result);
-    tag(&mut out, "GameType", &variant.pdn_game_type().to_string());
-    // Variants without a GameType number of their own (antidraughts, breakthrough, killer: 20) are
-    // named by the `Variant` tag, as lidraughts does.
-    if Variant::from_pdn_game_type(variant.pdn_game_type()) != Some(variant) {
-        tag(&mut out, "Variant", variant.key());
-    }
+    out.push_str(&pdn_variant_tags(variant));
     if start != Position::start(rules) {
         tag(&mut out, "SetUp", "1");
         tag(&mut out, "FEN", &record.start_fen);
