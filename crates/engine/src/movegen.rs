@@ -860,20 +860,26 @@ pub(crate) struct QuietReplies<B> {
 }
 
 /// [`bulk_count_bits`] for the reply to a quiet move `from` -> `to` (one-bit sets) of `opp`, from the
-/// position before it (`before`, [`quiet_replies`]): the side to move (`own`, men only) had no capture
-/// then, so each of its captures now takes the piece on `to` or lands on `from`, the only squares that
-/// changed. Whether there is one is three bit tests (`to` exposed, `from` a landing square, or a man just
-/// beyond `to` that jumps it onto `from`); with none, the quiet moves are those before, less the steps onto
-/// `to`, plus those onto `from`; else the first jumps are found from the two squares.
+/// position before it (`before`, [`quiet_replies`]): the number of legal moves of `side` (`own`, men only).
+/// That side had no capture then, so each of its captures now takes the piece on `to` or lands on `from`,
+/// the only squares that changed. Whether there is one is three bit tests (`to` exposed, `from` a landing
+/// square, or a man just beyond `to` that jumps it onto `from`); with none, the quiet moves are those
+/// before, less the steps onto `to`, plus those onto `from`; else the first jumps are found from the two
+/// squares, and the chains of those that go on followed from them at once ([`MenChains`], as in
+/// [`men_chains`]; `seen`: a scratch list).
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn bulk_count_quiet_reply<G: Geometry>(
     before: &QuietReplies<G::B>,
+    side: Color,
     own: G::B,
     opp: G::B,
     kings: G::B,
     from: G::B,
     to: G::B,
-) -> LeafCount {
+    unique: bool,
+    seen: &mut Vec<Move>,
+) -> u64 {
     let t = to.trailing_zeros();
     let f = from.trailing_zeros();
     let over_to = G::JUMPERS[t as usize & 63] & own;
@@ -884,8 +890,32 @@ pub(crate) fn bulk_count_quiet_reply<G: Geometry>(
             u32::from(!(before.steps[0] & sq).is_zero())
                 + u32::from(!(before.steps[1] & sq).is_zero())
         };
-        return LeafCount::Exact(u64::from(before.quiet + onto(from) - onto(to)));
+        return u64::from(before.quiet + onto(from) - onto(to));
     }
+    bulk_count_reply_captures::<G>(
+        before, side, own, opp, kings, f, t, over_to, back, unique, seen,
+    )
+}
+
+/// [`bulk_count_quiet_reply`] where the side to move may have a capture (`f`, `t`: the bits of the quiet
+/// move's origin and destination; `over_to`: the men next to `t` that could jump it; `back`: the one
+/// beyond it that jumps it onto `f`, if any).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn bulk_count_reply_captures<G: Geometry>(
+    before: &QuietReplies<G::B>,
+    side: Color,
+    own: G::B,
+    opp: G::B,
+    kings: G::B,
+    f: u32,
+    t: u32,
+    over_to: G::B,
+    back: G::B,
+    unique: bool,
+    seen: &mut Vec<Move>,
+) -> u64 {
+    let (from, to) = (<G::B as Bits>::bit(f), <G::B as Bits>::bit(t));
     let empty = G::MASK & !(own | opp);
     // Only the men that can: jumpers of `to` if it is exposed (or the man beyond it jumps it onto
     // `from`), men two steps from `from` if it is a landing square.
@@ -901,17 +931,33 @@ pub(crate) fn bulk_count_quiet_reply<G: Geometry>(
         G::JUMP_LANDINGS[f as usize & 63] & own
     };
     let (mut n, mut n_kings) = (0u32, 0u32);
-    let (mut go_on, mut starters) = (<G::B as Bits>::ZERO, <G::B as Bits>::ZERO);
-    // A first jump from `x` over `o` onto `l`: whether the man can go on from `l` (a jump back over `o`
-    // would land on `x`, the only square it empties; `o` stays on the board).
+    // The chains of the first jumps that go on (their values start above 0, so `best` stays 0 while
+    // there are none; `end` clears `seen` before the first move it keeps).
+    let mut chains = MenChains::<G> {
+        opp,
+        opp_kings: opp & kings,
+        empty,
+        promo_row: match side {
+            Color::White => G::TOP_ROW,
+            Color::Black => G::BOTTOM_ROW,
+        },
+        unique,
+        best: 0,
+        n_best: 0,
+        seen,
+    };
+    // A first jump from `x` over `o` onto `l`: if the man can go on from `l` (a jump back over `o`
+    // would land on `x`, the only square it empties; `o` stays on the board), its chain is followed.
     let mut first = |x: G::B, o: u32, l: u32| {
         n += 1;
         let over = <G::B as Bits>::bit(o);
         n_kings += u32::from(!(over & kings).is_zero());
         let c = G::JUMP_NEIGHBOURS[l as usize & 63] & opp & !over;
-        if !(<G::B as Bits>::join(frisian_jumps(l, c.lo()), 0) & empty).is_zero() {
-            go_on |= <G::B as Bits>::bit(l);
-            starters |= x;
+        let ahead = <G::B as Bits>::join(frisian_jumps(l, c.lo()), 0) & empty;
+        if !ahead.is_zero() {
+            chains.empty = empty | x;
+            let value = chains.value(over);
+            chains.chain(x, l, over, value, 1, ahead);
         }
     };
     let mut xs = over_to;
@@ -934,11 +980,11 @@ pub(crate) fn bulk_count_quiet_reply<G: Geometry>(
         }
     }
     debug_assert!(n > 0);
-    if !go_on.is_zero() {
-        LeafCount::MenChains(go_on.lo(), starters.lo())
+    if chains.best > 0 {
+        chains.n_best
     } else {
         // Single jumps only: those that take a king outvalue the others (docs/rules.md §11.3).
-        LeafCount::Exact(u64::from(if n_kings > 0 { n_kings } else { n }))
+        u64::from(if n_kings > 0 { n_kings } else { n })
     }
 }
 

@@ -389,17 +389,28 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
                 Color::Black => (white, black),
             };
             let replies = if G::N_DIRS == 8 { self.replies } else { None };
-            let leaf = if let Some(before) = &replies {
-                movegen::bulk_count_quiet_reply::<G>(before, own, opp, kings, from, to)
+            if let Some(before) = &replies {
+                self.total += movegen::bulk_count_quiet_reply::<G>(
+                    before,
+                    !self.side,
+                    own,
+                    opp,
+                    kings,
+                    from,
+                    to,
+                    self.count.unique(),
+                    &mut self.rest[0],
+                );
+                return;
+            }
+            // The held king matters only to a side with kings (looked up only then).
+            let blocked = if G::KING_MOVE_LIMIT && !(own & kings).is_zero() {
+                <G::B as Bits>::join(p.blocked_king_of(!self.side), 0)
             } else {
-                // The held king matters only to a side with kings (looked up only then).
-                let blocked = if G::KING_MOVE_LIMIT && !(own & kings).is_zero() {
-                    <G::B as Bits>::join(p.blocked_king_of(!self.side), 0)
-                } else {
-                    <G::B as Bits>::ZERO
-                };
-                movegen::bulk_count_bits::<G>(&self.leaf, !self.side, own, opp, kings, blocked)
+                <G::B as Bits>::ZERO
             };
+            let leaf =
+                movegen::bulk_count_bits::<G>(&self.leaf, !self.side, own, opp, kings, blocked);
             self.total += match leaf {
                 LeafCount::Exact(n) => n,
                 LeafCount::MenChains(go_on, starters) => movegen::men_chains::<G>(
