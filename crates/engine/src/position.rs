@@ -477,10 +477,65 @@ fn perft_rec<G: Geometry>(
         mut total,
         ..
     } = sink;
+    if G::N_DIRS == 8 && depth == 2 {
+        for mv in captures.list.iter() {
+            total += count_capture_reply::<G>(pos, &leaf, mv, count, &mut rest[0]);
+        }
+        return total;
+    }
     for mv in captures.list.iter() {
         total += subtree::<G>(&pos.play_in::<G>(mv), depth, count, rest);
     }
     total
+}
+
+/// perft's last ply after the capture `mv` of `pos` on the eight-direction board: counted from the
+/// child's pieces (as [`count_moves`] does from the child position), which is built only when the
+/// generator has to count or when the replying side has a king (whose king-move run the capture may end).
+#[inline(always)]
+fn count_capture_reply<G: Geometry>(
+    pos: &Position,
+    leaf: &movegen::LeafRules,
+    mv: &Move,
+    count: Count,
+    list: &mut Vec<Move>,
+) -> u64 {
+    let from = <G::B as Bits>::bit(u32::from(mv.from));
+    let to = <G::B as Bits>::bit(u32::from(mv.to));
+    let captured = mv.captured_bb::<G::B>();
+    let (own, opp) = pos.own_opp::<G::B>();
+    let kings0 = pos.kings_bb::<G::B>();
+    // The mover's pieces and the replying side's, after the capture.
+    let mover = (own & !from) | to;
+    let replier = opp & !captured;
+    let mut kings = kings0 & !(from | captured);
+    if !(kings0 & from).is_zero() || mv.promotes() {
+        kings |= to;
+    }
+    if !(replier & kings).is_zero() {
+        return count_moves::<G>(&pos.play_in::<G>(mv), list, count);
+    }
+    match movegen::bulk_count_bits::<G>(
+        leaf,
+        !pos.side,
+        replier,
+        mover,
+        kings,
+        <G::B as Bits>::ZERO,
+    ) {
+        LeafCount::Exact(n) => n,
+        LeafCount::MenChains(go_on, starters) => movegen::men_chains::<G>(
+            !pos.side,
+            go_on,
+            starters,
+            replier,
+            mover,
+            kings,
+            count.unique(),
+            list,
+        ),
+        LeafCount::Generator => count_by_generator::<G>(&pos.play_in::<G>(mv), list, count),
+    }
 }
 
 fn has_capture_dispatch<G: Geometry>(pos: &Position) -> bool {
