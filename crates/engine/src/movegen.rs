@@ -209,8 +209,23 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
             while ds != 0 {
                 let d = ds.trailing_zeros() as usize;
                 ds &= ds - 1;
-                let over = step::<G>(from, d);
-                let land = step::<G>(over, d);
+                let (over, land) = if G::N_DIRS == 8 {
+                    // Every step is a constant shift in the bit layout of the eight-direction board
+                    // (and the first jump's squares are on the board): no masks, no test of the sign.
+                    let f = from.trailing_zeros() as i32;
+                    let s = if d < 4 {
+                        G::SHIFT[d]
+                    } else {
+                        G::SHIFT_ORTHO[d - 4]
+                    };
+                    (
+                        <G::B as Bits>::bit((f + s) as u32),
+                        <G::B as Bits>::bit((f + 2 * s) as u32),
+                    )
+                } else {
+                    let over = step::<G>(from, d);
+                    (over, step::<G>(over, d))
+                };
                 self.man_jump_over(from, zero, 0, 0, 0, d, over, land);
             }
         }
