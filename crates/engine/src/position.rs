@@ -303,11 +303,17 @@ struct PerftSink<'a, G: Geometry> {
 
 /// The subtree of `child`, `depth - 1` plies deep (the last ply counted by [`count_moves`]).
 #[inline(always)]
-fn subtree<G: Geometry>(child: &Position, depth: u32, count: Count, rest: &mut [Vec<Move>]) -> u64 {
+fn subtree<G: Geometry>(
+    child: &Position,
+    leaf: &movegen::LeafRules,
+    depth: u32,
+    count: Count,
+    rest: &mut [Vec<Move>],
+) -> u64 {
     if depth == 2 {
         count_moves::<G>(child, &mut rest[0], count)
     } else {
-        perft_rec::<G>(child, depth - 1, count, rest)
+        perft_rec::<G>(child, leaf, depth - 1, count, rest)
     }
 }
 
@@ -322,7 +328,7 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
     #[inline(always)]
     fn quiet(&mut self, mv: Move) {
         let child = self.pos.play_in::<G>(&mv);
-        self.total += subtree::<G>(&child, self.depth, self.count, self.rest);
+        self.total += subtree::<G>(&child, &self.leaf, self.depth, self.count, self.rest);
     }
     #[inline(always)]
     fn before_quiet(&mut self) {
@@ -432,12 +438,13 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
             return;
         }
         let child = self.pos.play_quiet_in::<G>(from, to, king, promotes);
-        self.total += subtree::<G>(&child, self.depth, self.count, self.rest);
+        self.total += subtree::<G>(&child, &self.leaf, self.depth, self.count, self.rest);
     }
 }
 
 fn perft_rec<G: Geometry>(
     pos: &Position,
+    leaf: &movegen::LeafRules,
     depth: u32,
     count: Count,
     lists: &mut [Vec<Move>],
@@ -452,7 +459,7 @@ fn perft_rec<G: Geometry>(
     if G::FIRST_KING && pos.is_over_by_first_king() {
         return 0;
     }
-    let leaf = movegen::LeafRules::new(pos.rules);
+    let leaf = *leaf;
     let mut sink = PerftSink::<G> {
         pos,
         white: pos.white_bb::<G::B>(),
@@ -484,7 +491,7 @@ fn perft_rec<G: Geometry>(
         return total;
     }
     for mv in captures.list.iter() {
-        total += subtree::<G>(&pos.play_in::<G>(mv), depth, count, rest);
+        total += subtree::<G>(&pos.play_in::<G>(mv), &leaf, depth, count, rest);
     }
     total
 }
@@ -1028,7 +1035,9 @@ impl Position {
             return 1;
         }
         let mut lists: Vec<Vec<Move>> = (0..depth).map(|_| Vec::with_capacity(64)).collect();
-        dispatch!(self, perft_rec, depth, count, &mut lists)
+        // The rules are the same in the whole tree: read once.
+        let leaf = movegen::LeafRules::new(self.rules);
+        dispatch!(self, perft_rec, &leaf, depth, count, &mut lists)
     }
 
     /// perft split by the first move: each legal move with its subtree count.
