@@ -279,7 +279,7 @@ fn count_by_generator<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: 
 
 /// perft's interior nodes: a quiet move is played and its subtree counted as the generator finds it (no
 /// list); captures are kept, since a later chain may outrank them, and counted once the generator is done.
-struct PerftSink<'a, G: Geometry> {
+struct PerftSink<'a, G: Geometry, const TWO: bool> {
     pos: &'a Position,
     /// The position's pieces and rules, read once (the loop over the moves keeps them in registers).
     white: G::B,
@@ -303,15 +303,21 @@ struct PerftSink<'a, G: Geometry> {
 
 /// The subtree of `child`, `depth - 1` plies deep (the last ply counted by [`count_moves`]).
 #[inline(always)]
-fn subtree<G: Geometry>(child: &Position, depth: u32, count: Count, rest: &mut [Vec<Move>]) -> u64 {
+fn subtree<G: Geometry>(
+    child: &Position,
+    leaf: &movegen::LeafRules,
+    depth: u32,
+    count: Count,
+    rest: &mut [Vec<Move>],
+) -> u64 {
     if depth == 2 {
         count_moves::<G>(child, &mut rest[0], count)
     } else {
-        perft_rec::<G>(child, depth - 1, count, rest)
+        perft_rec_at::<G>(child, leaf, depth - 1, count, rest)
     }
 }
 
-impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
+impl<G: Geometry, const TWO: bool> Sink<G::B> for PerftSink<'_, G, TWO> {
     #[inline(always)]
     fn capture(&mut self, mv: Move, key: u32) {
         Sink::<G::B>::capture(&mut self.captures, mv, key);
@@ -322,12 +328,12 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
     #[inline(always)]
     fn quiet(&mut self, mv: Move) {
         let child = self.pos.play_in::<G>(&mv);
-        self.total += subtree::<G>(&child, self.depth, self.count, self.rest);
+        self.total += subtree::<G>(&child, &self.leaf, self.depth, self.count, self.rest);
     }
     #[inline(always)]
     fn before_quiet(&mut self) {
         // Looked at only where there are quiet moves (not after a capture).
-        if G::N_DIRS == 8 && self.depth == 2 {
+        if G::N_DIRS == 8 && TWO {
             let (own, opp) = match self.side {
                 Color::White => (self.white, self.black),
                 Color::Black => (self.black, self.white),
@@ -337,7 +343,7 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
     }
     #[inline(always)]
     fn quiet_men_steps(&mut self, to: G::B, d: usize) -> G::B {
-        if G::N_DIRS != 8 || self.depth != 2 {
+        if G::N_DIRS != 8 || !TWO {
             return to;
         }
         let Some(before) = &self.replies else {
@@ -359,7 +365,7 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
     }
     #[inline(always)]
     fn quiet_step(&mut self, from: G::B, to: G::B, king: bool, promotes: bool) {
-        if self.depth == 2 {
+        if TWO {
             // The last ply from the child's pieces alone: the child position is built only when the
             // capture generator has to count. (A quiet move leaves the other side's king-move run and
             // men as they were, so its blocked king is the parent's.)
@@ -432,12 +438,29 @@ impl<G: Geometry> Sink<G::B> for PerftSink<'_, G> {
             return;
         }
         let child = self.pos.play_quiet_in::<G>(from, to, king, promotes);
-        self.total += subtree::<G>(&child, self.depth, self.count, self.rest);
+        self.total += subtree::<G>(&child, &self.leaf, self.depth, self.count, self.rest);
     }
 }
 
-fn perft_rec<G: Geometry>(
+/// [`perft_rec`], compiled apart for depth 2 (whose sink counts the last ply) and the depths above.
+#[inline(always)]
+fn perft_rec_at<G: Geometry>(
     pos: &Position,
+    leaf: &movegen::LeafRules,
+    depth: u32,
+    count: Count,
+    lists: &mut [Vec<Move>],
+) -> u64 {
+    if depth == 2 {
+        perft_rec::<G, true>(pos, leaf, depth, count, lists)
+    } else {
+        perft_rec::<G, false>(pos, leaf, depth, count, lists)
+    }
+}
+
+fn perft_rec<G: Geometry, const TWO: bool>(
+    pos: &Position,
+    leaf: &movegen::LeafRules,
     depth: u32,
     count: Count,
     lists: &mut [Vec<Move>],
@@ -452,8 +475,8 @@ fn perft_rec<G: Geometry>(
     if G::FIRST_KING && pos.is_over_by_first_king() {
         return 0;
     }
-    let leaf = movegen::LeafRules::new(pos.rules);
-    let mut sink = PerftSink::<G> {
+    let leaf = *leaf;
+    let mut sink = PerftSink::<G, TWO> {
         pos,
         white: pos.white_bb::<G::B>(),
         black: pos.black_bb::<G::B>(),
@@ -477,14 +500,14 @@ fn perft_rec<G: Geometry>(
         mut total,
         ..
     } = sink;
-    if G::N_DIRS == 8 && depth == 2 {
+    if G::N_DIRS == 8 && TWO {
         for mv in captures.list.iter() {
             total += count_capture_reply::<G>(pos, &leaf, mv, count, &mut rest[0]);
         }
         return total;
     }
     for mv in captures.list.iter() {
-        total += subtree::<G>(&pos.play_in::<G>(mv), depth, count, rest);
+        total += subtree::<G>(&pos.play_in::<G>(mv), &leaf, depth, count, rest);
     }
     total
 }
@@ -1028,7 +1051,9 @@ impl Position {
             return 1;
         }
         let mut lists: Vec<Vec<Move>> = (0..depth).map(|_| Vec::with_capacity(64)).collect();
-        dispatch!(self, perft_rec, depth, count, &mut lists)
+        // The rules are the same in the whole tree: read once.
+        let leaf = movegen::LeafRules::new(self.rules);
+        dispatch!(self, perft_rec_at, &leaf, depth, count, &mut lists)
     }
 
     /// perft split by the first move: each legal move with its subtree count.
