@@ -243,7 +243,7 @@ pub struct Selectivity {
     /// probcut_margin * depth` that fails high ends the node with its score less the margin (fail-soft).
     /// Nothing is pruned this way inside that shallow search itself. Round two's form also tested
     /// `alpha - margin` and pruned inside its shallow searches; it showed no gain and is gone.
-    /// 0 turns it off (breakthrough's defaults, [`Selectivity::for_variant`]).
+    /// 0 turns it off (breakthrough's and frysk's defaults, [`Selectivity::for_variant`]).
     pub probcut_margin: i32,
     pub probcut_min_depth: i32,
     pub probcut_percent: i32,
@@ -297,15 +297,16 @@ impl Selectivity {
     /// aspiration windows (they lost there: -45 ± 45 over 200 games at 30,000 nodes, README "Round
     /// eight"; why was not measured), international, which scales drawish material (+16 ± 13 over
     /// 1,014 games at 30,000 nodes, README "Round nine"; not measured in the other variants), and
-    /// breakthrough, which searches without ProbCut (+131 ± 52 over 200 games at 30,000 nodes and +115 ±
-    /// 51 over 200 others at 100,000, README "Round twelve": a race to the first king is decided by
-    /// quiet moves that a reduced-depth search does not see through).
+    /// breakthrough and frysk, which search without ProbCut (breakthrough +131 ± 52 over 200 games at 30,000
+    /// nodes and +115 ± 51 over 200 others at 100,000; frysk +56 ± 24 over 400 at 30,000; README "Round
+    /// twelve": a race to the first king, and frysk's five men a side, are decided by quiet moves that a
+    /// reduced-depth search does not see through).
     pub fn for_variant(variant: Variant) -> Selectivity {
         let mut s = Selectivity::default();
         match variant {
             Variant::Turkish => s.aspiration = 0,
             Variant::International => s.drawish = true,
-            Variant::Breakthrough => s.probcut_margin = 0,
+            Variant::Breakthrough | Variant::Frysk => s.probcut_margin = 0,
             _ => {}
         }
         s

@@ -475,6 +475,8 @@ fn each_variant_searches_with_its_defaults_unless_told_otherwise() {
         Selectivity::for_variant(Variant::Breakthrough)
     );
     assert_eq!(s.selectivity().probcut_margin, 0);
+    s.search(&root(Variant::Frysk), &Limits::depth(2), |_| {});
+    assert_eq!(s.selectivity().probcut_margin, 0);
     s.search(&root(Variant::Russian), &Limits::depth(2), |_| {});
     assert_eq!(s.selectivity(), Selectivity::default());
     // Settings given by the caller hold in every variant, turkish's windows too.
