@@ -948,19 +948,7 @@ fn bulk_count_reply_captures<G: Geometry>(
     let (mut n, mut n_kings) = (0u32, 0u32);
     // The chains of the first jumps that go on (their values start above 0, so `best` stays 0 while
     // there are none; `end` clears `seen` before the first move it keeps).
-    let mut chains = MenChains::<G> {
-        opp,
-        opp_kings: opp & kings,
-        empty,
-        promo_row: match side {
-            Color::White => G::TOP_ROW,
-            Color::Black => G::BOTTOM_ROW,
-        },
-        unique,
-        best: 0,
-        n_best: 0,
-        seen,
-    };
+    let mut chains = MenChains::<G>::new(side, opp, opp & kings, empty, unique, seen);
     // A first jump from `x` over `o` onto `l`: if the man can go on from `l` (a jump back over `o`
     // would land on `x`, the only square it empties; `o` stays on the board), its chain is followed.
     let mut first = |x: G::B, o: u32, l: u32| {
@@ -1058,19 +1046,7 @@ pub(crate) fn men_chains<G: Geometry>(
         }
     }
     seen.clear();
-    let mut chains = MenChains::<G> {
-        opp,
-        opp_kings,
-        empty,
-        promo_row: match side {
-            Color::White => G::TOP_ROW,
-            Color::Black => G::BOTTOM_ROW,
-        },
-        unique,
-        best: 0,
-        n_best: 0,
-        seen,
-    };
+    let mut chains = MenChains::<G>::new(side, opp, opp_kings, empty, unique, seen);
     // The first jumps onto each of those landing squares: from a man two steps away, over the piece
     // between (the same steps as in `MenChains::ahead`, backwards).
     let mut lands = go_on;
@@ -1115,7 +1091,32 @@ struct MenChains<'a, G: Geometry> {
     seen: &'a mut Vec<Move>,
 }
 
-impl<G: Geometry> MenChains<'_, G> {
+impl<'a, G: Geometry> MenChains<'a, G> {
+    /// No chain found yet, for `side`'s men (the promotion row is its).
+    #[inline(always)]
+    fn new(
+        side: Color,
+        opp: G::B,
+        opp_kings: G::B,
+        empty: G::B,
+        unique: bool,
+        seen: &'a mut Vec<Move>,
+    ) -> Self {
+        MenChains {
+            opp,
+            opp_kings,
+            empty,
+            promo_row: match side {
+                Color::White => G::TOP_ROW,
+                Color::Black => G::BOTTOM_ROW,
+            },
+            unique,
+            best: 0,
+            n_best: 0,
+            seen,
+        }
+    }
+
     #[inline(always)]
     fn value(&self, over: G::B) -> u32 {
         if (over & self.opp_kings).is_zero() {
