@@ -311,6 +311,51 @@ fn bad_files_are_refused_with_typed_errors() {
 }
 
 #[test]
+fn a_stopped_build_goes_on_and_threads_change_nothing() {
+    let full = tables(Variant::English);
+    let dir = std::env::temp_dir().join(format!("draughts-bb-resume-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // Every slice is written as it is solved.
+    let mut written = Vec::new();
+    let mut t = Bitbases::empty(Variant::English).expect("supported");
+    bitbase::extend(&mut t, 3, 1, |r, slice| {
+        written.push(r.material);
+        Bitbases::write_slice(&dir, Variant::English, slice).map(|_| ())
+    })
+    .expect("build");
+    assert_eq!(written.len(), full.slices().count());
+    // A build stopped after some slices: two files gone (one of 2 pieces, one of 3 that depends on it).
+    let gone = [Material::new(0, 1, 0, 1), Material::new(0, 2, 0, 1)];
+    for m in gone {
+        std::fs::remove_file(dir.join(file::file_name(Variant::English, m))).expect("remove");
+    }
+    let mut resumed = Bitbases::load(&dir, Variant::English).expect("load");
+    assert!(resumed.pieces() < 2, "a 2-piece slice is missing");
+    let mut again = Vec::new();
+    bitbase::extend(&mut resumed, 3, 1, |r, _| {
+        again.push(r.material);
+        Ok(())
+    })
+    .expect("resume");
+    assert_eq!(again, gone, "only the missing slices are solved again");
+    for slice in full.slices() {
+        let m = slice.index.material();
+        assert_eq!(resumed.slice(m).expect("slice").packed, slice.packed, "{m}");
+    }
+    std::fs::remove_dir_all(&dir).expect("clean");
+
+    // The forward pass on two threads gives the same tables (the 4-piece slices span many work blocks).
+    let one = bitbase::build(Variant::English, 4, |_| {}).expect("one thread");
+    let mut two = Bitbases::empty(Variant::English).expect("supported");
+    bitbase::extend(&mut two, 4, 2, |_, _| Ok(())).expect("two threads");
+    assert_eq!(one.slices().count(), two.slices().count());
+    for slice in one.slices() {
+        let m = slice.index.material();
+        assert_eq!(two.slice(m).expect("slice").packed, slice.packed, "{m}");
+    }
+}
+
+#[test]
 fn search_uses_the_tables() {
     let international = std::sync::Arc::new(tables(Variant::International).clone());
     // A root outside the tables (4 pieces, tables of 3): captures lead into them and are probed.

@@ -30,9 +30,14 @@ pub(crate) struct BuildArgs {
     /// Most pieces on the board (2 to 7).
     #[arg(long)]
     pieces: u32,
-    /// Output directory.
+    /// Output directory. Each slice is written as soon as it is solved, and the slices already there
+    /// are kept and not solved again, so a stopped build goes on where it stopped.
     #[arg(long, short = 'o')]
     out: PathBuf,
+    /// Threads for each slice's forward pass (default: the machine's cores). The tables do not depend
+    /// on it.
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -53,10 +58,27 @@ pub(crate) fn run(cmd: BitbaseCommand) -> Result<(), CliError> {
 
 fn build(a: BuildArgs) -> Result<(), CliError> {
     let variant: Variant = a.variant.parse()?;
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
     let start = Instant::now();
-    let mut positions = 0u64;
-    let tables = bitbase::build(variant, a.pieces, |r| {
+    let mut tables = Bitbases::load(&a.out, variant)?;
+    let kept = tables.slices().count();
+    if kept > 0 {
+        println!(
+            "{kept} slices already in {} (complete up to {} pieces): kept, not solved again",
+            a.out.display(),
+            tables.pieces()
+        );
+    }
+    let (mut solved, mut positions, mut bytes) = (0usize, 0u64, 0u64);
+    let out = a.out.clone();
+    bitbase::extend(&mut tables, a.pieces, threads, |r, slice| {
+        let written = Bitbases::write_slice(&out, variant, slice)?;
+        solved += 1;
         positions += r.size;
+        bytes += written;
         println!(
             "[{}/{}] {} ({}): {} indices, {} wins {} draws {} losses, {:.2} s (total {:.1} s)",
             r.done,
@@ -70,12 +92,11 @@ fn build(a: BuildArgs) -> Result<(), CliError> {
             r.elapsed.as_secs_f64(),
             start.elapsed().as_secs_f64()
         );
+        Ok(())
     })?;
-    let bytes = tables.write_dir(&a.out)?;
     println!(
-        "{variant} up to {} pieces: {} slices, {positions} indices, {bytes} bytes in {}, built in {:.1} s",
+        "{variant} up to {} pieces: {solved} slices solved ({positions} indices, {bytes} bytes) and {kept} kept, in {}, {threads} threads, built in {:.1} s",
         a.pieces,
-        tables.slices().count(),
         a.out.display(),
         start.elapsed().as_secs_f64()
     );

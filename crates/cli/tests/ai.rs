@@ -255,6 +255,14 @@ fn the_hub_probes_the_tables_it_is_given() {
         "bitbase", "build", "-v", "english", "--pieces", "3", "-o", &dir_text,
     ]);
     assert!(ok, "{out}");
+    // Run again: every slice is on disk already, so nothing is solved again.
+    let (ok, again) = run(&[
+        "bitbase", "build", "-v", "english", "--pieces", "3", "-o", &dir_text,
+    ]);
+    assert!(
+        ok && again.contains("16 slices already in") && again.contains(": 0 slices solved"),
+        "{again}"
+    );
     let mut hub = Hub::start(&["hub", "--bitbases", &dir_text]);
     writeln!(hub.stdin, "hub\nset-param name=variant value=english\ninit").unwrap();
     hub.expect("ready");

@@ -50,21 +50,42 @@ pub struct SliceReport {
     pub total: usize,
 }
 
-/// Builds every slice of `variant` with at most `max_pieces` pieces; `on_slice` is called after each.
+/// Builds every slice of `variant` with at most `max_pieces` pieces, one thread; `on_slice` is called
+/// after each.
 pub fn build(
     variant: Variant,
     max_pieces: u32,
     mut on_slice: impl FnMut(&SliceReport),
 ) -> Result<Bitbases, BitbaseError> {
+    let mut tables = Bitbases::empty(variant)?;
+    extend(&mut tables, max_pieces, 1, |report, _| {
+        on_slice(report);
+        Ok(())
+    })?;
+    Ok(tables)
+}
+
+/// Solves the slices of at most `max_pieces` pieces that `tables` lacks, in solving order (so a build
+/// stopped part-way goes on from the slices it kept), with `threads` threads for each slice's forward
+/// pass. `on_slice` gets each new slice once it is solved (to write it at once); its error stops the
+/// build. The values do not depend on `threads`.
+pub fn extend(
+    tables: &mut Bitbases,
+    max_pieces: u32,
+    threads: usize,
+    mut on_slice: impl FnMut(&SliceReport, &Slice) -> Result<(), BitbaseError>,
+) -> Result<(), BitbaseError> {
     if !(2..=super::MAX_PIECES).contains(&max_pieces) {
         return Err(BitbaseError::Pieces(max_pieces));
     }
-    let mut tables = Bitbases::empty(variant)?;
     let order = Material::solving_order(max_pieces);
     for (done, material) in order.iter().enumerate() {
+        if tables.slice(*material).is_some() {
+            continue;
+        }
         let start = Instant::now();
         let index = SliceIndex::new(tables.layout(), *material);
-        let values = solve(&tables, index);
+        let values = solve(tables, index, threads.max(1));
         let mut report = SliceReport {
             material: *material,
             size: index.size(),
@@ -96,9 +117,10 @@ pub fn build(
         }
         tables.insert(Slice { index, packed });
         report.elapsed = start.elapsed();
-        on_slice(&report);
+        let slice = tables.slice(*material).expect("inserted above");
+        on_slice(&report, slice)?;
     }
-    Ok(tables)
+    Ok(())
 }
 
 /// The value code of a child position outside the slice being solved.
@@ -112,67 +134,52 @@ fn outside(tables: &Bitbases, squares: &Squares, side: Color) -> u8 {
     }
 }
 
-fn solve(tables: &Bitbases, index: SliceIndex) -> Vec<u8> {
+/// Positions (pairs of indices, both sides to move) per unit of forward-pass work shared by the threads.
+const FORWARD_BLOCK: usize = 1 << 14;
+
+fn solve(tables: &Bitbases, index: SliceIndex, threads: usize) -> Vec<u8> {
     let layout = tables.layout();
-    let material = index.material();
     let size = index.size() as usize;
     let mut values = vec![UNKNOWN; size];
     let mut counts = vec![0u8; size];
-    let mut queue: Vec<u64> = Vec::new();
     let mut fen = Layout::blank_fen();
-    let mut moves: Vec<Move> = Vec::with_capacity(64);
 
-    // 1. Forward pass.
-    for i in 0..size as u64 {
-        let Some((squares, side)) = index.squares(layout, i) else {
-            values[i as usize] = INVALID;
-            continue;
-        };
-        let Ok(pos) = layout.position(&squares, side, &mut fen) else {
-            values[i as usize] = INVALID;
-            continue;
-        };
-        pos.legal_moves_into(&mut moves, Count::Unique);
-        if moves.is_empty() {
-            values[i as usize] = LOSS;
-            queue.push(i);
-            continue;
-        }
-        let mut inside = 0u32;
-        let mut draw_outside = false;
-        let mut win = false;
-        for mv in &moves {
-            let child = pos.play_unchecked(mv);
-            let (child_squares, child_side) = layout.squares_of(&child);
-            if child_squares.material() == material {
-                inside += 1;
-                continue;
-            }
-            match outside(tables, &child_squares, child_side) {
-                LOSS => {
-                    win = true;
-                    break;
-                }
-                DRAW => draw_outside = true,
-                _ => {}
-            }
-        }
-        if win {
-            values[i as usize] = WIN;
-            queue.push(i);
-        } else if inside == 0 {
-            if draw_outside {
-                values[i as usize] = DRAW;
-            } else {
-                values[i as usize] = LOSS;
-                queue.push(i);
-            }
-        } else {
-            // At most 127 quiet moves (a flying king has at most 17 on 10x10; at most 7 pieces).
-            counts[i as usize] =
-                inside.min(127) as u8 | if draw_outside { DRAW_OUTSIDE } else { 0 };
-        }
-    }
+    // 1. Forward pass: blocks of indices handed out to the threads; each keeps its own queue.
+    let block = 2 * FORWARD_BLOCK;
+    let mut queue: Vec<u64> = if threads == 1 || size <= block {
+        let mut queue = Vec::new();
+        forward(tables, &index, 0, &mut values, &mut counts, &mut queue);
+        queue
+    } else {
+        let work = std::sync::Mutex::new(
+            values
+                .chunks_mut(block)
+                .zip(counts.chunks_mut(block))
+                .enumerate(),
+        );
+        let queues: Vec<Vec<u64>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut queue = Vec::new();
+                        loop {
+                            let next = work.lock().expect("no thread panics holding it").next();
+                            let Some((n, (values, counts))) = next else {
+                                break;
+                            };
+                            forward(tables, &index, n * block, values, counts, &mut queue);
+                        }
+                        queue
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("a forward-pass thread panicked"))
+                .collect()
+        });
+        queues.concat()
+    };
 
     // 2. Backward pass.
     let mut preds: Vec<Squares> = Vec::with_capacity(128);
@@ -221,6 +228,83 @@ fn solve(tables: &Bitbases, index: SliceIndex) -> Vec<u8> {
         }
     }
     values
+}
+
+/// The forward pass over the indices `first..first + values.len()` (`first` even, so each pair of indices
+/// is one placement with either side to move): decides what the moves decide at once, counts the quiet
+/// moves of the rest, and queues each newly won or lost index.
+fn forward(
+    tables: &Bitbases,
+    index: &SliceIndex,
+    first: usize,
+    values: &mut [u8],
+    counts: &mut [u8],
+    queue: &mut Vec<u64>,
+) {
+    let layout = tables.layout();
+    let material = index.material();
+    let mut fen = Layout::blank_fen();
+    let mut moves: Vec<Move> = Vec::with_capacity(64);
+    for k in (0..values.len()).step_by(2) {
+        let i = (first + k) as u64;
+        // One placement, both sides to move: the index names it once, the engine builds it once (its
+        // checks do not depend on the side to move for the goals the tables support).
+        let Some((squares, _)) = index.squares(layout, i) else {
+            values[k] = INVALID;
+            values[k + 1] = INVALID;
+            continue;
+        };
+        let Ok(white_to_move) = layout.position(&squares, Color::White, &mut fen) else {
+            values[k] = INVALID;
+            values[k + 1] = INVALID;
+            continue;
+        };
+        for (j, pos) in [white_to_move, white_to_move.with_side_to_move(Color::Black)]
+            .iter()
+            .enumerate()
+        {
+            pos.legal_moves_into(&mut moves, Count::Unique);
+            let at = k + j;
+            if moves.is_empty() {
+                values[at] = LOSS;
+                queue.push(i + j as u64);
+                continue;
+            }
+            let mut inside = 0u32;
+            let mut draw_outside = false;
+            let mut win = false;
+            for mv in &moves {
+                let child = pos.play_unchecked(mv);
+                let (child_squares, child_side) = layout.squares_of(&child);
+                if child_squares.material() == material {
+                    inside += 1;
+                    continue;
+                }
+                match outside(tables, &child_squares, child_side) {
+                    LOSS => {
+                        win = true;
+                        break;
+                    }
+                    DRAW => draw_outside = true,
+                    _ => {}
+                }
+            }
+            if win {
+                values[at] = WIN;
+                queue.push(i + j as u64);
+            } else if inside == 0 {
+                if draw_outside {
+                    values[at] = DRAW;
+                } else {
+                    values[at] = LOSS;
+                    queue.push(i + j as u64);
+                }
+            } else {
+                // At most 127 quiet moves (a flying king has at most 17 on 10x10; at most 7 pieces).
+                counts[at] = inside.min(127) as u8 | if draw_outside { DRAW_OUTSIDE } else { 0 };
+            }
+        }
+    }
 }
 
 /// The positions one quiet, non-promoting move of `mover` before `s` (geometry only; the caller checks

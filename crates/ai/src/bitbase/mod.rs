@@ -34,7 +34,7 @@ use std::path::Path;
 
 use draughts_engine::{Color, Goal, Position, Variant};
 
-pub use build::{SliceReport, build};
+pub use build::{SliceReport, build, extend};
 pub use file::{BitbaseError, FileError};
 pub use index::{Layout, Material, SliceIndex};
 
@@ -204,18 +204,30 @@ impl Bitbases {
 
     /// Writes every slice to `dir` (created if needed), one file each; returns the bytes written.
     pub fn write_dir(&self, dir: &Path) -> Result<u64, BitbaseError> {
+        let mut total = 0;
+        for slice in self.slices() {
+            total += Bitbases::write_slice(dir, self.variant(), slice)?;
+        }
+        Ok(total)
+    }
+
+    /// Writes one slice of `variant`'s tables to its file in `dir` (created if needed); returns the bytes
+    /// written. The file appears whole or not at all: it is written under a temporary name and renamed.
+    pub fn write_slice(dir: &Path, variant: Variant, slice: &Slice) -> Result<u64, BitbaseError> {
         std::fs::create_dir_all(dir).map_err(|source| BitbaseError::Io {
             path: dir.to_path_buf(),
             source,
         })?;
-        let mut total = 0;
-        for slice in self.slices() {
-            let path = dir.join(file::file_name(self.variant(), slice.index.material()));
-            let bytes = file::encode(self.variant(), slice);
-            total += bytes.len() as u64;
-            std::fs::write(&path, &bytes).map_err(|source| BitbaseError::Io { path, source })?;
-        }
-        Ok(total)
+        let name = file::file_name(variant, slice.index.material());
+        let path = dir.join(&name);
+        let partial = dir.join(format!("{name}.partial"));
+        let bytes = file::encode(variant, slice);
+        std::fs::write(&partial, &bytes).map_err(|source| BitbaseError::Io {
+            path: partial.clone(),
+            source,
+        })?;
+        std::fs::rename(&partial, &path).map_err(|source| BitbaseError::Io { path, source })?;
+        Ok(bytes.len() as u64)
     }
 
     /// The value of a position for the side to move, when its slice is present (any position of at most
