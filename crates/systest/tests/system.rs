@@ -832,64 +832,78 @@ async fn the_platform_survives_faults_and_loses_nothing() {
     }
 
     // Analysis of every finished game that a signed-in player played (guests have no analysis
-    // scope); a worker is killed while all three are in the middle of a job.
+    // scope); a worker is killed while all three are in the middle of a job. Under heavy load a batch
+    // can end before a kill lands on a worker holding a job: then the same games are submitted again
+    // with one node more a ply (identical requests would be merged or answered from the cache), up to
+    // three batches, and every job of every batch must finish.
     let mut jobs = Vec::new();
-    for (id, info) in &world_now {
-        let owner = [&info.white, &info.black]
-            .into_iter()
-            .find(|p| p.starts_with("player:"));
-        let Some(owner) = owner else { continue };
-        if finished_games[id].moves.is_empty() {
-            continue;
-        }
-        let token = world.lock().unwrap().tokens[owner].clone();
-        let (r, retries) = with_retries(&clients.analysis, jobs.len(), RETRY_WITHIN, |ch| {
-            let req = authed(
-                &token,
-                pb::AnalyzeGameRequest {
-                    source: Some(pb::analyze_game_request::Source::GameId(id.clone())),
-                    limits_per_ply: Some(pb::SearchLimits {
-                        nodes: settings.nodes_per_ply,
-                        ..pb::SearchLimits::default()
-                    }),
-                    rules: None,
-                },
-            );
-            async move { AnalysisClient::new(ch).analyze_game(req).await }
-        })
-        .await;
-        clients.count_retries(retries);
-        let job = r.expect("AnalyzeGame").into_inner();
-        jobs.push((id.clone(), token, job.job_id));
-    }
-    let status_token = jobs.first().map(|(_, t, _)| t.clone()).expect("some jobs");
-    let kill_deadline = Instant::now() + Duration::from_secs(60);
     let mut worker_fault = String::from("not injected: fewer than 3 jobs ran at once");
-    while Instant::now() < kill_deadline {
-        let (r, _) = with_retries(&clients.analysis, 0, RETRY_WITHIN, |ch| {
-            let req = authed(&status_token, pb::QueueStatusRequest {});
-            async move { AnalysisClient::new(ch).queue_status(req).await }
-        })
-        .await;
-        let status = r.expect("QueueStatus").into_inner();
-        if status.running_jobs >= 3 {
-            platform.workers[0].kill();
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            platform.workers[0].spawn();
-            worker_fault = format!(
-                "worker-0 SIGKILL mid-job + restart ({} jobs running, {} live workers)",
-                status.running_jobs, status.live_workers
-            );
-            // The running count comes from heartbeats up to a second old, so worker-0 may have been
-            // between two jobs when it was killed: then no job is taken over, and the fault is
-            // injected again while jobs still run. A job it held shows a second attempt once another
-            // worker takes it over (after the 2 s visibility timeout).
-            if a_job_was_taken_over(&clients, &jobs, Duration::from_secs(8)).await {
-                break;
+    'inject: for batch in 0..3u64 {
+        for (id, info) in &world_now {
+            let owner = [&info.white, &info.black]
+                .into_iter()
+                .find(|p| p.starts_with("player:"));
+            let Some(owner) = owner else { continue };
+            if finished_games[id].moves.is_empty() {
+                continue;
             }
-            worker_fault = String::from("not injected: worker-0 held no job when killed");
+            let token = world.lock().unwrap().tokens[owner].clone();
+            let (r, retries) = with_retries(&clients.analysis, jobs.len(), RETRY_WITHIN, |ch| {
+                let req = authed(
+                    &token,
+                    pb::AnalyzeGameRequest {
+                        source: Some(pb::analyze_game_request::Source::GameId(id.clone())),
+                        limits_per_ply: Some(pb::SearchLimits {
+                            nodes: settings.nodes_per_ply + batch,
+                            ..pb::SearchLimits::default()
+                        }),
+                        rules: None,
+                    },
+                );
+                async move { AnalysisClient::new(ch).analyze_game(req).await }
+            })
+            .await;
+            clients.count_retries(retries);
+            let job = r.expect("AnalyzeGame").into_inner();
+            jobs.push((id.clone(), token, job.job_id));
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let status_token = jobs.first().map(|(_, t, _)| t.clone()).expect("some jobs");
+        let kill_deadline = Instant::now() + Duration::from_secs(60);
+        let mut idle_since: Option<Instant> = None;
+        while Instant::now() < kill_deadline {
+            let (r, _) = with_retries(&clients.analysis, 0, RETRY_WITHIN, |ch| {
+                let req = authed(&status_token, pb::QueueStatusRequest {});
+                async move { AnalysisClient::new(ch).queue_status(req).await }
+            })
+            .await;
+            let status = r.expect("QueueStatus").into_inner();
+            if status.running_jobs >= 3 {
+                platform.workers[0].kill();
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                platform.workers[0].spawn();
+                worker_fault = format!(
+                    "worker-0 SIGKILL mid-job + restart ({} jobs running, {} live workers)",
+                    status.running_jobs, status.live_workers
+                );
+                // The running count comes from heartbeats up to a second old, so worker-0 may have
+                // been between two jobs when it was killed: then no job is taken over, and the fault
+                // is injected again while jobs still run. A job it held shows a second attempt once
+                // another worker takes it over (after the 2 s visibility timeout).
+                if a_job_was_taken_over(&clients, &jobs, Duration::from_secs(8)).await {
+                    break 'inject;
+                }
+                worker_fault = String::from("not injected: worker-0 held no job when killed");
+            }
+            // Nothing running for 3 s: this batch is over (or never got going); submit another.
+            if status.running_jobs == 0 {
+                if idle_since.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(3) {
+                    continue 'inject;
+                }
+            } else {
+                idle_since = None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
     let mut retried_jobs = 0;
     let mut analysed_plies = 0;
