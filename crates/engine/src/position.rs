@@ -3,8 +3,8 @@
 use std::fmt;
 
 use crate::board::{
-    Bitboard, Bits, Board, BoardKind, Diag8, Diag10, Diag12, Frisian10, Geometry, Ortho, Square,
-    step,
+    Bitboard, Bits, Board, BoardKind, Brazilian8, Czech8, Diag8, Diag10, Diag12, English8,
+    Frisian10, Geometry, Italian8, Ortho, Russian8, Spanish8, Square, step,
 };
 use crate::fen::{Fen, FenError, SquareRef};
 use crate::movegen::{self, CountSink, Gen, LeafCount, ListSink, PathSink, Sink};
@@ -212,14 +212,22 @@ impl fmt::Debug for Position {
     }
 }
 
+/// Calls `$f` with the geometry of the position's variant (its board, and on 8x8 its group of rules).
 macro_rules! dispatch {
     ($self:expr, $f:ident $(, $arg:expr)*) => {
-        match $self.rules.rules().board {
-            BoardKind::Ten if $self.rules.variant().is_frisian() => $f::<Frisian10>($self $(, $arg)*),
-            BoardKind::Ten => $f::<Diag10>($self $(, $arg)*),
-            BoardKind::Twelve => $f::<Diag12>($self $(, $arg)*),
-            BoardKind::Eight | BoardKind::EightMirrored => $f::<Diag8>($self $(, $arg)*),
-            BoardKind::Turkish => $f::<Ortho>($self $(, $arg)*),
+        match $self.rules.variant() {
+            Variant::International | Variant::Antidraughts | Variant::Breakthrough | Variant::Killer => {
+                $f::<Diag10>($self $(, $arg)*)
+            }
+            Variant::Frisian | Variant::Frysk => $f::<Frisian10>($self $(, $arg)*),
+            Variant::Canadian => $f::<Diag12>($self $(, $arg)*),
+            Variant::Turkish => $f::<Ortho>($self $(, $arg)*),
+            Variant::English => $f::<Diag8<English8>>($self $(, $arg)*),
+            Variant::Italian => $f::<Diag8<Italian8>>($self $(, $arg)*),
+            Variant::Russian | Variant::Pool => $f::<Diag8<Russian8>>($self $(, $arg)*),
+            Variant::Brazilian => $f::<Diag8<Brazilian8>>($self $(, $arg)*),
+            Variant::Spanish | Variant::Portuguese => $f::<Diag8<Spanish8>>($self $(, $arg)*),
+            Variant::Czech => $f::<Diag8<Czech8>>($self $(, $arg)*),
         }
     };
 }
@@ -1125,6 +1133,9 @@ mod tests {
             let r = pos.rule_set().rules();
             let v = pos.variant();
             let fixed = |c: Option<bool>, actual: bool| c.is_none_or(|c| c == actual);
+            let board = r.board.board();
+            assert_eq!(G::BOARD.n_squares, board.n_squares, "{v}: board");
+            assert_eq!(G::BOARD.size, board.size, "{v}: board");
             assert!(fixed(G::FLYING, r.flying_kings), "{v}: flying kings");
             assert!(
                 fixed(G::MEN_CAPTURE_BACKWARD, r.men_capture_backward),
