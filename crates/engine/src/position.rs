@@ -508,7 +508,7 @@ fn perft_rec<G: Geometry, const TWO: bool>(
         mut total,
         ..
     } = sink;
-    if G::N_DIRS == 8 && TWO {
+    if TWO {
         for mv in captures.list.iter() {
             total += count_capture_reply::<G>(pos, &leaf, mv, count, &mut rest[0]);
         }
@@ -520,9 +520,9 @@ fn perft_rec<G: Geometry, const TWO: bool>(
     total
 }
 
-/// perft's last ply after the capture `mv` of `pos` on the eight-direction board: counted from the
-/// child's pieces (as [`count_moves`] does from the child position), which is built only when the
-/// generator has to count or when the replying side has a king (whose king-move run the capture may end).
+/// perft's last ply after the capture `mv` of `pos`: counted from the child's pieces (as [`count_moves`]
+/// does from the child position), which is built only when the generator has to count or, on the Frisian
+/// board, when the replying side has a king (whose king-move run the capture may end).
 #[inline(always)]
 fn count_capture_reply<G: Geometry>(
     pos: &Position,
@@ -543,7 +543,10 @@ fn count_capture_reply<G: Geometry>(
     if !(kings0 & from).is_zero() || mv.promotes() {
         kings |= to;
     }
-    if !(replier & kings).is_zero() {
+    if G::FIRST_KING && leaf.first_king && !(mover & kings).is_zero() {
+        return 0;
+    }
+    if G::KING_MOVE_LIMIT && !(replier & kings).is_zero() {
         return count_moves::<G>(&pos.play_in::<G>(mv), list, count);
     }
     match movegen::bulk_count_bits::<G>(
