@@ -735,19 +735,27 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
         opp & !kings
     };
     let own_men = own & !kings;
-    let dirs = man_capture_dirs::<G>(rules, side);
     // Squares a man could jump from, per direction and in any (`jump_from` may hold ghost bits: it is
     // only intersected with squares of the board).
-    let mut first = [zero; 8];
-    let mut jump_from = zero;
-    each_dir::<G>(|d| {
-        if dirs & (1 << d) != 0 {
-            let r = d ^ 2;
-            let j = step_into::<G>(step_into::<G>(empty, r) & men_jumpable, r);
-            jump_from |= j;
-            first[d] = own_men & j;
-        }
-    });
+    let first_jumps = |dirs: u8| {
+        let mut first = [zero; 8];
+        let mut jump_from = zero;
+        each_dir::<G>(|d| {
+            if dirs & (1 << d) != 0 {
+                let r = d ^ 2;
+                let j = step_into::<G>(step_into::<G>(empty, r) & men_jumpable, r);
+                jump_from |= j;
+                first[d] = own_men & j;
+            }
+        });
+        (first, jump_from)
+    };
+    // Where men capture forward only, the directions are constants of each side's code.
+    let (first, jump_from) = match (G::MEN_CAPTURE_BACKWARD, side) {
+        (Some(false), Color::White) => first_jumps(man_capture_dirs::<G>(rules, Color::White)),
+        (Some(false), Color::Black) => first_jumps(man_capture_dirs::<G>(rules, Color::Black)),
+        _ => first_jumps(man_capture_dirs::<G>(rules, side)),
+    };
     let own_kings = own & kings;
     if !own_kings.is_zero() && king_has_capture::<G>(flying::<G>(rules), own_kings, opp, empty) {
         return LeafCount::Generator;
