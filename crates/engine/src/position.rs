@@ -508,7 +508,8 @@ fn perft_rec<G: Geometry, const TWO: bool>(
         mut total,
         ..
     } = sink;
-    if TWO {
+    // Not on the 10x10 board (its time measured 1-2% slower that way; a first king ends its game there).
+    if TWO && !G::FIRST_KING {
         for mv in captures.list.iter() {
             total += count_capture_reply::<G>(pos, &leaf, mv, count, &mut rest[0]);
         }
@@ -543,9 +544,7 @@ fn count_capture_reply<G: Geometry>(
     if !(kings0 & from).is_zero() || mv.promotes() {
         kings |= to;
     }
-    if G::FIRST_KING && leaf.first_king && !(mover & kings).is_zero() {
-        return 0;
-    }
+    debug_assert!(!G::FIRST_KING);
     if G::KING_MOVE_LIMIT && !(replier & kings).is_zero() {
         return count_moves::<G>(&pos.play_in::<G>(mv), list, count);
     }
