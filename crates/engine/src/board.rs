@@ -753,9 +753,10 @@ impl Geometry for Frisian10 {
     const PRECEDENCE: Option<Precedence> = Some(Precedence::Frisian);
 }
 
-/// 8x8 diagonal (also the mirrored board, which shares the layout).
-pub(crate) struct Diag8;
-impl Geometry for Diag8 {
+/// 8x8 diagonal (also the mirrored board, which shares the layout), one type per group of rule sets
+/// ([`Rules8`]), so that the rules of the group are constants, as on the other boards.
+pub(crate) struct Diag8<R: Rules8>(std::marker::PhantomData<R>);
+impl<R: Rules8> Geometry for Diag8<R> {
     type B = u64;
     const N_DIRS: usize = 4;
     const ALL_DIRS: u8 = 0b1111;
@@ -765,6 +766,74 @@ impl Geometry for Diag8 {
     const MASK: u64 = EIGHT.mask as u64;
     const TOP_ROW: u64 = EIGHT.top_row as u64;
     const BOTTOM_ROW: u64 = EIGHT.bottom_row as u64;
+    const FLYING: Option<bool> = Some(R::FLYING);
+    const MEN_CAPTURE_BACKWARD: Option<bool> = Some(R::MEN_CAPTURE_BACKWARD);
+    const MEN_CAPTURE_KINGS: Option<bool> = Some(R::MEN_CAPTURE_KINGS);
+    // Every 8x8 rule set (with short kings the strike and removal at once give the same moves).
+    const STRIKE: Option<bool> = Some(true);
+    const PRECEDENCE: Option<Precedence> = Some(R::PRECEDENCE);
+}
+
+/// The rules a group of 8x8 rule sets shares (docs/rules.md §3), fixed for [`Diag8`].
+pub(crate) trait Rules8 {
+    const FLYING: bool;
+    const MEN_CAPTURE_BACKWARD: bool;
+    const MEN_CAPTURE_KINGS: bool;
+    const PRECEDENCE: Precedence;
+}
+
+/// English.
+pub(crate) struct English8;
+impl Rules8 for English8 {
+    const FLYING: bool = false;
+    const MEN_CAPTURE_BACKWARD: bool = false;
+    const MEN_CAPTURE_KINGS: bool = true;
+    const PRECEDENCE: Precedence = Precedence::Free;
+}
+
+/// Italian.
+pub(crate) struct Italian8;
+impl Rules8 for Italian8 {
+    const FLYING: bool = false;
+    const MEN_CAPTURE_BACKWARD: bool = false;
+    const MEN_CAPTURE_KINGS: bool = false;
+    const PRECEDENCE: Precedence = Precedence::Italian;
+}
+
+/// Russian and pool.
+pub(crate) struct Russian8;
+impl Rules8 for Russian8 {
+    const FLYING: bool = true;
+    const MEN_CAPTURE_BACKWARD: bool = true;
+    const MEN_CAPTURE_KINGS: bool = true;
+    const PRECEDENCE: Precedence = Precedence::Free;
+}
+
+/// Brazilian.
+pub(crate) struct Brazilian8;
+impl Rules8 for Brazilian8 {
+    const FLYING: bool = true;
+    const MEN_CAPTURE_BACKWARD: bool = true;
+    const MEN_CAPTURE_KINGS: bool = true;
+    const PRECEDENCE: Precedence = Precedence::MostPieces;
+}
+
+/// Spanish and portuguese.
+pub(crate) struct Spanish8;
+impl Rules8 for Spanish8 {
+    const FLYING: bool = true;
+    const MEN_CAPTURE_BACKWARD: bool = false;
+    const MEN_CAPTURE_KINGS: bool = true;
+    const PRECEDENCE: Precedence = Precedence::MostPiecesThenKings;
+}
+
+/// Czech.
+pub(crate) struct Czech8;
+impl Rules8 for Czech8 {
+    const FLYING: bool = true;
+    const MEN_CAPTURE_BACKWARD: bool = false;
+    const MEN_CAPTURE_KINGS: bool = true;
+    const PRECEDENCE: Precedence = Precedence::KingFirst;
 }
 
 const FILE_A: u64 = 0x0101_0101_0101_0101;
@@ -873,7 +942,7 @@ mod tests {
         assert_eq!(neighbours::<Diag10>(6), vec!["b10", "b8"]);
         assert_eq!(neighbours::<Diag10>(5), vec!["i9"]);
         assert_eq!(neighbours::<Diag10>(28), vec!["d6", "f6", "f4", "d4"]);
-        assert_eq!(neighbours::<Diag8>(12), vec!["g7", "g5"]);
+        assert_eq!(neighbours::<Diag8<Russian8>>(12), vec!["g7", "g5"]);
         // 12x12: 7 is a11 (left edge), 6 is l12 (right edge, top), 72 is k1 (bottom right corner).
         assert_eq!(neighbours::<Diag12>(7), vec!["b12", "b10"]);
         assert_eq!(neighbours::<Diag12>(6), vec!["k11"]);
@@ -917,7 +986,7 @@ mod tests {
             }
         }
         check::<Diag10>();
-        check::<Diag8>();
+        check::<Diag8<Russian8>>();
         check::<Diag12>();
         check::<Ortho>();
         check::<Frisian10>();

@@ -175,24 +175,34 @@ impl<'s, G: Geometry, S: Sink<G::B>> Gen<'s, G, S> {
         let own_men = own & !own_kings;
         // Men that have a first jump, per direction.
         let zero = <G::B as Bits>::ZERO;
-        let mut first = [zero; 8];
-        let mut starters = zero;
-        let (dirs, empty, jumpable) = (self.man_dirs(), self.empty, self.men_jumpable);
-        each_dir::<G>(|d| {
-            if dirs & (1 << d) != 0 {
-                let r = d ^ 2;
-                // Unmasked steps on the eight-direction board (the sets are intersected with squares of
-                // the board); the other boards keep the masked steps, which their move lists were
-                // measured faster with.
-                let f = if G::N_DIRS == 8 {
-                    own_men & step_into::<G>(step_into::<G>(empty, r) & jumpable, r)
-                } else {
-                    own_men & step::<G>(step::<G>(empty, r) & jumpable, r)
-                };
-                starters |= f;
-                first[d] = f;
-            }
-        });
+        let (empty, jumpable) = (self.empty, self.men_jumpable);
+        let first_jumps = |dirs: u8| {
+            let mut first = [zero; 8];
+            let mut starters = zero;
+            each_dir::<G>(|d| {
+                if dirs & (1 << d) != 0 {
+                    let r = d ^ 2;
+                    // Unmasked steps on the eight-direction board (the sets are intersected with
+                    // squares of the board); the other boards keep the masked steps, which their move
+                    // lists were measured faster with.
+                    let f = if G::N_DIRS == 8 {
+                        own_men & step_into::<G>(step_into::<G>(empty, r) & jumpable, r)
+                    } else {
+                        own_men & step::<G>(step::<G>(empty, r) & jumpable, r)
+                    };
+                    starters |= f;
+                    first[d] = f;
+                }
+            });
+            (first, starters)
+        };
+        // Where men capture forward only, the directions are constants of each side's code.
+        let turkish = G::BOARD.kind == crate::BoardKind::Turkish;
+        let (first, starters) = match (G::MEN_CAPTURE_BACKWARD, pos.side_to_move()) {
+            (Some(false), Color::White) => first_jumps(man_move_dirs(turkish, Color::White)),
+            (Some(false), Color::Black) => first_jumps(man_move_dirs(turkish, Color::Black)),
+            _ => first_jumps(self.man_dirs()),
+        };
         let empty0 = self.empty;
         let mut m = starters;
         while !m.is_zero() {
@@ -735,19 +745,27 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
         opp & !kings
     };
     let own_men = own & !kings;
-    let dirs = man_capture_dirs::<G>(rules, side);
     // Squares a man could jump from, per direction and in any (`jump_from` may hold ghost bits: it is
     // only intersected with squares of the board).
-    let mut first = [zero; 8];
-    let mut jump_from = zero;
-    each_dir::<G>(|d| {
-        if dirs & (1 << d) != 0 {
-            let r = d ^ 2;
-            let j = step_into::<G>(step_into::<G>(empty, r) & men_jumpable, r);
-            jump_from |= j;
-            first[d] = own_men & j;
-        }
-    });
+    let first_jumps = |dirs: u8| {
+        let mut first = [zero; 8];
+        let mut jump_from = zero;
+        each_dir::<G>(|d| {
+            if dirs & (1 << d) != 0 {
+                let r = d ^ 2;
+                let j = step_into::<G>(step_into::<G>(empty, r) & men_jumpable, r);
+                jump_from |= j;
+                first[d] = own_men & j;
+            }
+        });
+        (first, jump_from)
+    };
+    // Where men capture forward only, the directions are constants of each side's code.
+    let (first, jump_from) = match (G::MEN_CAPTURE_BACKWARD, side) {
+        (Some(false), Color::White) => first_jumps(man_capture_dirs::<G>(rules, Color::White)),
+        (Some(false), Color::Black) => first_jumps(man_capture_dirs::<G>(rules, Color::Black)),
+        _ => first_jumps(man_capture_dirs::<G>(rules, side)),
+    };
     let own_kings = own & kings;
     if !own_kings.is_zero() && king_has_capture::<G>(flying::<G>(rules), own_kings, opp, empty) {
         return LeafCount::Generator;
