@@ -34,10 +34,10 @@ pub(crate) struct BuildArgs {
     /// are kept and not solved again, so a stopped build goes on where it stopped.
     #[arg(long, short = 'o')]
     out: PathBuf,
-    /// Threads for each slice's forward pass (default: the machine's cores). The tables do not depend
-    /// on it.
-    #[arg(long)]
-    threads: Option<usize>,
+    /// Threads for each slice's forward pass, 1 to 256 (default: the machine's cores). The tables do
+    /// not depend on it.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: Option<u16>,
 }
 
 #[derive(Args, Debug)]
@@ -58,10 +58,10 @@ pub(crate) fn run(cmd: BitbaseCommand) -> Result<(), CliError> {
 
 fn build(a: BuildArgs) -> Result<(), CliError> {
     let variant: Variant = a.variant.parse()?;
-    let threads = a
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let threads = a.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get().min(256)),
+        usize::from,
+    );
     let start = Instant::now();
     let mut tables = Bitbases::load(&a.out, variant)?;
     let kept = tables.slices().count();

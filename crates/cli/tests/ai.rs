@@ -263,6 +263,16 @@ fn the_hub_probes_the_tables_it_is_given() {
         ok && again.contains("16 slices already in") && again.contains(": 0 slices solved"),
         "{again}"
     );
+    // The forward pass's threads are bounded.
+    let out = draughts()
+        .args([
+            "bitbase", "build", "-v", "english", "--pieces", "3", "-o", &dir_text,
+        ])
+        .args(["--threads", "1000"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("1..=256"), "{err}");
     let mut hub = Hub::start(&["hub", "--bitbases", &dir_text]);
     writeln!(hub.stdin, "hub\nset-param name=variant value=english\ninit").unwrap();
     hub.expect("ready");
