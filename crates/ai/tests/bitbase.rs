@@ -89,13 +89,12 @@ fn known_results_english() {
     // the exceptions are forks where the lone king wins a king back (1 v 1 then draws).
     let slice = t.slice(Material::new(0, 2, 0, 1)).expect("slice built");
     let layout = t.layout();
-    let mut fen = draughts_ai::bitbase::Layout::blank_fen();
     let (mut quiet, mut won) = (0u32, 0u32);
     for i in 0..slice.index.size() {
         let Some((squares, side)) = slice.index.squares(layout, i) else {
             continue;
         };
-        let pos = layout.position(&squares, side, &mut fen).expect("valid");
+        let pos = layout.position(&squares, side).expect("valid");
         if pos.has_capture() || pos.with_side_to_move(!side).has_capture() {
             continue;
         }
@@ -124,7 +123,6 @@ fn known_results_russian_and_brazilian() {
 /// for the opponent (or none), and every DRAW has no move to a lost one and one to a drawn one.
 fn assert_consistent(t: &Bitbases, pieces: u32) {
     let layout = t.layout();
-    let mut fen = draughts_ai::bitbase::Layout::blank_fen();
     let mut moves = Vec::new();
     for slice in t.slices().filter(|s| s.index.material().total() <= pieces) {
         for i in 0..slice.index.size() {
@@ -132,7 +130,7 @@ fn assert_consistent(t: &Bitbases, pieces: u32) {
                 assert_eq!(slice.stored(i), bitbase::STORED_INVALID);
                 continue;
             };
-            let pos = layout.position(&squares, side, &mut fen).expect("valid");
+            let pos = layout.position(&squares, side).expect("valid");
             let value = t.probe(&pos).expect("in the tables");
             pos.legal_moves_into(&mut moves, Count::Unique);
             let children: Vec<Value> = moves
@@ -208,7 +206,6 @@ fn agrees_with_plain_search_on_random_positions() {
         let t = tables(v);
         let layout = t.layout();
         let slices: Vec<_> = t.slices().collect();
-        let mut fen = draughts_ai::bitbase::Layout::blank_fen();
         let mut checked = 0;
         while checked < 40 {
             let slice = slices[rng.below(slices.len() as u64) as usize];
@@ -216,7 +213,7 @@ fn agrees_with_plain_search_on_random_positions() {
             let Some((squares, side)) = slice.index.squares(layout, i) else {
                 continue;
             };
-            let pos = layout.position(&squares, side, &mut fen).expect("valid");
+            let pos = layout.position(&squares, side).expect("valid");
             checked += 1;
             let value = t.probe(&pos).expect("in the tables");
             // A result forced within 7 plies (5 with flying kings on 10x10) must be the tables' one.
@@ -434,7 +431,6 @@ fn tables_on_disk_are_consistent_opt_in() {
     let variant: Variant = variant.parse().expect("variant");
     let t = Bitbases::load(std::path::Path::new(dir), variant).expect("tables load");
     let layout = t.layout();
-    let mut fen = draughts_ai::bitbase::Layout::blank_fen();
     let mut rng = draughts_ai::Rng::new(7);
     let mut moves = Vec::new();
     for slice in t.slices() {
@@ -445,7 +441,7 @@ fn tables_on_disk_are_consistent_opt_in() {
                 continue;
             };
             checked += 1;
-            let pos = layout.position(&squares, side, &mut fen).expect("valid");
+            let pos = layout.position(&squares, side).expect("valid");
             let value = t.probe(&pos).expect("in the tables");
             pos.legal_moves_into(&mut moves, Count::Unique);
             let children: Vec<Value> = moves
@@ -475,7 +471,6 @@ fn won_positions_are_not_lost_opt_in() {
         Bitbases::load(std::path::Path::new(dir), variant).expect("tables load"),
     );
     let layout = t.layout().clone();
-    let mut fen = draughts_ai::bitbase::Layout::blank_fen();
     let mut rng = draughts_ai::Rng::new(11);
     let slices: Vec<_> = t
         .slices()
@@ -488,7 +483,7 @@ fn won_positions_are_not_lost_opt_in() {
         let Some((squares, side)) = slice.index.squares(&layout, i) else {
             continue;
         };
-        let pos = layout.position(&squares, side, &mut fen).expect("valid");
+        let pos = layout.position(&squares, side).expect("valid");
         if t.probe(&pos) != Some(Value::Win) || pos.has_capture() {
             continue;
         }

@@ -611,15 +611,8 @@ impl Position {
             if (white | black) & m != 0 {
                 return Err(PositionError::Duplicate(p.square.to_string()));
             }
-            let promo_row = match p.color {
-                Color::White => board.top_row,
-                Color::Black => board.bottom_row,
-            };
-            if !p.king && promo_row & m != 0 {
-                return Err(PositionError::ManOnPromotionRow {
-                    color: p.color.name(),
-                    square: p.square.to_string(),
-                });
+            if !p.king {
+                check_men(board, variant, p.color, m, |_| p.square.to_string())?;
             }
             match p.color {
                 Color::White => white |= m,
@@ -628,26 +621,77 @@ impl Position {
             if p.king {
                 kings |= m;
             }
-            if !p.king && board.kind == BoardKind::Turkish {
-                let back_rank = match p.color {
-                    Color::White => board.bottom_row,
-                    Color::Black => board.top_row,
-                };
-                if back_rank & m != 0 {
-                    return Err(PositionError::ManOnOwnBackRank {
-                        color: p.color.name(),
-                        square: p.square.to_string(),
-                        variant,
-                    });
-                }
+        }
+        let mut pos = Position::with_pieces(rules, fen.side, white, black, kings)?;
+        if let Some(runs) = &fen.king_moves {
+            for (i, color) in [Color::White, Color::Black].into_iter().enumerate() {
+                pos.runs[i] = pos.check_run(color, runs[i].0, runs[i].1, board)?;
             }
         }
+        Ok(pos)
+    }
+
+    /// A position from its pieces as sets of the board's bits (as [`Position::pieces`] and
+    /// [`Position::kings`] give them), validated as [`Position::from_fen`] validates a FEN's pieces: every
+    /// bit a square of the board, no square in two sets, no man where it cannot stand, no more pieces than
+    /// a side starts with, the first-king rule. No king has made non-capturing moves yet (Frisian's count).
+    /// Errors name squares in the variant's notation. For callers that hold bitboards (the endgame table
+    /// generator), without a FEN's text or piece list.
+    pub fn from_bitboards(
+        rules: impl Into<RuleSet>,
+        side: Color,
+        white_men: Bitboard,
+        white_kings: Bitboard,
+        black_men: Bitboard,
+        black_kings: Bitboard,
+    ) -> Result<Position, PositionError> {
+        let rules = rules.into();
+        let variant = rules.variant();
+        let board = rules.rules().board.board();
+        let name = |m: u128| {
+            crate::notation::square_name(board, rules.rules().notation, Square::from_mask(m))
+        };
+        let sets = [white_men.0, white_kings.0, black_men.0, black_kings.0];
+        let mut seen = 0u128;
+        for set in sets {
+            let off = set & !board.mask;
+            if off != 0 {
+                return Err(PositionError::NoSuchSquare(
+                    format!("bit {}", off.trailing_zeros()),
+                    variant,
+                ));
+            }
+            if set & seen != 0 {
+                return Err(PositionError::Duplicate(name(set & seen)));
+            }
+            seen |= set;
+        }
+        check_men(board, variant, Color::White, white_men.0, name)?;
+        check_men(board, variant, Color::Black, black_men.0, name)?;
+        Position::with_pieces(
+            rules,
+            side,
+            white_men.0 | white_kings.0,
+            black_men.0 | black_kings.0,
+            white_kings.0 | black_kings.0,
+        )
+    }
+
+    /// The position of pieces already placed on the board (distinct squares, men where men may stand),
+    /// checked for what concerns the whole position: the first-king rule and the number of pieces.
+    fn with_pieces(
+        rules: RuleSet,
+        side: Color,
+        white: u128,
+        black: u128,
+        kings: u128,
+    ) -> Result<Position, PositionError> {
         let mut pos = Position {
             white: 0,
             black: 0,
             kings: 0,
             hi: [0; 3],
-            side: fen.side,
+            side,
             rules,
             runs: [0; 2],
         };
@@ -672,13 +716,8 @@ impl Position {
                     color: color.name(),
                     count,
                     max,
-                    variant,
+                    variant: rules.variant(),
                 });
-            }
-        }
-        if let Some(runs) = &fen.king_moves {
-            for (i, color) in [Color::White, Color::Black].into_iter().enumerate() {
-                pos.runs[i] = pos.check_run(color, runs[i].0, runs[i].1, board)?;
             }
         }
         Ok(pos)
@@ -1104,6 +1143,37 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// Maps a FEN or move-text square to a board square.
+/// The men of `color` on `men` stand where a man can (docs/rules.md §8.3): not on its promotion row, and
+/// on the Turkish board not on its own first rank, which a man never returns to. `name` names the square
+/// of an offending man (its one bit).
+fn check_men(
+    board: &Board,
+    variant: Variant,
+    color: Color,
+    men: u128,
+    name: impl Fn(u128) -> String,
+) -> Result<(), PositionError> {
+    let lowest = |m: u128| m & m.wrapping_neg();
+    let (promo_row, back_rank) = match color {
+        Color::White => (board.top_row, board.bottom_row),
+        Color::Black => (board.bottom_row, board.top_row),
+    };
+    if men & promo_row != 0 {
+        return Err(PositionError::ManOnPromotionRow {
+            color: color.name(),
+            square: name(lowest(men & promo_row)),
+        });
+    }
+    if board.kind == BoardKind::Turkish && men & back_rank != 0 {
+        return Err(PositionError::ManOnOwnBackRank {
+            color: color.name(),
+            square: name(lowest(men & back_rank)),
+            variant,
+        });
+    }
+    Ok(())
+}
+
 pub(crate) fn resolve_square(
     board: &Board,
     sq: SquareRef,

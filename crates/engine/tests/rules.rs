@@ -17,8 +17,9 @@
 //!   a c e g i k. 1 = b12, 6 = l12, 67 = a1, 72 = k1; squares 61-72 (ranks 1-2) sit above bit 63.
 
 use draughts_engine::{
-    Color, Count, DrawReason, Game, GameError, GameResult, GameStatus, Move, OptionError, Piece,
-    Position, PositionError, ResolveError, Role, RuleOptions, RuleSet, Square, Variant, WinReason,
+    Bitboard, Color, Count, DrawReason, Game, GameError, GameResult, GameStatus, Move, OptionError,
+    Piece, Position, PositionError, ResolveError, Role, RuleOptions, RuleSet, Square, Variant,
+    WinReason,
 };
 
 use Variant::{
@@ -907,6 +908,98 @@ fn fen_errors() {
             Position::from_fen(International, fen)
         );
     }
+}
+
+/// `Position::from_bitboards` (the endgame table generator's way in) accepts what a FEN with the same
+/// pieces gives and refuses what such a FEN is refused for, naming squares in the variant's notation.
+#[test]
+fn positions_from_bitboards_are_checked_as_fens_are() {
+    let set = |v: Variant, squares: &[u32]| {
+        let board = v.rules().board.board();
+        Bitboard(
+            squares
+                .iter()
+                .map(|&n| 1u128 << board.square(n).unwrap().bit())
+                .fold(0, |a, b| a | b),
+        )
+    };
+    let none = Bitboard(0);
+    let from = |v: Variant, side: Color, sets: [&[u32]; 4]| {
+        Position::from_bitboards(
+            v,
+            side,
+            set(v, sets[0]),
+            set(v, sets[1]),
+            set(v, sets[2]),
+            set(v, sets[3]),
+        )
+    };
+    assert_eq!(
+        from(International, Color::Black, [&[31, 32], &[46], &[19], &[]]),
+        Position::from_fen(International, "B:W31,32,K46:B19")
+    );
+    assert_eq!(
+        from(English, Color::White, [&[21, 22], &[], &[], &[5]]),
+        Position::from_fen(English, "W:W21,22:BK5")
+    );
+    assert_eq!(
+        from(International, Color::White, [&[3], &[], &[20], &[]]),
+        Err(PositionError::ManOnPromotionRow {
+            color: "white",
+            square: "3".into()
+        })
+    );
+    assert_eq!(
+        from(International, Color::White, [&[31], &[], &[47], &[]]),
+        Err(PositionError::ManOnPromotionRow {
+            color: "black",
+            square: "47".into()
+        })
+    );
+    assert_eq!(
+        from(International, Color::White, [&[32], &[], &[], &[32]]),
+        Err(PositionError::Duplicate("32".into()))
+    );
+    let board = International.rules().board.board();
+    let ghost = (!board.mask).trailing_zeros();
+    assert!(matches!(
+        Position::from_bitboards(
+            International,
+            Color::White,
+            Bitboard(1u128 << ghost),
+            none,
+            set(International, &[1]),
+            none
+        ),
+        Err(PositionError::NoSuchSquare(..))
+    ));
+    let turkish = Turkish.rules().board.board();
+    let d1 = turkish.square_at(3, 0).unwrap();
+    let d5 = turkish.square_at(3, 4).unwrap();
+    assert_eq!(
+        Position::from_bitboards(
+            Turkish,
+            Color::White,
+            Bitboard(1u128 << d1.bit()),
+            none,
+            Bitboard(1u128 << d5.bit()),
+            none
+        ),
+        Err(PositionError::ManOnOwnBackRank {
+            color: "white",
+            square: "d1".into(),
+            variant: Turkish
+        })
+    );
+    let twenty_one: Vec<u32> = (30..=50).collect();
+    assert!(matches!(
+        from(International, Color::White, [&twenty_one, &[], &[1], &[]]),
+        Err(PositionError::TooManyPieces { count: 21, .. })
+    ));
+    assert!(matches!(
+        from(Breakthrough, Color::White, [&[], &[30], &[1], &[]]),
+        Err(PositionError::KingsAfterBreakthrough { .. })
+    ));
 }
 
 // ---------------------------------------------------------------------------------------------------

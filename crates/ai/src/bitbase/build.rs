@@ -142,7 +142,6 @@ fn solve(tables: &Bitbases, index: SliceIndex, threads: usize) -> Vec<u8> {
     let size = index.size() as usize;
     let mut values = vec![UNKNOWN; size];
     let mut counts = vec![0u8; size];
-    let mut fen = Layout::blank_fen();
 
     // 1. Forward pass: blocks of indices handed out to the threads; each keeps its own queue.
     let block = 2 * FORWARD_BLOCK;
@@ -197,7 +196,7 @@ fn solve(tables: &Bitbases, index: SliceIndex, threads: usize) -> Vec<u8> {
                 continue;
             }
             // The move is legal in the predecessor only if it has no capture there.
-            let Ok(pos) = layout.position(pred, mover, &mut fen) else {
+            let Ok(pos) = layout.position(pred, mover) else {
                 continue;
             };
             if pos.has_capture() && pos.rule_set().mandatory_capture() {
@@ -243,7 +242,6 @@ fn forward(
 ) {
     let layout = tables.layout();
     let material = index.material();
-    let mut fen = Layout::blank_fen();
     let mut moves: Vec<Move> = Vec::with_capacity(64);
     for k in (0..values.len()).step_by(2) {
         let i = (first + k) as u64;
@@ -254,7 +252,7 @@ fn forward(
             values[k + 1] = INVALID;
             continue;
         };
-        let Ok(white_to_move) = layout.position(&squares, Color::White, &mut fen) else {
+        let Ok(white_to_move) = layout.position(&squares, Color::White) else {
             values[k] = INVALID;
             values[k + 1] = INVALID;
             continue;

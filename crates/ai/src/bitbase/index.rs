@@ -1,8 +1,6 @@
 //! Squares, materials and the perfect-up-to-overlap index of a slice.
 
-use draughts_engine::{
-    BoardKind, Color, Fen, FenPiece, Position, PositionError, SquareRef, Variant,
-};
+use draughts_engine::{Bitboard, BoardKind, Color, Position, PositionError, Variant};
 
 /// Binomial coefficients `C(n, k)` for `n <= 64`, `k <= 8`.
 const BINOMIAL: [[u64; 9]; 65] = {
@@ -259,44 +257,26 @@ impl Layout {
         )
     }
 
-    /// The engine position of masks (validated by the engine), reusing `fen`'s piece list.
-    pub fn position(
-        &self,
-        squares: &Squares,
-        side: Color,
-        fen: &mut Fen,
-    ) -> Result<Position, PositionError> {
-        fen.side = side;
-        fen.pieces.clear();
-        let groups = [
-            (squares.white_men, Color::White, false),
-            (squares.white_kings, Color::White, true),
-            (squares.black_men, Color::Black, false),
-            (squares.black_kings, Color::Black, true),
-        ];
-        for (mut mask, color, king) in groups {
+    /// The engine position of masks (validated by the engine, [`Position::from_bitboards`]).
+    #[inline]
+    pub fn position(&self, squares: &Squares, side: Color) -> Result<Position, PositionError> {
+        let bits = |mut mask: u64| {
+            let mut bb = 0u128;
             while mask != 0 {
                 let i = mask.trailing_zeros();
                 mask &= mask - 1;
-                fen.pieces.push(FenPiece {
-                    color,
-                    king,
-                    square: SquareRef::Number(i + 1),
-                });
+                bb |= 1u128 << self.bit_of[i as usize];
             }
-        }
-        Position::from_parsed_fen(fen, self.variant.into())
-    }
-
-    /// An empty FEN to pass to [`Layout::position`].
-    pub fn blank_fen() -> Fen {
-        Fen {
-            side: Color::White,
-            pieces: Vec::with_capacity(8),
-            halfmove: None,
-            fullmove: None,
-            king_moves: None,
-        }
+            Bitboard(bb)
+        };
+        Position::from_bitboards(
+            self.variant,
+            side,
+            bits(squares.white_men),
+            bits(squares.white_kings),
+            bits(squares.black_men),
+            bits(squares.black_kings),
+        )
     }
 
     #[allow(dead_code)]
@@ -328,25 +308,43 @@ fn unrank(mut r: u64, k: u32, universe: u64) -> u64 {
     let mut group = 0u64;
     let mut top = size;
     for i in (1..=k).rev() {
-        // The largest c < top with C(c, i) <= r.
-        let mut c = top - 1;
-        while binomial(c, i) > r {
-            c -= 1;
+        // The largest c < top with C(c, i) <= r: r itself for the last square (C(c, 1) = c), else by
+        // bisection (C(c, i) grows with c; C(i - 1, i) = 0).
+        let (mut lo, mut hi) = if i == 1 {
+            (r as u32, r as u32)
+        } else {
+            (i - 1, top - 1)
+        };
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if binomial(mid, i) <= r {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
         }
-        r -= binomial(c, i);
-        group |= select(universe, c);
-        top = c;
+        r -= binomial(lo, i);
+        group |= select(universe, lo);
+        top = lo;
     }
     group
 }
 
-/// The `n`-th (0-based) set bit of `mask`, as a mask.
+/// The `n`-th (0-based) set bit of `mask`, as a mask (`n` below the number of bits set).
 #[inline]
-fn select(mut mask: u64, n: u32) -> u64 {
-    for _ in 0..n {
-        mask &= mask - 1;
+fn select(mask: u64, n: u32) -> u64 {
+    debug_assert!(n < mask.count_ones());
+    // The answer is at least `n` squares past the lowest; while fewer than `n + 1` bits are set up to a
+    // candidate, it is at least that many squares further. The universes here have few holes (a run of
+    // squares, or the squares not taken by a few men), so this ends after a step or two.
+    let mut p = mask.trailing_zeros() + n;
+    loop {
+        let count = (mask & (u64::MAX >> (63 - p))).count_ones();
+        if count == n + 1 {
+            return 1 << p;
+        }
+        p += n + 1 - count;
     }
-    mask & mask.wrapping_neg()
 }
 
 /// The index of one slice.
@@ -445,6 +443,32 @@ mod tests {
                 assert_eq!(g.count_ones(), k);
                 assert_eq!(g & !universe, 0);
                 assert_eq!(rank(g, universe), r);
+            }
+        }
+    }
+
+    #[test]
+    fn unrank_and_select_over_a_wide_universe() {
+        // A universe spread over all 64 bits, as on the boards whose layouts leave ghost bits.
+        let universe = 0xB6DB_6DB6_DB6D_B6DBu64 | 1 << 63;
+        let naive = |mut mask: u64, n: u32| {
+            for _ in 0..n {
+                mask &= mask - 1;
+            }
+            mask & mask.wrapping_neg()
+        };
+        for n in 0..universe.count_ones() {
+            assert_eq!(select(universe, n), naive(universe, n), "select {n}");
+        }
+        for k in 1..=5u32 {
+            let n = binomial(universe.count_ones(), k);
+            // Every rank near both ends and a stride through the middle.
+            let ranks = (0..n.min(2000)).chain((0..n).step_by((n / 997).max(1) as usize));
+            for r in ranks.chain(n.saturating_sub(2000)..n) {
+                let g = unrank(r, k, universe);
+                assert_eq!(g.count_ones(), k);
+                assert_eq!(g & !universe, 0);
+                assert_eq!(rank(g, universe), r, "k {k} rank {r}");
             }
         }
     }
