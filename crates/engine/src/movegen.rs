@@ -813,9 +813,13 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     LeafCount::Exact(u64::from(n))
 }
 
-/// What [`bulk_count_quiet_reply`] needs of a position of the eight-direction board (`side`, `own`: the
-/// side to move; `opp`: the side that replies to its quiet moves), where the replying side has no king and
-/// no capture and the men's chains are counted without the generator ([`men_chains`]); `None` elsewhere.
+/// What [`bulk_count_quiet_replies`] and (on the eight-direction board) [`bulk_count_quiet_reply`] need
+/// of a position of the eight-direction board or an 8x8 board ([`Geometry::QUIET_REPLIES`]; `side`,
+/// `own`: the side to move; `opp`: the side that replies to its quiet moves), where the replying side has
+/// no king and no capture (and, on the eight-direction board, the men's chains are counted without the
+/// generator, [`men_chains`]); `None` elsewhere. On the 8x8 boards only the directions the replying
+/// side's men capture in are looked at (a piece of the side to move is exposed only to a man that can
+/// jump it that way).
 #[inline(always)]
 pub(crate) fn quiet_replies<G: Geometry>(
     lr: &LeafRules,
@@ -824,15 +828,27 @@ pub(crate) fn quiet_replies<G: Geometry>(
     opp: G::B,
     kings: G::B,
 ) -> Option<QuietReplies<G::B>> {
-    if G::N_DIRS != 8 || !lr.mandatory || lr.crowning_goes_on || !(opp & kings).is_zero() {
+    // The eight-direction board also counts the replies that capture ([`bulk_count_quiet_reply`]).
+    if !G::QUIET_REPLIES
+        || (G::N_DIRS == 8 && (!lr.mandatory || lr.crowning_goes_on))
+        || !(opp & kings).is_zero()
+    {
         return None;
     }
     let empty = G::MASK & !(own | opp);
     let (mut exposed, mut landing) = (<G::B as Bits>::ZERO, <G::B as Bits>::ZERO);
+    // The directions the replying side's men capture in (every one on the eight-direction board).
+    let dirs = if G::N_DIRS == 8 {
+        0xFF
+    } else {
+        man_capture_dirs::<G>(lr.rules, !side)
+    };
     each_dir::<G>(|d| {
-        let men = step_into::<G>(opp, d);
-        exposed |= men & step_into::<G>(empty, d ^ 2);
-        landing |= step_into::<G>(men & own, d);
+        if dirs & (1 << d) != 0 {
+            let men = step_into::<G>(opp, d);
+            exposed |= men & step_into::<G>(empty, d ^ 2);
+            landing |= step_into::<G>(men & own, d);
+        }
     });
     // The replying side has no capture now (each of its captures would take a piece on an exposed square).
     if !(exposed & own).is_zero() {
