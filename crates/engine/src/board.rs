@@ -441,6 +441,9 @@ pub(crate) trait Geometry {
     /// replying side has no king and no capture ([`crate::movegen::quiet_replies`]): the Frisian board
     /// and the 8x8 boards.
     const QUIET_REPLIES: bool = false;
+    /// perft's last ply counts the men's capture chains on the 8x8 boards' bitboards where no king of the
+    /// side to move can capture ([`crate::movegen::men_chains8`]; the Frisian board has its own).
+    const MEN_CHAINS8: bool = false;
     /// The direction of each step, indexed by its shift + 16 (the eight-direction board's man captures).
     const DIR_OF_SHIFT: [u8; 32] = dir_table(Self::SHIFT, Self::SHIFT_ORTHO);
 }
@@ -778,6 +781,7 @@ impl<R: Rules8> Geometry for Diag8<R> {
     const STRIKE: Option<bool> = Some(true);
     const PRECEDENCE: Option<Precedence> = Some(R::PRECEDENCE);
     const QUIET_REPLIES: bool = true;
+    const MEN_CHAINS8: bool = true;
 }
 
 /// The rules a group of 8x8 rule sets shares (docs/rules.md §3), fixed for [`Diag8`].

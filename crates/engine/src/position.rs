@@ -278,6 +278,12 @@ fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) 
 
 #[inline(never)]
 fn count_by_generator<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) -> u64 {
+    // On the 8x8 boards, the men's chains on bitboards where only men capture.
+    if !count.split()
+        && let Some(n) = movegen::men_chains8::<G>(pos, count.unique(), list)
+    {
+        return n;
+    }
     let mut sink = CountSink::new(list, count.unique());
     Gen::<G, _>::new(pos, &mut sink)
         .split_landings(count.split())
