@@ -437,6 +437,13 @@ pub(crate) trait Geometry {
     /// A variant on this geometry may end at the first crowning (breakthrough, docs/rules.md §9.3; only
     /// on [`Diag10`]): where it is false, perft's tests of that goal fold away.
     const FIRST_KING: bool = false;
+    /// perft counts the replies to the quiet men's steps one ply above its last in bulk where the
+    /// replying side has no king and no capture ([`crate::movegen::quiet_replies`]): the Frisian board
+    /// and the 8x8 boards.
+    const QUIET_REPLIES: bool = false;
+    /// perft's last ply counts the men's capture chains on the 8x8 boards' bitboards where no king of the
+    /// side to move can capture ([`crate::movegen::men_chains8`]; the Frisian board has its own).
+    const MEN_CHAINS8: bool = false;
     /// The direction of each step, indexed by its shift + 16 (the eight-direction board's man captures).
     const DIR_OF_SHIFT: [u8; 32] = dir_table(Self::SHIFT, Self::SHIFT_ORTHO);
 }
@@ -751,6 +758,7 @@ impl Geometry for Frisian10 {
     const MEN_CAPTURE_KINGS: Option<bool> = Some(true);
     const STRIKE: Option<bool> = Some(true);
     const PRECEDENCE: Option<Precedence> = Some(Precedence::Frisian);
+    const QUIET_REPLIES: bool = true;
 }
 
 /// 8x8 diagonal (also the mirrored board, which shares the layout), one type per group of rule sets
@@ -772,6 +780,8 @@ impl<R: Rules8> Geometry for Diag8<R> {
     // Every 8x8 rule set (with short kings the strike and removal at once give the same moves).
     const STRIKE: Option<bool> = Some(true);
     const PRECEDENCE: Option<Precedence> = Some(R::PRECEDENCE);
+    const QUIET_REPLIES: bool = true;
+    const MEN_CHAINS8: bool = true;
 }
 
 /// The rules a group of 8x8 rule sets shares (docs/rules.md §3), fixed for [`Diag8`].

@@ -710,6 +710,8 @@ pub(crate) struct LeafRules {
     crowning_goes_on: bool,
     /// Breakthrough: a crowning ends the game (docs/rules.md §9.3).
     pub(crate) first_king: bool,
+    /// A man that reaches the promotion row in a capture stops there (English, Italian, Spanish, Czech).
+    ends_move: bool,
 }
 
 impl LeafRules {
@@ -721,6 +723,7 @@ impl LeafRules {
             mandatory: rs.mandatory_capture(),
             crowning_goes_on: rs.promotion() == Promotion::Continue,
             first_king: rules.goal == crate::variant::Goal::FirstKing,
+            ends_move: rs.promotion() == Promotion::EndsMove,
         }
     }
 }
@@ -813,9 +816,13 @@ pub(crate) fn bulk_count_bits<G: Geometry>(
     LeafCount::Exact(u64::from(n))
 }
 
-/// What [`bulk_count_quiet_reply`] needs of a position of the eight-direction board (`side`, `own`: the
-/// side to move; `opp`: the side that replies to its quiet moves), where the replying side has no king and
-/// no capture and the men's chains are counted without the generator ([`men_chains`]); `None` elsewhere.
+/// What [`bulk_count_quiet_replies`] and (on the eight-direction board) [`bulk_count_quiet_reply`] need
+/// of a position of the eight-direction board or an 8x8 board ([`Geometry::QUIET_REPLIES`]; `side`,
+/// `own`: the side to move; `opp`: the side that replies to its quiet moves), where the replying side has
+/// no king and no capture (and, on the eight-direction board, the men's chains are counted without the
+/// generator, [`men_chains`]); `None` elsewhere. On the 8x8 boards only the directions the replying
+/// side's men capture in are looked at (a piece of the side to move is exposed only to a man that can
+/// jump it that way).
 #[inline(always)]
 pub(crate) fn quiet_replies<G: Geometry>(
     lr: &LeafRules,
@@ -824,15 +831,27 @@ pub(crate) fn quiet_replies<G: Geometry>(
     opp: G::B,
     kings: G::B,
 ) -> Option<QuietReplies<G::B>> {
-    if G::N_DIRS != 8 || !lr.mandatory || lr.crowning_goes_on || !(opp & kings).is_zero() {
+    // The eight-direction board also counts the replies that capture ([`bulk_count_quiet_reply`]).
+    if !G::QUIET_REPLIES
+        || (G::N_DIRS == 8 && (!lr.mandatory || lr.crowning_goes_on))
+        || !(opp & kings).is_zero()
+    {
         return None;
     }
     let empty = G::MASK & !(own | opp);
     let (mut exposed, mut landing) = (<G::B as Bits>::ZERO, <G::B as Bits>::ZERO);
+    // The directions the replying side's men capture in (every one on the eight-direction board).
+    let dirs = if G::N_DIRS == 8 {
+        0xFF
+    } else {
+        man_capture_dirs::<G>(lr.rules, !side)
+    };
     each_dir::<G>(|d| {
-        let men = step_into::<G>(opp, d);
-        exposed |= men & step_into::<G>(empty, d ^ 2);
-        landing |= step_into::<G>(men & own, d);
+        if dirs & (1 << d) != 0 {
+            let men = step_into::<G>(opp, d);
+            exposed |= men & step_into::<G>(empty, d ^ 2);
+            landing |= step_into::<G>(men & own, d);
+        }
     });
     // The replying side has no capture now (each of its captures would take a piece on an exposed square).
     if !(exposed & own).is_zero() {
@@ -1086,6 +1105,301 @@ pub(crate) fn men_chains<G: Geometry>(
         }
     }
     chains.n_best
+}
+
+/// perft's last ply where the capture generator was to count ([`LeafCount::Generator`]), on the 8x8
+/// boards ([`Geometry::MEN_CHAINS8`]): the number of legal moves of `pos` when only its men can capture
+/// ([`men_chains4`]); `None` where the generator must count (a king of the side to move can capture,
+/// captures are optional, a man crowned mid-chain goes on as a king, or no man can capture).
+#[inline(always)]
+pub(crate) fn men_chains8<G: Geometry>(
+    pos: &Position,
+    unique: bool,
+    seen: &mut Vec<Move>,
+) -> Option<u64> {
+    if G::N_DIRS != 4 || !G::MEN_CHAINS8 {
+        return None;
+    }
+    let rs = pos.rule_set();
+    if !rs.mandatory_capture() || rs.promotion() == Promotion::Continue {
+        return None;
+    }
+    let lr = LeafRules::new(rs);
+    let (own, opp) = pos.own_opp::<G::B>();
+    let kings = pos.kings_bb::<G::B>();
+    let own_kings = own & kings;
+    let empty = G::MASK & !(own | opp);
+    if !own_kings.is_zero() && king_has_capture::<G>(flying::<G>(lr.rules), own_kings, opp, empty) {
+        return None;
+    }
+    let n = men_chains4::<G>(&lr, pos.side_to_move(), own, opp, kings, unique, seen);
+    // No man can capture either: the generator counts the quiet moves.
+    (n > 0).then_some(n)
+}
+
+/// [`men_chains8`]'s count: every capture chain of the men of `side` (`own` against `opp`, on a
+/// four-direction board), followed on bitboards without building moves, and the number of legal moves
+/// among them, as the generator finds them: the same chains (a man captures in its rules' directions;
+/// captured pieces stay on the board until the end; where reaching the promotion row ends the move
+/// (`lr.ends_move`) a chain stops there, else the man goes on as a man), the same precedence keys
+/// ([`Gen::emit`] with a man moving), and each origin, destination and captured set once in unique mode
+/// (`seen`: a scratch list). Where every chain is a move (no precedence: pool, english; Czech,
+/// whose king-first rule does not arise when no king captures), the first jumps that cannot go on are
+/// counted at once, as in [`bulk_count_bits`] (a jump from the landing square over anything but the
+/// piece just taken is a first jump's test, and a jump back over it would land on the origin, occupied
+/// in that test), and only the chains that go on are followed.
+#[allow(clippy::too_many_arguments)]
+fn men_chains4<G: Geometry>(
+    lr: &LeafRules,
+    side: Color,
+    own: G::B,
+    opp: G::B,
+    kings: G::B,
+    unique: bool,
+    seen: &mut Vec<Move>,
+) -> u64 {
+    debug_assert!(G::N_DIRS == 4 && !lr.crowning_goes_on);
+    let rules = lr.rules;
+    let zero = <G::B as Bits>::ZERO;
+    let empty = G::MASK & !(own | opp);
+    let own_men = own & !kings;
+    let jumpable = if men_capture_kings::<G>(rules) {
+        opp
+    } else {
+        opp & !kings
+    };
+    let dirs = man_capture_dirs::<G>(rules, side);
+    // The men with a first jump, per direction, and the squares a man could jump from.
+    let mut first = [zero; 4];
+    let mut jump_from = zero;
+    each_dir::<G>(|d| {
+        if dirs & (1 << d) != 0 {
+            let r = d ^ 2;
+            let j = step::<G>(step::<G>(empty, r) & jumpable, r);
+            jump_from |= j;
+            first[d & 3] = own_men & j;
+        }
+    });
+    seen.clear();
+    let precedence = precedence::<G>(rules);
+    let mut chains = Chains4::<G> {
+        jumpable,
+        opp_kings: opp & kings,
+        empty,
+        promo_row: match side {
+            Color::White => G::TOP_ROW,
+            Color::Black => G::BOTTOM_ROW,
+        },
+        ends_move: lr.ends_move,
+        precedence,
+        dirs,
+        unique,
+        best: 0,
+        n_best: 0,
+        seen,
+        _g: std::marker::PhantomData,
+    };
+    let every_chain = matches!(precedence, Precedence::Free | Precedence::KingFirst);
+    let mut singles = 0u32;
+    // One call per direction, so that each step is a constant shift.
+    for_dir_chains::<G>(
+        &mut chains,
+        0,
+        first[0],
+        jump_from,
+        every_chain,
+        &mut singles,
+    );
+    for_dir_chains::<G>(
+        &mut chains,
+        1,
+        first[1],
+        jump_from,
+        every_chain,
+        &mut singles,
+    );
+    for_dir_chains::<G>(
+        &mut chains,
+        2,
+        first[2],
+        jump_from,
+        every_chain,
+        &mut singles,
+    );
+    for_dir_chains::<G>(
+        &mut chains,
+        3,
+        first[3],
+        jump_from,
+        every_chain,
+        &mut singles,
+    );
+    u64::from(singles) + chains.n_best
+}
+
+/// [`men_chains4`]'s first jumps in direction `d`, of the men `first` (none outside the men's capture
+/// directions): those that cannot go on added to `singles` where every chain is a move, the chains of the
+/// others followed.
+#[inline(always)]
+fn for_dir_chains<G: Geometry>(
+    chains: &mut Chains4<'_, G>,
+    d: usize,
+    first: G::B,
+    jump_from: G::B,
+    every_chain: bool,
+    singles: &mut u32,
+) {
+    let mut men = first;
+    if men.is_zero() {
+        return;
+    }
+    if every_chain {
+        // One landing square per man: those that go on, the others single jumps.
+        let mut goes = step::<G>(step::<G>(men, d), d) & jump_from;
+        if chains.ends_move {
+            goes &= !chains.promo_row;
+        }
+        *singles += men.count_ones() - goes.count_ones();
+        men = step::<G>(step::<G>(goes, d ^ 2), d ^ 2);
+    }
+    let empty = chains.empty;
+    while !men.is_zero() {
+        let from = men.lowest();
+        men = men.clear_lowest();
+        let land = step::<G>(step::<G>(from, d), d);
+        chains.empty = empty | from;
+        chains.jumps(
+            from,
+            from.trailing_zeros(),
+            <G::B as Bits>::ZERO,
+            0,
+            0,
+            0,
+            land,
+        );
+    }
+    chains.empty = empty;
+}
+
+/// The search of [`men_chains4`]: the chains of one man at a time (`empty` holds its origin).
+struct Chains4<'a, G: Geometry> {
+    /// The pieces a man may jump.
+    jumpable: G::B,
+    opp_kings: G::B,
+    empty: G::B,
+    promo_row: G::B,
+    ends_move: bool,
+    precedence: Precedence,
+    /// The men's capture directions.
+    dirs: u8,
+    unique: bool,
+    /// The best precedence key so far and how many moves have it (none kept while `n_best` is 0).
+    best: u32,
+    n_best: u64,
+    /// The moves kept that another capture order could repeat (unique mode).
+    seen: &'a mut Vec<Move>,
+    _g: std::marker::PhantomData<G>,
+}
+
+impl<G: Geometry> Chains4<'_, G> {
+    /// The squares the man on `cur` can jump to, `captured` taken.
+    #[inline(always)]
+    fn ahead(&self, cur: G::B, captured: G::B) -> G::B {
+        let jumpable = self.jumpable & !captured;
+        let mut ahead = <G::B as Bits>::ZERO;
+        each_dir::<G>(|d| {
+            if self.dirs & (1 << d) != 0 {
+                ahead |= step::<G>(step::<G>(cur, d) & jumpable, d);
+            }
+        });
+        ahead & self.empty
+    }
+
+    /// The jumps of the man from `from` standing on bit `s`, `captured` taken (`n` pieces, `n_kings` of
+    /// them kings, `order` the Italian order bits), onto the squares of `ahead` (not empty): each one and
+    /// the rest of its chain. Every step is a constant shift in the bit layout, so the piece jumped from
+    /// `s` to `l` is on `(s + l) / 2`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn jumps(
+        &mut self,
+        from: G::B,
+        s: u32,
+        captured: G::B,
+        n: u32,
+        n_kings: u32,
+        order: u32,
+        ahead: G::B,
+    ) {
+        let mut ls = ahead;
+        while !ls.is_zero() {
+            let land = ls.lowest();
+            ls = ls.clear_lowest();
+            let l = land.trailing_zeros();
+            let over = <G::B as Bits>::bit((s + l) / 2);
+            let is_king = !(over & self.opp_kings).is_zero();
+            // Italian: capture number `n` (0-based) of a king sets bit 15 - n (as `Gen::order_bit`).
+            let order2 = if is_king && n < 16 {
+                order | (1 << (15 - n))
+            } else {
+                order
+            };
+            let captured2 = captured | over;
+            let (n2, nk2) = (n + 1, n_kings + u32::from(is_king));
+            if self.ends_move && !(land & self.promo_row).is_zero() {
+                self.end(from, land, captured2, n2, nk2, order2);
+                continue;
+            }
+            let ahead2 = self.ahead(land, captured2);
+            if ahead2.is_zero() {
+                self.end(from, land, captured2, n2, nk2, order2);
+            } else {
+                self.go_on(from, l, captured2, n2, nk2, order2, ahead2);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn go_on(
+        &mut self,
+        from: G::B,
+        s: u32,
+        captured: G::B,
+        n: u32,
+        n_kings: u32,
+        order: u32,
+        ahead: G::B,
+    ) {
+        self.jumps(from, s, captured, n, n_kings, order, ahead);
+    }
+
+    /// A chain ends on `to`: kept if its key is the best so far (and, in unique mode, not a repeat).
+    #[inline(always)]
+    fn end(&mut self, from: G::B, to: G::B, captured: G::B, n: u32, n_kings: u32, order: u32) {
+        let key = match G::PRECEDENCE.unwrap_or(self.precedence) {
+            Precedence::Free | Precedence::Frisian | Precedence::KingFirst => 0,
+            Precedence::MostPieces => n,
+            Precedence::MostPiecesThenKings => (n << 8) | n_kings,
+            Precedence::Italian => (n << 24) | (n_kings << 16) | order,
+        };
+        let (seen, n_best) = (&mut *self.seen, &mut self.n_best);
+        if !precedence_admits(&mut self.best, *n_best > 0, key, || {
+            seen.clear();
+            *n_best = 0;
+        }) {
+            return;
+        }
+        let promotes = !(to & self.promo_row).is_zero();
+        let mv = Move::new(from, to, captured, n as u8, false, promotes);
+        if self.unique && may_repeat(&mv) {
+            if self.seen.contains(&mv) {
+                return;
+            }
+            self.seen.push(mv);
+        }
+        self.n_best += 1;
+    }
 }
 
 /// perft's last ply on the Frisian board when only men can capture (no king of the side to move can):

@@ -278,6 +278,12 @@ fn count_moves<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) 
 
 #[inline(never)]
 fn count_by_generator<G: Geometry>(pos: &Position, list: &mut Vec<Move>, count: Count) -> u64 {
+    // On the 8x8 boards, the men's chains on bitboards where only men capture.
+    if !count.split()
+        && let Some(n) = movegen::men_chains8::<G>(pos, count.unique(), list)
+    {
+        return n;
+    }
     let mut sink = CountSink::new(list, count.unique());
     Gen::<G, _>::new(pos, &mut sink)
         .split_landings(count.split())
@@ -297,8 +303,10 @@ struct PerftSink<'a, G: Geometry, const TWO: bool> {
     leaf: movegen::LeafRules,
     /// This node's depth (2 or more).
     depth: u32,
-    /// At depth 2 on the eight-direction board, where the other side has no king and no capture: its
-    /// replies to the quiet moves are counted by [`movegen::bulk_count_quiet_reply`] (set before the
+    /// At depth 2 on the eight-direction board and the 8x8 boards ([`Geometry::QUIET_REPLIES`]), where
+    /// the other side has no king and no capture: its replies to the men's quiet steps after which it has
+    /// no capture are counted at once ([`movegen::bulk_count_quiet_replies`]), and on the eight-direction
+    /// board the replies to the other quiet moves by [`movegen::bulk_count_quiet_reply`] (set before the
     /// quiet moves).
     replies: Option<movegen::QuietReplies<G::B>>,
     count: Count,
@@ -341,7 +349,7 @@ impl<G: Geometry, const TWO: bool> Sink<G::B> for PerftSink<'_, G, TWO> {
     #[inline(always)]
     fn before_quiet(&mut self) {
         // Looked at only where there are quiet moves (not after a capture).
-        if G::N_DIRS == 8 && TWO {
+        if G::QUIET_REPLIES && TWO {
             let (own, opp) = match self.side {
                 Color::White => (self.white, self.black),
                 Color::Black => (self.black, self.white),
@@ -351,7 +359,7 @@ impl<G: Geometry, const TWO: bool> Sink<G::B> for PerftSink<'_, G, TWO> {
     }
     #[inline(always)]
     fn quiet_men_steps(&mut self, to: G::B, d: usize) -> G::B {
-        if G::N_DIRS != 8 || !TWO {
+        if !G::QUIET_REPLIES || !TWO {
             return to;
         }
         let Some(before) = &self.replies else {
