@@ -1392,13 +1392,9 @@ impl<G: Geometry> Chains4<'_, G> {
         }
         let promotes = !(to & self.promo_row).is_zero();
         let mv = Move::new(from, to, captured, n as u8, false, promotes);
-        if self.unique && may_repeat(&mv) {
-            if self.seen.contains(&mv) {
-                return;
-            }
-            self.seen.push(mv);
+        if first_of_its_kind(self.unique, self.seen, mv) {
+            self.n_best += 1;
         }
-        self.n_best += 1;
     }
 }
 
@@ -1506,14 +1502,23 @@ impl<'a, G: Geometry> MenChains<'a, G> {
         let to = <G::B as Bits>::bit(s);
         let promotes = !(to & self.promo_row).is_zero();
         let mv = Move::new(from, to, captured, n as u8, false, promotes);
-        if self.unique && may_repeat(&mv) {
-            if self.seen.contains(&mv) {
-                return;
-            }
-            self.seen.push(mv);
+        if first_of_its_kind(self.unique, self.seen, mv) {
+            self.n_best += 1;
         }
-        self.n_best += 1;
     }
+}
+
+/// Whether a chain's move counts: always in all-orders mode; in unique mode only the first time it is
+/// found, when another capture order could give it again (`seen` keeps those found so far).
+#[inline(always)]
+fn first_of_its_kind(unique: bool, seen: &mut Vec<Move>, mv: Move) -> bool {
+    if unique && may_repeat(&mv) {
+        if seen.contains(&mv) {
+            return false;
+        }
+        seen.push(mv);
+    }
+    true
 }
 
 #[inline(always)]
