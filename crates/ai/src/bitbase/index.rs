@@ -338,13 +338,16 @@ fn select(mask: u64, n: u32) -> u64 {
     // candidate, it is at least that many squares further. The universes here have few holes (a run of
     // squares, or the squares not taken by a few men), so this ends after a step or two.
     let mut p = mask.trailing_zeros() + n;
-    loop {
+    while p < 64 {
         let count = (mask & (u64::MAX >> (63 - p))).count_ones();
         if count == n + 1 {
             return 1 << p;
         }
         p += n + 1 - count;
     }
+    // Only when `n` is not below the number of bits set (never by the index's own ranks): no square,
+    // rather than a loop that does not end.
+    0
 }
 
 /// The index of one slice.
@@ -459,6 +462,9 @@ mod tests {
         };
         for n in 0..universe.count_ones() {
             assert_eq!(select(universe, n), naive(universe, n), "select {n}");
+        }
+        if !cfg!(debug_assertions) {
+            assert_eq!(select(universe, universe.count_ones()), 0);
         }
         for k in 1..=5u32 {
             let n = binomial(universe.count_ones(), k);
