@@ -17,16 +17,19 @@
 //!   having a king, the side to move, king mobility (the empty squares each king sees along its lines, one
 //!   square each way for short kings) and kings on the long diagonal. A weights file written before the
 //!   last two existed still loads, with them at zero.
-//! - **Phases.** Every weight has a middlegame and an endgame value; the score blends them by the number of
-//!   men left (all men: middlegame; none: endgame).
+//! - **Phases.** Every weight has a middlegame and an endgame value; the score blends them by the game's
+//!   [`Phase`]: the number of men left (all men: middlegame; none: endgame), or the men's rows still to go
+//!   to promotion, summed over both sides ("pip", as Scan 2.0 blends; the start position: middlegame),
+//!   which also moves toward the endgame as the men advance. The weights file says which.
 //!
 //! - **Words.** The sets are read as `u64` on every board of up to 64 squares and as `u128` on the 12x12
 //!   board ([`Word`]); the code is the same, monomorphised, so the narrow boards keep their `u64` speed.
 //!
 //! Weights are `i16` in quarter centi-men ([`UNIT`]). The file format ([`LearnedWeights::to_bytes`]): the
-//! magic `DRW2`, the variant key's length and bytes, the number of tables and entries per table, the number
-//! of global features, then every weight's two values (middlegame, endgame), tables first, as runs of
-//! zeros and varint values (the first format, `DRW1`, held them as plain `i16` and is still read).
+//! magic `DRW2` (or `DRW3` and a phase byte, for weights blended by pip), the variant key's length and
+//! bytes, the number of tables and entries per table, the number of global features, then every weight's
+//! two values (middlegame, endgame), tables first, as runs of zeros and varint values (the first format,
+//! `DRW1`, held them as plain `i16` and is still read).
 
 use std::ops::{BitAnd, BitOr, Not, Shr};
 
@@ -219,8 +222,14 @@ pub struct Layout {
     folded: Vec<Vec<(u8, u8)>>,
     /// Balance by bitboard byte: the summed file distance from the middle (negative on the left).
     balance_bytes: Box<[[i8; 256]; 16]>,
-    /// Men of both colours at the start (the phase's full scale).
+    /// Men of both colours at the start (the men phase's full scale).
     start_men: i32,
+    /// The men's rows to go to promotion at the start, both colours (the pip phase's full scale).
+    start_pip: i32,
+    /// The rows a man crosses from its first row to its promotion row (the board's size less one).
+    last_row: i32,
+    /// How the two phases are blended.
+    phase: Phase,
     /// Per bit, the squares a king looks at in each of its four directions, nearest first (the
     /// diagonals; ranks and files on the Turkish board).
     king_rays: Vec<[Vec<u8>; 4]>,
@@ -257,6 +266,35 @@ impl RowPairs {
             q[k] = blocks[k] | blocks[k + 1] << 4;
         }
         q
+    }
+}
+
+/// How a position's middlegame and endgame scores are blended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Phase {
+    /// By the men on the board: all of the start position's men is the middlegame, none the endgame (every
+    /// file before `DRW3`).
+    #[default]
+    Men,
+    /// By the men's rows still to go to their promotion row, summed over both sides (Scan 2.0's "pip"): the
+    /// start position is the middlegame; a capture and a man's step both move toward the endgame, so a
+    /// closed position whose men have advanced is scored by other weights than the opening's.
+    Pip,
+}
+
+impl Phase {
+    /// The name `train fit --phase` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Men => "men",
+            Phase::Pip => "pip",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Phase> {
+        [Phase::Men, Phase::Pip]
+            .into_iter()
+            .find(|p| p.name() == name)
     }
 }
 
@@ -455,6 +493,20 @@ impl Layout {
         let start = Position::start(variant);
         let start_men =
             (start.pieces(Color::White).count() + start.pieces(Color::Black).count()) as i32;
+        // The men's rows to go at the start: each man's distance from its promotion row.
+        let start_pip: i32 = start
+            .pieces(Color::White)
+            .chain(start.pieces(Color::Black))
+            .map(|sq| {
+                let (_, r) = board.coords(sq);
+                let ahead = if start.piece_at(sq).map(|p| p.color) == Some(Color::White) {
+                    size - 1 - r
+                } else {
+                    r
+                };
+                i32::from(ahead)
+            })
+            .sum();
         let mut white_rows = vec![0u128; 4];
         let mut black_rows = vec![0u128; 4];
         let mut left = vec![0u128; 4];
@@ -546,6 +598,9 @@ impl Layout {
             folded,
             balance_bytes,
             start_men,
+            start_pip,
+            last_row: i32::from(size) - 1,
+            phase: Phase::Men,
             king_rays,
             flying: variant.rules().flying_kings,
             wide,
@@ -556,6 +611,16 @@ impl Layout {
 
     pub fn variant(&self) -> Variant {
         self.variant
+    }
+
+    /// The same layout with its phases blended by `phase`.
+    pub fn with_phase(mut self, phase: Phase) -> Layout {
+        self.phase = phase;
+        self
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
     }
 
     /// Number of pattern tables.
@@ -687,10 +752,33 @@ impl Layout {
         reach(white & kings) - reach(black & kings)
     }
 
-    /// The middlegame share of a position in 0..=`start_men`.
+    /// The phase's full scale: its measure at the start.
     #[inline(always)]
-    fn phase<W: Word>(&self, white: W, black: W, kings: W) -> i32 {
-        ((white | black) & !kings).ones().min(self.start_men)
+    fn phase_scale(&self) -> i32 {
+        match self.phase {
+            Phase::Men => self.start_men,
+            Phase::Pip => self.start_pip,
+        }
+    }
+
+    /// The middlegame share of a position in 0..=[`Self::phase_scale`].
+    #[inline(always)]
+    fn phase_of<W: Word>(&self, white: W, black: W, kings: W) -> i32 {
+        let men = (white | black) & !kings;
+        match self.phase {
+            Phase::Men => men.ones().min(self.start_men),
+            Phase::Pip => {
+                // Rows to go: a man's row count less the rows it has advanced (the tempo planes).
+                let x = W::masks(self);
+                let mut advanced = 0;
+                for k in 0..x.white_rows.len() {
+                    advanced += ((white & men & x.white_rows[k]).ones()
+                        + (black & men & x.black_rows[k]).ones())
+                        << k;
+                }
+                (self.last_row * men.ones() - advanced).clamp(0, self.start_pip)
+            }
+        }
     }
 
     /// The trainer's view of a position.
@@ -719,7 +807,7 @@ impl Layout {
         Features {
             entries,
             dense: self.dense(white, black, kings, white_to_move),
-            phase: self.phase(white, black, kings) as f32 / self.start_men as f32,
+            phase: self.phase_of(white, black, kings) as f32 / self.phase_scale() as f32,
         }
     }
 }
@@ -838,6 +926,9 @@ fn fold(layout: &Layout, weights: &[[i16; 2]]) -> Vec<[i16; 2]> {
 
 /// The weights file's magic (zero runs, see [`LearnedWeights::to_bytes`]).
 const MAGIC: &[u8; 4] = b"DRW2";
+/// The format of weights blended by another phase than the men's: `DRW2`'s with a phase byte after the
+/// magic (1: [`Phase::Pip`]).
+const MAGIC_PHASED: &[u8; 4] = b"DRW3";
 /// The first format's magic: every weight as two plain `i16`.
 const MAGIC_PLAIN: &[u8; 4] = b"DRW1";
 
@@ -909,7 +1000,17 @@ impl LearnedWeights {
         let same = a.board.board().size == b.board.board().size
             && a.board.board().kind == b.board.board().kind
             && layout.n_weights() == self.layout.n_weights();
-        same.then(|| LearnedWeights::build(layout, self.weights.clone()))
+        same.then(|| {
+            LearnedWeights::build(layout.with_phase(self.layout.phase), self.weights.clone())
+        })
+    }
+
+    /// The same values blended by another [`Phase`] (a fit that changes the phase starts from these).
+    pub fn with_phase(self, phase: Phase) -> LearnedWeights {
+        LearnedWeights {
+            layout: self.layout.with_phase(phase),
+            ..self
+        }
     }
 
     fn build(layout: Layout, weights: Vec<[i16; 2]>) -> LearnedWeights {
@@ -944,7 +1045,8 @@ impl LearnedWeights {
         (f32::from(w[0]) / UNIT as f32, f32::from(w[1]) / UNIT as f32)
     }
 
-    /// The weights file ([`MAGIC`], `DRW2`): the header (magic, the variant key's length and bytes, the
+    /// The weights file ([`MAGIC`], `DRW2`; [`MAGIC_PHASED`], `DRW3`, and a phase byte when the phases are
+    /// blended by pip): the header (magic, the variant key's length and bytes, the
     /// number of tables, entries per table and global features, each a little-endian `u32`), then the
     /// weights' `2 * n` values (middlegame, endgame of each weight in turn) as runs: the number of zeros
     /// before the next non-zero value, then that value (zigzag), both as LEB128 varints; a last run of
@@ -953,7 +1055,13 @@ impl LearnedWeights {
     pub fn to_bytes(&self) -> Vec<u8> {
         let key = self.layout.variant.key().as_bytes();
         let mut out = Vec::with_capacity(64 + key.len());
-        out.extend_from_slice(MAGIC);
+        match self.layout.phase {
+            Phase::Men => out.extend_from_slice(MAGIC),
+            Phase::Pip => {
+                out.extend_from_slice(MAGIC_PHASED);
+                out.push(1);
+            }
+        }
         out.push(key.len() as u8);
         out.extend_from_slice(key);
         out.extend_from_slice(&(self.layout.n_tables() as u32).to_le_bytes());
@@ -985,9 +1093,13 @@ impl LearnedWeights {
             rest = tail;
             Ok(head)
         };
-        let runs = match take(4)? {
-            m if m == MAGIC => true,
-            m if m == MAGIC_PLAIN => false,
+        let (runs, phase) = match take(4)? {
+            m if m == MAGIC => (true, Phase::Men),
+            m if m == MAGIC_PLAIN => (false, Phase::Men),
+            m if m == MAGIC_PHASED => match take(1)?[0] {
+                1 => (true, Phase::Pip),
+                _ => return Err(WeightsError::Body),
+            },
             _ => return Err(WeightsError::Magic),
         };
         let key_len = take(1)?[0] as usize;
@@ -1000,7 +1112,7 @@ impl LearnedWeights {
             Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         };
         let (n_tables, table, n_dense) = (u32_at()?, u32_at()?, u32_at()?);
-        let layout = Layout::new(variant);
+        let layout = Layout::new(variant).with_phase(phase);
         // A file from before a global feature was added holds fewer; the missing ones weigh zero.
         if n_tables as usize != layout.n_tables()
             || table as usize != TABLE
@@ -1107,8 +1219,9 @@ impl LearnedWeights {
         add(4, w1 - b1);
         add(5, w2 - b2);
         add(7, if white_to_move { 1 } else { -1 });
-        let ph = l.phase(white, black, kings);
-        (mg * ph + eg * (l.start_men - ph)) / (l.start_men * UNIT)
+        let ph = l.phase_of(white, black, kings);
+        let scale = l.phase_scale();
+        (mg * ph + eg * (scale - ph)) / (scale * UNIT)
     }
 }
 
@@ -1202,11 +1315,11 @@ mod tests {
         )
     }
 
-    /// A position and its colour-mirrored copy score exactly opposite, in every variant.
+    /// A position and its colour-mirrored copy score exactly opposite, in every variant and phase.
     #[test]
     fn colour_mirrored_positions_score_opposite() {
-        for v in learned_variants() {
-            let w = sample_weights(v, 7);
+        for (v, phase) in learned_variants().flat_map(|v| [(v, Phase::Men), (v, Phase::Pip)]) {
+            let w = sample_weights(v, 7).with_phase(phase);
             for pos in positions(v, 300, 11) {
                 let s = white_score(&w, sets(&pos), pos.side_to_move() == Color::White);
                 let (m_sets, m_wtm) = mirror(&pos);
@@ -1216,11 +1329,11 @@ mod tests {
         }
     }
 
-    /// The evaluation equals the trainer's linear model over the features (up to rounding).
+    /// The evaluation equals the trainer's linear model over the features (up to rounding), in both phases.
     #[test]
     fn evaluation_equals_the_feature_model() {
-        for v in learned_variants() {
-            let w = sample_weights(v, 3);
+        for (v, phase) in learned_variants().flat_map(|v| [(v, Phase::Men), (v, Phase::Pip)]) {
+            let w = sample_weights(v, 3).with_phase(phase);
             let cm = w.to_centi_men();
             let layout = w.layout();
             for pos in positions(v, 200, 5) {
@@ -1309,6 +1422,78 @@ mod tests {
             LearnedWeights::from_bytes(Variant::International, &longer).unwrap_err(),
             WeightsError::Body
         );
+    }
+
+    /// Weights blended by pip are written as `DRW3` with a phase byte and read back so; a `DRW2` file is
+    /// blended by the men; an unknown phase byte is refused.
+    #[test]
+    fn the_phase_travels_with_the_weights_file() {
+        let men = sample_weights(Variant::International, 2);
+        let pip = men.clone().with_phase(Phase::Pip);
+        assert_eq!(&men.to_bytes()[..4], MAGIC);
+        let bytes = pip.to_bytes();
+        assert_eq!(&bytes[..5], b"DRW3\x01");
+        let back = LearnedWeights::from_bytes(Variant::International, &bytes).unwrap();
+        assert_eq!(back.layout().phase(), Phase::Pip);
+        assert_eq!(back.weights, men.weights);
+        let (m, p) = (men.to_bytes(), bytes);
+        assert_eq!(m[4..], p[5..], "the same body after the phase byte");
+        let back = LearnedWeights::from_bytes(Variant::International, &m).unwrap();
+        assert_eq!(back.layout().phase(), Phase::Men);
+        let mut other = p.clone();
+        other[4] = 7;
+        assert_eq!(
+            LearnedWeights::from_bytes(Variant::International, &other).unwrap_err(),
+            WeightsError::Body
+        );
+        // Another variant's weights keep their phase.
+        let killer = pip.for_variant(Variant::Killer).unwrap();
+        assert_eq!(killer.layout().phase(), Phase::Pip);
+        for name in ["men", "pip"] {
+            assert_eq!(Phase::from_name(name).unwrap().name(), name);
+        }
+        assert_eq!(Phase::from_name("tempo"), None);
+    }
+
+    /// The pip phase: the start position is the middlegame; a man's step forward moves toward the endgame
+    /// by one row of the start's total, as a capture moves the men phase; a board of kings is the endgame.
+    #[test]
+    fn pip_counts_the_mens_rows_to_go() {
+        for v in learned_variants() {
+            let pip = Layout::new(v).with_phase(Phase::Pip);
+            let men = Layout::new(v);
+            let start = Position::start(v);
+            let share = |l: &Layout, pos: &Position| {
+                features_of(l, sets(pos), pos.side_to_move() == Color::White).phase
+            };
+            assert_eq!(share(&pip, &start), 1.0, "{v}");
+            assert_eq!(share(&men, &start), 1.0, "{v}");
+            let quiet = start
+                .legal_moves()
+                .into_iter()
+                .find(|m| !m.is_capture())
+                .expect("a first move");
+            let after = start.play_unchecked(&quiet);
+            let rows_to_go = pip.start_pip as f32;
+            let expected = (rows_to_go - 1.0) / rows_to_go;
+            if v.rules().board.board().kind == BoardKind::Turkish {
+                // Turkish men may step sideways: no row gained.
+                assert!(share(&pip, &after) >= expected, "{v}");
+            } else {
+                assert!((share(&pip, &after) - expected).abs() < 1e-6, "{v}");
+            }
+            assert_eq!(share(&men, &after), 1.0, "{v}");
+        }
+        let kings = Position::from_fen(Variant::International, "W:WK46,K47:BK5").unwrap();
+        let l = Layout::new(Variant::International).with_phase(Phase::Pip);
+        assert_eq!(features_of(&l, sets(&kings), true).phase, 0.0);
+        assert_eq!(
+            l.start_pip, 300,
+            "Scan 2.0's scale: 20 men a side, 150 rows to go"
+        );
+        // A man one step from promotion has one row to go.
+        let near = Position::from_fen(Variant::International, "W:W6:B45").unwrap();
+        assert_eq!(features_of(&l, sets(&near), true).phase, 2.0 / 300.0);
     }
 
     /// A file written before the king features (8 global features) still loads, the new ones at zero;

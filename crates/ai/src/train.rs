@@ -20,7 +20,7 @@
 use draughts_engine::{BoardKind, Color, Game, GameResult, GameStatus, Position, Variant};
 
 use crate::eval::Evaluator;
-use crate::learned::{Features, Layout, LearnedWeights, N_DENSE, TABLE};
+use crate::learned::{Features, Layout, LearnedWeights, N_DENSE, Phase, TABLE};
 use crate::level::Rng;
 use crate::search::{Limits, RootState, Searcher};
 
@@ -298,6 +298,8 @@ pub struct FitConfig {
     /// Global features (indices into [`crate::learned::DENSE_NAMES`]) whose weights stay as they start:
     /// a fit of the layout without them, when they start at zero.
     pub fixed: Vec<usize>,
+    /// How the fitted weights blend their phases; `None`: as the starting weights do.
+    pub phase: Option<Phase>,
 }
 
 /// How a fit chooses its validation samples.
@@ -324,6 +326,7 @@ impl Default for FitConfig {
             split: Split::Game,
             seed: 1,
             fixed: Vec::new(),
+            phase: None,
         }
     }
 }
@@ -405,6 +408,10 @@ pub fn fit(
     let start = init.cloned().unwrap_or_else(|| {
         LearnedWeights::material_only(variant, sign * hand.man, sign * hand.king)
     });
+    let start = match cfg.phase {
+        Some(phase) => start.with_phase(phase),
+        None => start,
+    };
     let layout = start.layout().clone();
     let n = layout.n_weights();
     let base = layout.n_tables() * TABLE;
@@ -544,7 +551,7 @@ pub fn fit(
     }
     let final_validation_loss = mean_loss(&w, valid);
     (
-        LearnedWeights::from_centi_men(variant, &w),
+        LearnedWeights::from_centi_men(variant, &w).with_phase(layout.phase()),
         FitReport {
             k,
             train_samples: train.len(),

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use draughts_ai::Evaluator;
-use draughts_ai::learned::{DENSE_NAMES, LearnedWeights, WeightsError};
+use draughts_ai::learned::{DENSE_NAMES, LearnedWeights, Phase, WeightsError};
 use draughts_ai::train::{
     FitConfig, GameRecord, Sample, SelfPlay, Split, WIDE_SAMPLE_BYTES, fit, sample_bytes,
     self_play_game,
@@ -94,6 +94,10 @@ pub(crate) struct FitArgs {
     /// `king-mobility,king-diagonal` fits the layout without the king features).
     #[arg(long, value_delimiter = ',')]
     fixed: Vec<String>,
+    /// How the phases are blended: `men` (the men on the board) or `pip` (their rows still to go);
+    /// default: as the starting weights do (`men` without `--init`).
+    #[arg(long)]
+    phase: Option<String>,
     /// Output weights file.
     #[arg(long, short = 'o')]
     out: PathBuf,
@@ -293,8 +297,17 @@ fn fit_cmd(a: FitArgs) -> Result<(), CliError> {
             })
         })
         .collect::<Result<Vec<usize>, CliError>>()?;
+    let phase = a
+        .phase
+        .as_deref()
+        .map(|name| {
+            Phase::from_name(name)
+                .ok_or_else(|| CliError(format!("unknown phase '{name}' (one of: men, pip)")))
+        })
+        .transpose()?;
     let cfg = FitConfig {
         fixed,
+        phase,
         epochs: a.epochs,
         batch: a.batch.max(1),
         learning_rate: a.lr,
