@@ -283,6 +283,9 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in the order `train fit --phase` lists them.
+    pub const ALL: [Phase; 2] = [Phase::Men, Phase::Pip];
+
     /// The name `train fit --phase` takes.
     pub fn name(self) -> &'static str {
         match self {
@@ -292,9 +295,7 @@ impl Phase {
     }
 
     pub fn from_name(name: &str) -> Option<Phase> {
-        [Phase::Men, Phase::Pip]
-            .into_iter()
-            .find(|p| p.name() == name)
+        Phase::ALL.into_iter().find(|p| p.name() == name)
     }
 }
 
@@ -1449,8 +1450,8 @@ mod tests {
         // Another variant's weights keep their phase.
         let killer = pip.for_variant(Variant::Killer).unwrap();
         assert_eq!(killer.layout().phase(), Phase::Pip);
-        for name in ["men", "pip"] {
-            assert_eq!(Phase::from_name(name).unwrap().name(), name);
+        for phase in Phase::ALL {
+            assert_eq!(Phase::from_name(phase.name()), Some(phase));
         }
         assert_eq!(Phase::from_name("tempo"), None);
     }

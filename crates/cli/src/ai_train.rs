@@ -301,8 +301,13 @@ fn fit_cmd(a: FitArgs) -> Result<(), CliError> {
         .phase
         .as_deref()
         .map(|name| {
-            Phase::from_name(name)
-                .ok_or_else(|| CliError(format!("unknown phase '{name}' (one of: men, pip)")))
+            Phase::from_name(name).ok_or_else(|| {
+                let names: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
+                CliError(format!(
+                    "unknown phase '{name}' (one of: {})",
+                    names.join(", ")
+                ))
+            })
         })
         .transpose()?;
     let cfg = FitConfig {
