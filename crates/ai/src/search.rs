@@ -257,8 +257,9 @@ pub struct Selectivity {
     /// fails low against `S - M` at 4 plies less, the table's move is searched one ply deeper.
     pub singular: i32,
     /// Move-ordering history: 0 adds depth² to a quiet move that cuts off; 1 also takes depth² from the
-    /// quiet moves searched before it, each update pulled toward zero by the value it already has
-    /// (`history=0|1`).
+    /// quiet moves searched before it, each update pulled toward zero by the value it already has; 2 is
+    /// Scan 2.0's kind, no killers and one "probability" per move: a quiet move that raised alpha moves
+    /// 1/64 of the way toward 1, each quiet move searched before it 1/64 toward 0 (`history=0|1|2`).
     pub history: u8,
     /// Quiescence looks one quiet ply further where the opponent threatens a capture (`threats=0|1`).
     pub threats: bool,
@@ -273,6 +274,15 @@ pub struct Selectivity {
     /// The evaluation scales down leads that material says are hard to convert (`drawish=0|1`, see
     /// [`Evaluator::set_drawish`]); on in international's defaults ([`Selectivity::for_variant`]).
     pub drawish: bool,
+    /// The table also stores the best move of a node that failed low (every move an upper bound), as
+    /// every search did until round sixteen (`fail_low_move=0|1`). Off by default since then: that move is
+    /// the least bad of upper bounds, and trying it first next time cost about a fifth more nodes to a
+    /// depth and +55 ± 31 Elo at 100,000 nodes (README "Round sixteen"); on in [`Selectivity::classic`].
+    pub fail_low_move: bool,
+    /// Orders the captures of a node that must capture (after the table's move and by size, as always)
+    /// by a history of their own: depth² to a capture that cut off (`capture_history=0|1`). Captures of
+    /// the same size are otherwise tried in generation order.
+    pub capture_history: bool,
 }
 
 impl Default for Selectivity {
@@ -288,6 +298,8 @@ impl Default for Selectivity {
             aspiration: 10,
             drawish: false,
             exchanges: false,
+            fail_low_move: false,
+            capture_history: false,
         }
     }
 }
@@ -325,12 +337,14 @@ impl Selectivity {
             aspiration: 0,
             drawish: false,
             exchanges: false,
+            fail_low_move: true,
+            capture_history: false,
         }
     }
 
     /// Applies `key=value` settings separated by commas (`probcut=0,lmr=1`; `classic` resets to
     /// [`Selectivity::classic`]). Keys: `probcut` (margin per ply), `probcut_depth`, `probcut_percent`, `lmr`
-    /// (0-3), `singular` (margin), `history` (0/1), `threats`, `asp` (window), `exchanges`, `drawish` (0/1);
+    /// (0-3), `singular` (margin), `history` (0-2), `threats`, `asp` (window), `exchanges`, `drawish`, `fail_low_move`, `capture_history` (0/1);
     /// each field's documentation says what it does.
     pub fn parse_into(&mut self, text: &str) -> Result<(), String> {
         for item in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
@@ -351,11 +365,13 @@ impl Selectivity {
                 "probcut_percent" => self.probcut_percent = v.clamp(0, 90),
                 "lmr" => self.lmr = v.clamp(0, 3) as u8,
                 "singular" => self.singular = v.max(0),
-                "history" => self.history = v.clamp(0, 1) as u8,
+                "history" => self.history = v.clamp(0, 2) as u8,
                 "threats" => self.threats = v != 0,
                 "asp" => self.aspiration = v.max(0),
                 "drawish" => self.drawish = v != 0,
                 "exchanges" => self.exchanges = v != 0,
+                "fail_low_move" => self.fail_low_move = v != 0,
+                "capture_history" => self.capture_history = v != 0,
                 other => return Err(format!("unknown search setting '{other}'")),
             }
         }
@@ -388,6 +404,8 @@ pub struct Searcher {
     /// Two quiet moves per ply that caused a cutoff, as move signatures (0: none).
     killers: Vec<[u32; 2]>,
     history: Vec<i32>,
+    /// `capture_history=1`: depth² for each capture (origin, destination) that cut off.
+    capture_history: Vec<i32>,
     lists: Vec<Vec<Move>>,
     scores: Vec<Vec<i32>>,
     /// Hashes of the root history and the current path (the position at `ply` is at `base + ply`).
@@ -441,6 +459,7 @@ impl Searcher {
             stop: StopHandle::default(),
             killers: vec![[0; 2]; MAX_PLY + 2],
             history: vec![0; 64 * 64],
+            capture_history: vec![0; 64 * 64],
             lists: (0..MAX_PLY + 2).map(|_| Vec::with_capacity(64)).collect(),
             scores: (0..MAX_PLY + 2).map(|_| Vec::with_capacity(64)).collect(),
             stack: Vec::with_capacity(512),
@@ -606,6 +625,7 @@ impl Searcher {
     pub fn clear(&mut self) {
         self.tt.clear();
         self.history.iter_mut().for_each(|h| *h = 0);
+        self.capture_history.iter_mut().for_each(|h| *h = 0);
         self.killers.iter_mut().for_each(|k| *k = [0; 2]);
     }
 
@@ -620,6 +640,7 @@ impl Searcher {
         self.set_rules(root.position.rule_set());
         self.tt.new_search();
         self.history.iter_mut().for_each(|h| *h /= 8);
+        self.capture_history.iter_mut().for_each(|h| *h /= 8);
         self.killers.iter_mut().for_each(|k| *k = [0; 2]);
         self.nodes = 0;
         self.bitbase_hits = 0;
@@ -1047,6 +1068,7 @@ impl Searcher {
         let original_alpha = alpha;
         let mut best = -INF;
         let mut best_move = None;
+        let mut best_index = 0;
         let n = list.len();
         for i in 0..n {
             pick(&mut list, &mut scores, i);
@@ -1099,13 +1121,19 @@ impl Searcher {
             if score > best {
                 best = score;
                 best_move = Some(mv);
+                best_index = i;
                 if score > alpha {
                     alpha = score;
                     if pv_node {
                         self.set_pv(ply, mv);
                     }
                     if score >= beta {
-                        if !mv.is_capture() {
+                        if mv.is_capture() {
+                            if sel.capture_history {
+                                let h = &mut self.capture_history[history_index(&mv)];
+                                *h = (*h + depth * depth).min(1 << 20);
+                            }
+                        } else {
                             self.reward(&mv, depth, ply);
                             if sel.history == 1 {
                                 // The quiet moves tried before it (a capture node has none).
@@ -1122,13 +1150,30 @@ impl Searcher {
                 }
             }
         }
+        if sel.history == 2 && quiet_node && best > original_alpha && !self.aborted {
+            // The moves before the best were searched in this order (each picked in turn).
+            for (i, mv) in list[..=best_index].iter().enumerate() {
+                let h = &mut self.history[history_index(mv)];
+                if i == best_index {
+                    *h += (PROB_HALF - *h) >> PROB_SHIFT;
+                } else {
+                    *h -= (*h + PROB_HALF) >> PROB_SHIFT;
+                }
+            }
+        }
         self.lists[ply] = list;
         self.scores[ply] = scores;
         if self.aborted {
             return 0;
         }
         let bound = Bound::of(best, original_alpha, beta);
-        let sig = best_move.map_or(0, |m| signature(&m));
+        // A node that failed low has no best move worth trying first next time (its "best" is the least
+        // bad of scores that are all upper bounds): unless `fail_low_move`, the table keeps what it had.
+        let sig = if best > original_alpha || sel.fail_low_move {
+            best_move.map_or(0, |m| signature(&m))
+        } else {
+            0
+        };
         self.tt.store(hash, sig, to_tt(best, ply), depth, bound);
         best
     }
@@ -1156,6 +1201,10 @@ impl Searcher {
     }
 
     fn reward(&mut self, mv: &Move, depth: i32, ply: usize) {
+        if self.selectivity.history == 2 {
+            // Updated once the node is done (see `alpha_beta`); no killers.
+            return;
+        }
         let sig = signature(mv);
         let k = &mut self.killers[ply];
         if k[0] != sig {
@@ -1179,7 +1228,15 @@ impl Searcher {
             let s = if sig == tt_move {
                 TT_MOVE
             } else if mv.is_capture() {
-                CAPTURE + mv.n_captured() as i32 * 1000 + i32::from(mv.promotes()) * 500
+                if self.selectivity.capture_history {
+                    // Size first, then promotion, then this history (at most 2^20).
+                    CAPTURE
+                        + ((mv.n_captured() as i32).min(63) << 22)
+                        + (i32::from(mv.promotes()) << 21)
+                        + self.capture_history[history_index(mv)]
+                } else {
+                    CAPTURE + mv.n_captured() as i32 * 1000 + i32::from(mv.promotes()) * 500
+                }
             } else if mv.promotes() {
                 PROMOTION
             } else if sig == killers[0] {
@@ -1356,6 +1413,11 @@ const CAPTURE: i32 = 1 << 29;
 const PROMOTION: i32 = 1 << 28;
 const KILLER_1: i32 = (1 << 27) + 1;
 const KILLER_2: i32 = 1 << 27;
+
+/// `history=2`: a probability of 1/2 is stored as 0, 1 as `PROB_HALF`, 0 as `-PROB_HALF` (so that a
+/// zeroed table is all halves); each update moves 1/2^`PROB_SHIFT` of the way.
+const PROB_HALF: i32 = 1 << 11;
+const PROB_SHIFT: i32 = 6;
 
 /// The bound of the history values of `history=1`, far below [`KILLER_2`].
 const HISTORY_MAX: i32 = 1 << 14;

@@ -198,6 +198,17 @@ fn shots_are_found() {
     shots_are_found_with(Selectivity::default(), false);
 }
 
+/// Scan 2.0's ordering (no killers, one probability per move), with the table's moves of nodes that
+/// failed low and the captures' history the other way round from the defaults.
+#[test]
+fn shots_are_found_with_the_other_ordering_settings() {
+    let mut s = Selectivity::default();
+    s.history = 2;
+    s.fail_low_move = !s.fail_low_move;
+    s.capture_history = !s.capture_history;
+    shots_are_found_with(s, false);
+}
+
 /// Round one as it was: its search with its (hand-set) evaluation.
 #[test]
 fn shots_are_found_by_round_ones_search_too() {
@@ -435,7 +446,8 @@ fn probcut_and_deeper_reductions_search_fewer_nodes_to_a_depth() {
 #[test]
 fn selectivity_settings_parse() {
     let mut s = Selectivity::default();
-    s.parse_into("probcut=0, lmr=1, threats=0, asp=0").unwrap();
+    s.parse_into("probcut=0, lmr=1, threats=0, asp=0, fail_low_move=1")
+        .unwrap();
     assert_eq!(s, Selectivity::classic());
     s.parse_into("probcut=7,probcut_depth=4,probcut_percent=50")
         .unwrap();
@@ -447,6 +459,14 @@ fn selectivity_settings_parse() {
     assert_eq!(
         (s.aspiration, s.drawish, s.lmr, s.exchanges),
         (10, true, 2, true)
+    );
+    s.parse_into("history=2,fail_low_move=0").unwrap();
+    assert_eq!((s.history, s.fail_low_move), (2, false));
+    s.parse_into("history=9,fail_low_move=1,capture_history=1")
+        .unwrap();
+    assert_eq!(
+        (s.history, s.fail_low_move, s.capture_history),
+        (2, true, true)
     );
     let mut t = Selectivity::default();
     t.parse_into("classic").unwrap();
