@@ -344,7 +344,8 @@ impl Selectivity {
 
     /// Applies `key=value` settings separated by commas (`probcut=0,lmr=1`; `classic` resets to
     /// [`Selectivity::classic`]). Keys: `probcut` (margin per ply), `probcut_depth`, `probcut_percent`, `lmr`
-    /// (0-3), `singular` (margin), `history` (0-2), `threats`, `asp` (window), `exchanges`, `drawish`, `fail_low_move`, `capture_history` (0/1);
+    /// (0-3), `singular` (margin), `history` (0-2), `threats`, `asp` (window), `exchanges`, `drawish`,
+    /// `fail_low_move`, `capture_history` (0/1);
     /// each field's documentation says what it does.
     pub fn parse_into(&mut self, text: &str) -> Result<(), String> {
         for item in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
