@@ -41,6 +41,10 @@ pub const UNIT: i32 = 4;
 pub const WINDOW: usize = 8;
 /// Entries per table (3^8).
 pub const TABLE: usize = 6561;
+/// Squares per big window (4 files by 6 rows).
+pub const BIG_WINDOW: usize = 12;
+/// Entries per big table (3^12).
+pub const BIG_TABLE: usize = 531_441;
 /// Global features.
 pub const N_DENSE: usize = 10;
 /// The names of the global features, in order.
@@ -217,6 +221,8 @@ pub struct Layout {
     windows: Vec<Window>,
     /// The fast gathering of the diagonal boards (`None` on the Turkish board: chunks).
     pairs: Option<RowPairs>,
+    /// The big windows, when the weights have them (see [`Big`]).
+    big: Option<Big>,
     /// Per window, the owner squares whose men's value (material and tempo) is folded into its table:
     /// `(digit position, rows advanced)`; every square belongs to exactly one window.
     folded: Vec<Vec<(u8, u8)>>,
@@ -255,17 +261,104 @@ struct RowPairs {
 }
 
 impl RowPairs {
+    /// Per row pair, the nibble of every column (8 bits apart).
     #[inline(always)]
-    fn quads(&self, bb: u64) -> [u32; 5] {
+    fn blocks(&self, bb: u64) -> [u32; 6] {
         let mut blocks = [0u32; 6];
         for (k, b) in blocks.iter_mut().enumerate().take(self.n) {
             *b = self.nibbles[((bb >> (k as u32 * self.stride)) & self.width_mask) as usize];
         }
+        blocks
+    }
+
+    #[inline(always)]
+    fn quads(&self, bb: u64) -> [u32; 5] {
+        let blocks = self.blocks(bb);
         let mut q = [0u32; 5];
         for k in 0..self.n.saturating_sub(1) {
             q[k] = blocks[k] | blocks[k + 1] << 4;
         }
         q
+    }
+}
+
+/// The big windows (an addition to the 4x4 blocks, as Scan 3 and Kingsrow read the board): on a
+/// diagonal board, the 4-file by 6-row rectangles of each side's half (its own first six rows), one per
+/// column of the blocks (international: 4 per side). Each is read by its owner only: White's by table
+/// `j` (its column) in White's view, Black's by the table of the rotated rectangle, colours swapped; so a
+/// table holds one rectangle of its owner's half and both colours teach it. A rectangle's 12 squares are
+/// three row pairs' column nibbles side by side (in bit order); the rotation by 180 degrees reverses that
+/// order (checked when the layout is made), so Black's index reads the same digits backwards.
+#[derive(Clone, Debug)]
+struct Big {
+    /// Per window: its top row pair, its column, its table, whether White owns it.
+    windows: Vec<(u8, u8, u32, bool)>,
+    /// Six gathered bits -> their base-3 digits (1 per set bit), and the same of the six bits reversed.
+    trits: [u32; 64],
+    trits_rev: [u32; 64],
+}
+
+impl Big {
+    /// The big windows of a diagonal board with row pairs (`None` where the board has too few rows).
+    fn new(board: &Board, pairs: &RowPairs) -> Option<Big> {
+        let size = board.size;
+        if pairs.n < 3 {
+            return None;
+        }
+        let columns = (size - 4) / 2 + 1;
+        // Bits of the rectangle whose top is row pair `k` (rows 2k.. from the top) at column `j`, ascending.
+        let bits_of = |k: u8, j: u8| -> Vec<u32> {
+            let mut v: Vec<u32> = (2 * k..2 * k + 6)
+                .flat_map(|row| {
+                    (2 * j..2 * j + 4).filter_map(move |f| board.square_at(f, size - 1 - row))
+                })
+                .map(|sq| sq.bit())
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let rotate = |bit: u32| -> u32 {
+            let (f, r) = board.coords(draughts_square(board, bit));
+            board
+                .square_at(size - 1 - f, size - 1 - r)
+                .expect("the board is symmetric under rotation")
+                .bit()
+        };
+        let bottom = pairs.n as u8 - 3;
+        let mut windows = Vec::new();
+        for j in 0..columns {
+            let own = bits_of(bottom, j);
+            let theirs = bits_of(0, columns - 1 - j);
+            assert_eq!(own.len(), BIG_WINDOW, "a big window holds 12 squares");
+            for (i, &b) in own.iter().enumerate() {
+                assert_eq!(
+                    rotate(b),
+                    theirs[BIG_WINDOW - 1 - i],
+                    "the rotation reverses a big window's squares"
+                );
+            }
+            windows.push((bottom, j, u32::from(j), true));
+            windows.push((0, columns - 1 - j, u32::from(j), false));
+        }
+        let trits: [u32; 64] = std::array::from_fn(|x| {
+            (0..6)
+                .filter(|i| x >> i & 1 != 0)
+                .map(|i| 3u32.pow(i))
+                .sum()
+        });
+        let trits_rev: [u32; 64] = std::array::from_fn(|x| {
+            let rev = (0..6).fold(0, |r, i| r | (x >> i & 1) << (5 - i));
+            trits[rev]
+        });
+        Some(Big {
+            windows,
+            trits,
+            trits_rev,
+        })
+    }
+
+    fn n_tables(&self) -> usize {
+        self.windows.len() / 2
     }
 }
 
@@ -596,6 +689,7 @@ impl Layout {
             variant,
             windows,
             pairs,
+            big: None,
             folded,
             balance_bytes,
             start_men,
@@ -624,14 +718,63 @@ impl Layout {
         self.phase
     }
 
-    /// Number of pattern tables.
+    /// The same layout with the big windows (true) or without; `None` where the board has none (the
+    /// Turkish and the 12x12 boards).
+    pub fn with_big(mut self, on: bool) -> Option<Layout> {
+        if !on {
+            self.big = None;
+            return Some(self);
+        }
+        let board = self.variant.rules().board.board();
+        self.big = Some(Big::new(board, self.pairs.as_ref()?)?);
+        Some(self)
+    }
+
+    /// Number of pattern tables (the 4x4 blocks').
     pub fn n_tables(&self) -> usize {
         self.windows.len()
     }
 
+    /// Number of big tables (0 without the big windows).
+    pub fn n_big_tables(&self) -> usize {
+        self.big.as_ref().map_or(0, Big::n_tables)
+    }
+
+    /// Where the global features' weights start: after the blocks' tables and the big tables.
+    pub fn dense_base(&self) -> usize {
+        self.windows.len() * TABLE + self.n_big_tables() * BIG_TABLE
+    }
+
     /// Number of weights per phase: every table entry, then the global features.
     pub fn n_weights(&self) -> usize {
-        self.windows.len() * TABLE + N_DENSE
+        self.dense_base() + N_DENSE
+    }
+
+    /// Calls `f(weight index, owner is White)` for every big window (none without them).
+    #[inline(always)]
+    fn for_each_big<W: Word>(&self, wm: W, bm: W, mut f: impl FnMut(usize, bool)) {
+        let (Some(big), Some(p)) = (&self.big, &self.pairs) else {
+            return;
+        };
+        let bw = p.blocks(wm.low());
+        let bb = p.blocks(bm.low());
+        let base = self.windows.len() * TABLE;
+        for &(k, j, table, white) in &big.windows {
+            let k = usize::from(k);
+            let s = 8 * u32::from(j);
+            let g = |b: &[u32; 6]| -> usize {
+                (((b[k] >> s) & 15) | ((b[k + 1] >> s) & 15) << 4 | ((b[k + 2] >> s) & 15) << 8)
+                    as usize
+            };
+            let (gw, gb) = (g(&bw), g(&bb));
+            let (t, r) = (&big.trits, &big.trits_rev);
+            let idx = if white {
+                t[gw & 63] + 2 * t[gb & 63] + 729 * (t[gw >> 6] + 2 * t[gb >> 6])
+            } else {
+                r[gb >> 6] + 2 * r[gw >> 6] + 729 * (r[gb & 63] + 2 * r[gw & 63])
+            };
+            f(base + table as usize * BIG_TABLE + idx as usize, white);
+        }
     }
 
     #[inline(always)]
@@ -786,7 +929,7 @@ impl Layout {
     pub fn features<W: Word>(&self, white: W, black: W, kings: W, white_to_move: bool) -> Features {
         let wm = white & !kings;
         let bm = black & !kings;
-        let mut entries = Vec::with_capacity(2 * self.windows.len());
+        let mut entries = Vec::with_capacity(2 * self.windows.len() + 2 * self.n_big_tables());
         for w in &self.windows {
             let gw = Self::gather(&w.chunks, wm);
             let gb = Self::gather(&w.chunks, bm);
@@ -795,6 +938,9 @@ impl Layout {
             entries.push((w.white_table * TABLE as u32 + iw, 1));
             entries.push((w.black_table * TABLE as u32 + ib, -1));
         }
+        self.for_each_big(wm, bm, |i, white| {
+            entries.push((i as u32, if white { 1 } else { -1 }))
+        });
         debug_assert!({
             let mut fast = Vec::new();
             self.for_each_window(wm, bm, |w, gw, gb| {
@@ -803,7 +949,7 @@ impl Layout {
                 let ib = u32::from(w.black_digits[gb]) + 2 * u32::from(w.black_digits[gw]);
                 fast.push((w.black_table * TABLE as u32 + ib, -1i8));
             });
-            fast == entries
+            fast[..] == entries[..2 * self.windows.len()]
         });
         Features {
             entries,
@@ -901,7 +1047,7 @@ pub struct LearnedWeights {
 
 /// The tables with the men and tempo weights folded into them.
 fn fold(layout: &Layout, weights: &[[i16; 2]]) -> Vec<[i16; 2]> {
-    let base = layout.n_tables() * TABLE;
+    let base = layout.dense_base();
     let men = weights[base];
     let tempo = weights[base + 2];
     let mut fast = weights[..base].to_vec();
@@ -932,6 +1078,9 @@ const MAGIC: &[u8; 4] = b"DRW2";
 const MAGIC_PHASED: &[u8; 4] = b"DRW3";
 /// The first format's magic: every weight as two plain `i16`.
 const MAGIC_PLAIN: &[u8; 4] = b"DRW1";
+/// The format of weights with the big windows: `DRW3`'s with the phase byte (0: men, 1: pip) and the
+/// number of big tables after the magic; the big tables follow the blocks' tables.
+const MAGIC_BIG: &[u8; 4] = b"DRW4";
 
 fn put_varint(out: &mut Vec<u8>, mut v: u32) {
     while v >= 0x80 {
@@ -970,7 +1119,7 @@ impl LearnedWeights {
     pub fn material_only(variant: Variant, man: i32, king: i32) -> LearnedWeights {
         let layout = Layout::new(variant);
         let mut weights = vec![[0i16; 2]; layout.n_weights()];
-        let base = layout.n_tables() * TABLE;
+        let base = layout.dense_base();
         let m = (man * UNIT) as i16;
         let k = (king * UNIT) as i16;
         weights[base] = [m, m];
@@ -978,9 +1127,9 @@ impl LearnedWeights {
         LearnedWeights::build(layout, weights)
     }
 
-    /// Weights from float values in centi-men (the trainer's output), rounded and clamped to `i16`.
-    pub fn from_centi_men(variant: Variant, values: &[[f32; 2]]) -> LearnedWeights {
-        let layout = Layout::new(variant);
+    /// Weights of `layout` from float values in centi-men (the trainer's output), rounded and clamped to
+    /// `i16`.
+    pub fn from_centi_men(layout: Layout, values: &[[f32; 2]]) -> LearnedWeights {
         assert_eq!(values.len(), layout.n_weights());
         let weights = values
             .iter()
@@ -999,11 +1148,26 @@ impl LearnedWeights {
         let layout = Layout::new(variant);
         let (a, b) = (self.layout.variant().rules(), variant.rules());
         let same = a.board.board().size == b.board.board().size
-            && a.board.board().kind == b.board.board().kind
-            && layout.n_weights() == self.layout.n_weights();
-        same.then(|| {
-            LearnedWeights::build(layout.with_phase(self.layout.phase), self.weights.clone())
-        })
+            && a.board.board().kind == b.board.board().kind;
+        let layout = layout
+            .with_phase(self.layout.phase)
+            .with_big(self.layout.big.is_some())?;
+        (same && layout.n_weights() == self.layout.n_weights())
+            .then(|| LearnedWeights::build(layout, self.weights.clone()))
+    }
+
+    /// These weights with the big windows added, their tables at zero (a fit that adds them starts from
+    /// these); `None` where the board has none. Weights that have them already are returned as they are.
+    pub fn with_big_tables(&self) -> Option<LearnedWeights> {
+        if self.layout.big.is_some() {
+            return Some(self.clone());
+        }
+        let layout = self.layout.clone().with_big(true)?;
+        let base = self.layout.dense_base();
+        let mut weights = self.weights[..base].to_vec();
+        weights.resize(layout.dense_base(), [0, 0]);
+        weights.extend_from_slice(&self.weights[base..]);
+        Some(LearnedWeights::build(layout, weights))
     }
 
     /// The same values blended by another [`Phase`] (a fit that changes the phase starts from these).
@@ -1016,7 +1180,7 @@ impl LearnedWeights {
 
     fn build(layout: Layout, weights: Vec<[i16; 2]>) -> LearnedWeights {
         let fast = fold(&layout, &weights);
-        let base = layout.n_tables() * TABLE;
+        let base = layout.dense_base();
         let king_terms = weights[base + 8..base + N_DENSE]
             .iter()
             .any(|w| *w != [0, 0]);
@@ -1042,7 +1206,7 @@ impl LearnedWeights {
 
     /// One global feature's weights in centi-men (middlegame, endgame).
     pub fn dense_weight(&self, feature: usize) -> (f32, f32) {
-        let w = self.weights[self.layout.n_tables() * TABLE + feature];
+        let w = self.weights[self.layout.dense_base() + feature];
         (f32::from(w[0]) / UNIT as f32, f32::from(w[1]) / UNIT as f32)
     }
 
@@ -1056,12 +1220,19 @@ impl LearnedWeights {
     pub fn to_bytes(&self) -> Vec<u8> {
         let key = self.layout.variant.key().as_bytes();
         let mut out = Vec::with_capacity(64 + key.len());
-        match self.layout.phase {
-            Phase::Men => out.extend_from_slice(MAGIC),
-            Phase::Pip => {
-                out.extend_from_slice(MAGIC_PHASED);
-                out.push(1);
-            }
+        let phase_byte = match self.layout.phase {
+            Phase::Men => 0,
+            Phase::Pip => 1,
+        };
+        if self.layout.big.is_some() {
+            out.extend_from_slice(MAGIC_BIG);
+            out.push(phase_byte);
+            out.push(self.layout.n_big_tables() as u8);
+        } else if phase_byte == 0 {
+            out.extend_from_slice(MAGIC);
+        } else {
+            out.extend_from_slice(MAGIC_PHASED);
+            out.push(phase_byte);
         }
         out.push(key.len() as u8);
         out.extend_from_slice(key);
@@ -1094,13 +1265,22 @@ impl LearnedWeights {
             rest = tail;
             Ok(head)
         };
-        let (runs, phase) = match take(4)? {
-            m if m == MAGIC => (true, Phase::Men),
-            m if m == MAGIC_PLAIN => (false, Phase::Men),
+        let phase_of = |b: u8| match b {
+            0 => Ok(Phase::Men),
+            1 => Ok(Phase::Pip),
+            _ => Err(WeightsError::Body),
+        };
+        let (runs, phase, n_big) = match take(4)? {
+            m if m == MAGIC => (true, Phase::Men, 0),
+            m if m == MAGIC_PLAIN => (false, Phase::Men, 0),
             m if m == MAGIC_PHASED => match take(1)?[0] {
-                1 => (true, Phase::Pip),
+                1 => (true, Phase::Pip, 0),
                 _ => return Err(WeightsError::Body),
             },
+            m if m == MAGIC_BIG => {
+                let head = take(2)?;
+                (true, phase_of(head[0])?, head[1])
+            }
             _ => return Err(WeightsError::Magic),
         };
         let key_len = take(1)?[0] as usize;
@@ -1113,15 +1293,19 @@ impl LearnedWeights {
             Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         };
         let (n_tables, table, n_dense) = (u32_at()?, u32_at()?, u32_at()?);
-        let layout = Layout::new(variant).with_phase(phase);
+        let layout = Layout::new(variant)
+            .with_phase(phase)
+            .with_big(n_big > 0)
+            .ok_or(WeightsError::Shape(n_tables, n_dense))?;
         // A file from before a global feature was added holds fewer; the missing ones weigh zero.
         if n_tables as usize != layout.n_tables()
+            || usize::from(n_big) != layout.n_big_tables()
             || table as usize != TABLE
             || n_dense as usize > N_DENSE
         {
             return Err(WeightsError::Shape(n_tables, n_dense));
         }
-        let n = layout.n_tables() * TABLE + n_dense as usize;
+        let n = layout.dense_base() + n_dense as usize;
         let mut weights: Vec<[i16; 2]> = if runs {
             let mut values = vec![0i16; 2 * n];
             let mut body = rest;
@@ -1180,8 +1364,18 @@ impl LearnedWeights {
             mg += i32::from(a[0]) - i32::from(b[0]);
             eg += i32::from(a[1]) - i32::from(b[1]);
         });
+        l.for_each_big(wm, bm, |i, white| {
+            let a = t[i];
+            if white {
+                mg += i32::from(a[0]);
+                eg += i32::from(a[1]);
+            } else {
+                mg -= i32::from(a[0]);
+                eg -= i32::from(a[1]);
+            }
+        });
         // The global features but men and tempo (folded into the tables).
-        let base = l.windows.len() * TABLE;
+        let base = l.dense_base();
         let mut add = |k: usize, x: i32| {
             let w = t[base + k];
             mg += x * i32::from(w[0]);
@@ -1231,7 +1425,10 @@ mod tests {
     use super::*;
 
     fn sample_weights(variant: Variant, seed: u64) -> LearnedWeights {
-        let layout = Layout::new(variant);
+        sample_weights_in(Layout::new(variant), seed)
+    }
+
+    fn sample_weights_in(layout: Layout, seed: u64) -> LearnedWeights {
         let mut rng = crate::level::Rng::new(seed);
         let values: Vec<[f32; 2]> = (0..layout.n_weights())
             .map(|_| {
@@ -1241,7 +1438,18 @@ mod tests {
                 ]
             })
             .collect();
-        LearnedWeights::from_centi_men(variant, &values)
+        LearnedWeights::from_centi_men(layout, &values)
+    }
+
+    /// Every variant's layouts: in both phases, and with the big windows where its board has them.
+    fn learned_layouts() -> impl Iterator<Item = Layout> {
+        learned_variants().flat_map(|v| {
+            Phase::ALL.into_iter().flat_map(move |phase| {
+                [false, true]
+                    .into_iter()
+                    .filter_map(move |big| Layout::new(v).with_phase(phase).with_big(big))
+            })
+        })
     }
 
     /// Every variant: the pattern layout covers every board, the 12x12 one read in `u128`.
@@ -1316,11 +1524,13 @@ mod tests {
         )
     }
 
-    /// A position and its colour-mirrored copy score exactly opposite, in every variant and phase.
+    /// A position and its colour-mirrored copy score exactly opposite, in every variant and phase, with
+    /// and without the big windows.
     #[test]
     fn colour_mirrored_positions_score_opposite() {
-        for (v, phase) in learned_variants().flat_map(|v| [(v, Phase::Men), (v, Phase::Pip)]) {
-            let w = sample_weights(v, 7).with_phase(phase);
+        for layout in learned_layouts() {
+            let v = layout.variant();
+            let w = sample_weights_in(layout, 7);
             for pos in positions(v, 300, 11) {
                 let s = white_score(&w, sets(&pos), pos.side_to_move() == Color::White);
                 let (m_sets, m_wtm) = mirror(&pos);
@@ -1330,11 +1540,13 @@ mod tests {
         }
     }
 
-    /// The evaluation equals the trainer's linear model over the features (up to rounding), in both phases.
+    /// The evaluation equals the trainer's linear model over the features (up to rounding), in both
+    /// phases, with and without the big windows.
     #[test]
     fn evaluation_equals_the_feature_model() {
-        for (v, phase) in learned_variants().flat_map(|v| [(v, Phase::Men), (v, Phase::Pip)]) {
-            let w = sample_weights(v, 3).with_phase(phase);
+        for layout in learned_layouts() {
+            let v = layout.variant();
+            let w = sample_weights_in(layout, 3);
             let cm = w.to_centi_men();
             let layout = w.layout();
             for pos in positions(v, 200, 5) {
@@ -1345,7 +1557,7 @@ mod tests {
                     mg += f64::from(s) * f64::from(cm[i as usize][0]);
                     eg += f64::from(s) * f64::from(cm[i as usize][1]);
                 }
-                let base = layout.n_tables() * TABLE;
+                let base = layout.dense_base();
                 for (k, x) in f.dense.iter().enumerate() {
                     mg += f64::from(*x) * f64::from(cm[base + k][0]);
                     eg += f64::from(*x) * f64::from(cm[base + k][1]);
@@ -1397,6 +1609,78 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The big windows: 4 tables of 3^12 on the 10x10 board (8 rectangles), 3 on 8x8, none on the
+    /// Turkish and 12x12 boards; each position uses every rectangle once, inside its table; added at zero
+    /// they change no score; the file keeps them (`DRW4`), and so does a variant on the same board.
+    #[test]
+    fn big_windows_cover_each_half_and_travel_with_the_file() {
+        let intl = Layout::new(Variant::International).with_big(true).unwrap();
+        assert_eq!(intl.n_big_tables(), 4);
+        assert_eq!(
+            Layout::new(Variant::English)
+                .with_big(true)
+                .unwrap()
+                .n_big_tables(),
+            3
+        );
+        assert!(Layout::new(Variant::Turkish).with_big(true).is_none());
+        assert!(Layout::new(Variant::Canadian).with_big(true).is_none());
+        for v in [Variant::International, Variant::Russian] {
+            let layout = Layout::new(v).with_big(true).unwrap();
+            let small = 2 * layout.n_tables();
+            for pos in positions(v, 200, 23) {
+                let f = features_of(&layout, sets(&pos), true);
+                let big = &f.entries[small..];
+                assert_eq!(big.len(), 2 * layout.n_big_tables(), "{v}");
+                assert_eq!(
+                    big.iter().filter(|e| e.1 == 1).count(),
+                    layout.n_big_tables()
+                );
+                for &(i, _) in big {
+                    let i = i as usize;
+                    assert!(
+                        i >= layout.n_tables() * TABLE && i < layout.dense_base(),
+                        "{v}"
+                    );
+                }
+            }
+            // At the start every rectangle holds men: no index is 0.
+            let f = features_of(&layout, sets(&Position::start(v)), true);
+            assert!(f.entries[small..].iter().all(|&(i, _)| {
+                !(i as usize - layout.n_tables() * TABLE).is_multiple_of(BIG_TABLE)
+            }));
+        }
+        let w = sample_weights(Variant::International, 31);
+        let with = w.with_big_tables().unwrap();
+        assert_eq!(
+            with.layout().n_weights(),
+            w.layout().n_weights() + 4 * BIG_TABLE
+        );
+        for pos in positions(Variant::International, 200, 29) {
+            let wtm = pos.side_to_move() == Color::White;
+            assert_eq!(
+                white_score(&w, sets(&pos), wtm),
+                white_score(&with, sets(&pos), wtm)
+            );
+        }
+        let big = sample_weights_in(intl.with_phase(Phase::Pip), 37);
+        let bytes = big.to_bytes();
+        assert_eq!(&bytes[..4], b"DRW4");
+        let back = LearnedWeights::from_bytes(Variant::International, &bytes).unwrap();
+        assert_eq!(back.weights, big.weights);
+        assert_eq!(back.layout().phase(), Phase::Pip);
+        assert_eq!(back.layout().n_big_tables(), 4);
+        let killer = big.for_variant(Variant::Killer).unwrap();
+        assert_eq!(killer.layout().n_big_tables(), 4);
+        assert_eq!(killer.weights, big.weights);
+        let mut bad = bytes.clone();
+        bad[5] = 3;
+        assert_eq!(
+            LearnedWeights::from_bytes(Variant::International, &bad).unwrap_err(),
+            WeightsError::Shape(16, N_DENSE as u32)
+        );
     }
 
     #[test]

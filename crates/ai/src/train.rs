@@ -20,7 +20,7 @@
 use draughts_engine::{BoardKind, Color, Game, GameResult, GameStatus, Position, Variant};
 
 use crate::eval::Evaluator;
-use crate::learned::{Features, Layout, LearnedWeights, N_DENSE, Phase, TABLE};
+use crate::learned::{Features, Layout, LearnedWeights, N_DENSE, Phase};
 use crate::level::Rng;
 use crate::search::{Limits, RootState, Searcher};
 
@@ -300,6 +300,9 @@ pub struct FitConfig {
     pub fixed: Vec<usize>,
     /// How the fitted weights blend their phases; `None`: as the starting weights do.
     pub phase: Option<Phase>,
+    /// Add the big windows to the starting weights, at zero ([`LearnedWeights::with_big_tables`]; where
+    /// the board has none, the fit goes on without them).
+    pub big: bool,
 }
 
 /// How a fit chooses its validation samples.
@@ -327,6 +330,7 @@ impl Default for FitConfig {
             seed: 1,
             fixed: Vec::new(),
             phase: None,
+            big: false,
         }
     }
 }
@@ -412,9 +416,13 @@ pub fn fit(
         Some(phase) => start.with_phase(phase),
         None => start,
     };
+    let start = match cfg.big {
+        true => start.with_big_tables().unwrap_or(start),
+        false => start,
+    };
     let layout = start.layout().clone();
     let n = layout.n_weights();
-    let base = layout.n_tables() * TABLE;
+    let base = layout.dense_base();
     let k = fit_k(samples);
     let target_of = |s: &Sample| -> f32 {
         let result = f64::from(s.result) / 2.0;
@@ -551,7 +559,7 @@ pub fn fit(
     }
     let final_validation_loss = mean_loss(&w, valid);
     (
-        LearnedWeights::from_centi_men(variant, &w).with_phase(layout.phase()),
+        LearnedWeights::from_centi_men(layout, &w),
         FitReport {
             k,
             train_samples: train.len(),

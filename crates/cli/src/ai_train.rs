@@ -98,6 +98,10 @@ pub(crate) struct FitArgs {
     /// default: as the starting weights do (`men` without `--init`).
     #[arg(long)]
     phase: Option<String>,
+    /// Add the big windows (the 4x6 rectangles of each side's half, 3^12 entries a table) to the
+    /// starting weights, at zero (diagonal boards of 8x8 and 10x10; weights that have them keep them).
+    #[arg(long)]
+    big: bool,
     /// Output weights file.
     #[arg(long, short = 'o')]
     out: PathBuf,
@@ -310,9 +314,17 @@ fn fit_cmd(a: FitArgs) -> Result<(), CliError> {
             })
         })
         .transpose()?;
+    if a.big
+        && draughts_ai::learned::Layout::new(variant)
+            .with_big(true)
+            .is_none()
+    {
+        return Err(CliError(format!("{variant}'s board has no big windows")));
+    }
     let cfg = FitConfig {
         fixed,
         phase,
+        big: a.big,
         epochs: a.epochs,
         batch: a.batch.max(1),
         learning_rate: a.lr,
