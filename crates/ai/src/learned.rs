@@ -317,13 +317,7 @@ impl Big {
             v.sort_unstable();
             v
         };
-        let rotate = |bit: u32| -> u32 {
-            let (f, r) = board.coords(draughts_square(board, bit));
-            board
-                .square_at(size - 1 - f, size - 1 - r)
-                .expect("the board is symmetric under rotation")
-                .bit()
-        };
+        let rotate = |bit: u32| rotated(board, bit);
         let bottom = pairs.n as u8 - 3;
         let mut windows = Vec::new();
         for j in 0..columns {
@@ -431,13 +425,7 @@ impl Layout {
             }
             v
         };
-        let rotate = |bit: u32| -> u32 {
-            let (f, r) = board.coords(draughts_square(board, bit));
-            board
-                .square_at(size - 1 - f, size - 1 - r)
-                .expect("the board is symmetric under rotation")
-                .bit()
-        };
+        let rotate = |bit: u32| rotated(board, bit);
         // Owner-view square order of each table: the squares of block `w` in (rank, file) order.
         let owner_squares: Vec<Vec<u32>> = corners.iter().map(|&(f, r)| squares_of(f, r)).collect();
         let mut windows = Vec::new();
@@ -987,6 +975,15 @@ fn runaways<W: Word>(men: W, empty: W, one: W, two: W, fwd: &[W; 128]) -> (i32, 
         }
     }
     (n1, n2)
+}
+
+/// The bit of the square that a rotation of the board by 180 degrees puts on `bit`'s.
+fn rotated(board: &Board, bit: u32) -> u32 {
+    let (f, r) = board.coords(draughts_square(board, bit));
+    board
+        .square_at(board.size - 1 - f, board.size - 1 - r)
+        .expect("the board is symmetric under rotation")
+        .bit()
 }
 
 fn draughts_square(board: &Board, bit: u32) -> draughts_engine::Square {
