@@ -9,6 +9,9 @@
 //!   block `w` of the board; Black applies the same table to the block rotated by 180 degrees, with the
 //!   colours swapped. So a position and its colour-mirrored copy get opposite scores, and every table
 //!   learns from both sides' men.
+//! - **Big windows** (optional, `Big`; no shipped file has them): the 4-file by 6-row rectangles of
+//!   each side's half of a diagonal board, 12 squares and 3^12 entries a table, each read by its owner
+//!   only; their tables follow the blocks' tables, before the global features ([`Layout::dense_base`]).
 //! - **Index by lookup.** A block's squares are gathered from the men bitboards in a few shift-and-mask
 //!   chunks (runs of adjacent bits) into an 8-bit number per colour; two 256-entry tables per block turn
 //!   those into the base-3 index of the white view and of the black view.
@@ -26,7 +29,8 @@
 //!   board ([`Word`]); the code is the same, monomorphised, so the narrow boards keep their `u64` speed.
 //!
 //! Weights are `i16` in quarter centi-men ([`UNIT`]). The file format ([`LearnedWeights::to_bytes`]): the
-//! magic `DRW2` (or `DRW3` and a phase byte, for weights blended by pip), the variant key's length and
+//! magic `DRW2` (or `DRW3` and a phase byte, for weights blended by pip; or `DRW4`, the phase byte and the
+//! number of big tables, for weights with big windows), the variant key's length and
 //! bytes, the number of tables and entries per table, the number of global features, then every weight's
 //! two values (middlegame, endgame), tables first, as runs of zeros and varint values (the first format,
 //! `DRW1`, held them as plain `i16` and is still read).

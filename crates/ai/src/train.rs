@@ -416,9 +416,10 @@ pub fn fit(
         Some(phase) => start.with_phase(phase),
         None => start,
     };
-    let start = match cfg.big {
-        true => start.with_big_tables().unwrap_or(start),
-        false => start,
+    let start = if cfg.big {
+        start.with_big_tables().unwrap_or(start)
+    } else {
+        start
     };
     let layout = start.layout().clone();
     let n = layout.n_weights();
