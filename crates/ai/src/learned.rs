@@ -275,9 +275,9 @@ impl RowPairs {
         blocks
     }
 
+    /// Per window row (two row pairs), the byte of every column (8 bits apart), from [`RowPairs::blocks`].
     #[inline(always)]
-    fn quads(&self, bb: u64) -> [u32; 5] {
-        let blocks = self.blocks(bb);
+    fn quads(&self, blocks: &[u32; 6]) -> [u32; 5] {
         let mut q = [0u32; 5];
         for k in 0..self.n.saturating_sub(1) {
             q[k] = blocks[k] | blocks[k + 1] << 4;
@@ -742,14 +742,22 @@ impl Layout {
         self.dense_base() + N_DENSE
     }
 
-    /// Calls `f(weight index, owner is White)` for every big window (none without them).
+    /// Both sides' row-pair nibbles ([`RowPairs::blocks`] of White's men, of Black's), read once for the
+    /// blocks and the big windows (`None` on boards without row pairs).
     #[inline(always)]
-    fn for_each_big<W: Word>(&self, wm: W, bm: W, mut f: impl FnMut(usize, bool)) {
-        let (Some(big), Some(p)) = (&self.big, &self.pairs) else {
+    fn row_pair_blocks<W: Word>(&self, wm: W, bm: W) -> Option<([u32; 6], [u32; 6])> {
+        self.pairs
+            .as_ref()
+            .map(|p| (p.blocks(wm.low()), p.blocks(bm.low())))
+    }
+
+    /// Calls `f(weight index, owner is White)` for every big window (none without them); `blocks` are
+    /// [`Layout::row_pair_blocks`] of the same men.
+    #[inline(always)]
+    fn for_each_big(&self, blocks: Option<&([u32; 6], [u32; 6])>, mut f: impl FnMut(usize, bool)) {
+        let (Some(big), Some((bw, bb))) = (&self.big, blocks) else {
             return;
         };
-        let bw = p.blocks(wm.low());
-        let bb = p.blocks(bm.low());
         let base = self.windows.len() * TABLE;
         for &(k, j, table, white) in &big.windows {
             let k = usize::from(k);
@@ -758,7 +766,7 @@ impl Layout {
                 (((b[k] >> s) & 15) | ((b[k + 1] >> s) & 15) << 4 | ((b[k + 2] >> s) & 15) << 8)
                     as usize
             };
-            let (gw, gb) = (g(&bw), g(&bb));
+            let (gw, gb) = (g(bw), g(bb));
             let (t, r) = (&big.trits, &big.trits_rev);
             let idx = if white {
                 t[gw & 63] + 2 * t[gb & 63] + 729 * (t[gw >> 6] + 2 * t[gb >> 6])
@@ -778,13 +786,20 @@ impl Layout {
         v as usize
     }
 
-    /// Calls `f(window, white byte, black byte)` for every window.
+    /// Calls `f(window, white byte, black byte)` for every window; `blocks` are
+    /// [`Layout::row_pair_blocks`] of the same men.
     #[inline(always)]
-    fn for_each_window<W: Word>(&self, wm: W, bm: W, mut f: impl FnMut(&Window, usize, usize)) {
-        if let Some(p) = &self.pairs {
+    fn for_each_window<W: Word>(
+        &self,
+        blocks: Option<&([u32; 6], [u32; 6])>,
+        wm: W,
+        bm: W,
+        mut f: impl FnMut(&Window, usize, usize),
+    ) {
+        if let (Some(p), Some((bw, bb))) = (&self.pairs, blocks) {
             // Only boards of up to 64 squares have row pairs.
-            let qw = p.quads(wm.low());
-            let qb = p.quads(bm.low());
+            let qw = p.quads(bw);
+            let qb = p.quads(bb);
             for (w, &(k, j)) in self.windows.iter().zip(&p.at) {
                 let shift = 8 * u32::from(j);
                 let gw = (qw[usize::from(k)] >> shift) & 0xFF;
@@ -930,12 +945,13 @@ impl Layout {
             entries.push((w.white_table * TABLE as u32 + iw, 1));
             entries.push((w.black_table * TABLE as u32 + ib, -1));
         }
-        self.for_each_big(wm, bm, |i, white| {
+        let blocks = self.row_pair_blocks(wm, bm);
+        self.for_each_big(blocks.as_ref(), |i, white| {
             entries.push((i as u32, if white { 1 } else { -1 }))
         });
         debug_assert!({
             let mut fast = Vec::new();
-            self.for_each_window(wm, bm, |w, gw, gb| {
+            self.for_each_window(blocks.as_ref(), wm, bm, |w, gw, gb| {
                 let iw = u32::from(w.white_digits[gw]) + 2 * u32::from(w.white_digits[gb]);
                 fast.push((w.white_table * TABLE as u32 + iw, 1i8));
                 let ib = u32::from(w.black_digits[gb]) + 2 * u32::from(w.black_digits[gw]);
@@ -1353,7 +1369,8 @@ impl LearnedWeights {
         let bm = black & !kings;
         let (mut mg, mut eg) = (0i32, 0i32);
         let t = &self.fast;
-        l.for_each_window(wm, bm, |w, gw, gb| {
+        let blocks = l.row_pair_blocks(wm, bm);
+        l.for_each_window(blocks.as_ref(), wm, bm, |w, gw, gb| {
             let iw = w.white_table as usize * TABLE
                 + usize::from(w.white_digits[gw])
                 + 2 * usize::from(w.white_digits[gb]);
@@ -1365,7 +1382,7 @@ impl LearnedWeights {
             mg += i32::from(a[0]) - i32::from(b[0]);
             eg += i32::from(a[1]) - i32::from(b[1]);
         });
-        l.for_each_big(wm, bm, |i, white| {
+        l.for_each_big(blocks.as_ref(), |i, white| {
             let a = t[i];
             if white {
                 mg += i32::from(a[0]);
