@@ -3,7 +3,7 @@
 import { Color } from "./gen/draughts/v1/common_pb.js";
 import { JobState, Judgement, type PlyAnalysis, type Score, type SideSummary } from "./gen/draughts/v1/analysis_pb.js";
 import type { GameView } from "./gen/draughts/v1/games_pb.js";
-import { analysis, bearer, Code, ConnectError, describeError, ensureIdentity, games, retrying, rules as rulesApi } from "./api.js";
+import { analysis, bearer, Code, ConnectError, currentIdentity, describeError, ensureIdentity, games, retrying, rules as rulesApi } from "./api.js";
 import { BoardView } from "./board.js";
 import { h } from "./dom.js";
 import { geometryOf, variantLabel } from "./variants.js";
@@ -161,10 +161,19 @@ export function analysisPage(root: HTMLElement, gameId: string): () => void {
     } catch (e) {
       if (abort.signal.aborted) return;
       const err = ConnectError.from(e);
-      state.textContent =
-        err.code === Code.PermissionDenied
-          ? "Analysis needs the analysis scope: guests may not queue analysis jobs. Sign in with a player token of the identity provider in the lobby."
-          : describeError(e);
+      if (err.code === Code.PermissionDenied) {
+        // Guests may not queue analysis jobs; accounts may: one click to make one (the guest's games,
+        // this one included, become the account's), then back here.
+        const me = currentIdentity();
+        const next = encodeURIComponent(`#/analysis/${gameId}`);
+        state.replaceChildren(
+          me?.kind === "guest" ? "Analysis is for accounts: guests may not ask for it. " : "This sign-in may not ask for analysis (it lacks the analysis scope). ",
+          h("a", { class: "button primary", href: `#/signup?next=${next}`, "data-testid": "signup-to-analyse" }, me?.kind === "guest" ? "Sign up to analyse" : "Create an account"),
+          " or ",
+          h("a", { href: `#/signin?next=${next}` }, "sign in"),
+          me?.kind === "guest" ? " (your games as a guest, this one included, move to the new account)." : ".",
+        );
+      } else state.textContent = describeError(e);
       state.dataset.error = Code[err.code];
     }
   })();

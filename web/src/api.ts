@@ -1,12 +1,21 @@
 // The API clients (generated from proto/ by protoc-gen-es; gRPC-Web transport of connect-web), the
-// browser's identities (guest tokens, an optional identity-provider player token) and one retry rule.
+// browser's identities (a guest token, an account's session, or a pasted token) and one retry rule.
+//
+// An account's session is a short-lived access token and a single-use refresh token (Auth.SignUp,
+// SignIn, RefreshSession). The session is kept in localStorage (it lives across reloads and is shared by
+// the tabs of this browser); the access token is refreshed shortly before it expires, and once more when
+// a call is refused as UNAUTHENTICATED. A refresh token works only once: one refresh at a time, across
+// tabs too (navigator.locks, or a lease in localStorage where that is missing), and storage is read again
+// once the lock is held (another tab may have refreshed meanwhile). A refresh the server refuses (the
+// token reused or revoked) ends the session: the browser becomes a guest again and says so.
 import { Code, ConnectError, createClient, type CallOptions, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
-import { Auth } from "./gen/draughts/v1/auth_pb.js";
+import { Auth, AuthScope, type Session } from "./gen/draughts/v1/auth_pb.js";
 import { Games } from "./gen/draughts/v1/games_pb.js";
 import { Rules } from "./gen/draughts/v1/rules_pb.js";
 import { Analysis } from "./gen/draughts/v1/analysis_pb.js";
 import { Matchmaking } from "./gen/draughts/v1/matchmaking_pb.js";
+import { Ratings } from "./gen/draughts/v1/ratings_pb.js";
 import type { Player } from "./gen/draughts/v1/common_pb.js";
 
 // Same origin as the page: draughtsd serves both, so no CORS is involved.
@@ -26,26 +35,81 @@ const recordCalls: Interceptor = (next) => async (req) => {
     c.ms = Math.round(performance.now()) - c.at;
   }
 };
-const transport = createGrpcWebTransport({ baseUrl: location.origin, interceptors: [recordCalls] });
+
+/** Access tokens of this browser's account sessions: a call carrying one gets the session's current one. */
+const accessTokens = new Set<string>();
+
+/**
+ * Calls made with an account's access token: the token is swapped for the session's current one
+ * (refreshed first when it is about to expire), and a unary call refused as UNAUTHENTICATED is sent
+ * once more after a refresh.
+ */
+const sessionAuth: Interceptor = (next) => async (req) => {
+  const auth = req.header.get("authorization") ?? "";
+  const token = auth.startsWith("Bearer ") ? auth.slice(7) : "";
+  if (!token || !accessTokens.has(token)) return next(req);
+  let s = await freshSession();
+  if (!s) throw new ConnectError("your session has ended: sign in again", Code.Unauthenticated);
+  req.header.set("authorization", `Bearer ${s.accessToken}`);
+  try {
+    return await next(req);
+  } catch (e) {
+    const err = ConnectError.from(e);
+    if (err.code !== Code.Unauthenticated || req.stream) throw e;
+    s = await refreshSession(s.accessToken);
+    if (!s) throw e;
+    req.header.set("authorization", `Bearer ${s.accessToken}`);
+    return await next(req);
+  }
+};
+const transport = createGrpcWebTransport({ baseUrl: location.origin, interceptors: [recordCalls, sessionAuth] });
 
 export const auth: Client<typeof Auth> = createClient(Auth, transport);
 export const games: Client<typeof Games> = createClient(Games, transport);
 export const rules: Client<typeof Rules> = createClient(Rules, transport);
 export const analysis: Client<typeof Analysis> = createClient(Analysis, transport);
 export const matchmaking: Client<typeof Matchmaking> = createClient(Matchmaking, transport);
+export const ratings: Client<typeof Ratings> = createClient(Ratings, transport);
 
 /** A credential this browser holds. */
 export interface Identity {
   token: string;
   id: string;
   name: string;
-  /** Guest tokens come from Auth.CreateGuest; player tokens from the identity provider (pasted). */
-  kind: "guest" | "player";
+  /**
+   * Guest tokens come from Auth.CreateGuest; accounts sign in with a username and password (the token
+   * is the session's access token); player tokens are pasted (an identity provider's, or an account's
+   * personal token).
+   */
+  kind: "guest" | "account" | "player";
   expiresAtMs: number;
+  /** The account's username (accounts only). */
+  username?: string;
+  /** What the server lets it do (WhoAmI's scopes), once checked. */
+  scopes?: AuthScope[];
+}
+
+/** An account's session as this browser keeps it. */
+interface StoredSession {
+  accessToken: string;
+  accessExpiresAtMs: number;
+  refreshToken: string;
+  refreshExpiresAtMs: number;
+  /** When this browser got the access token (its lifetime decides how early it is refreshed). */
+  obtainedAtMs: number;
+  id: string;
+  name: string;
+  username: string;
+  scopes?: AuthScope[];
 }
 
 const KEY = "draughts.identity";
+const SESSION = "draughts.session";
 const HOTSEAT = "draughts.hotseat.";
+const LOCK = "draughts.refresh-lock";
+/** Refresh this long before the access token expires (a third of its lifetime when that is shorter). */
+const MARGIN_MS = 60_000;
+const margin = (s: StoredSession) => Math.min(MARGIN_MS, Math.max((s.accessExpiresAtMs - (s.obtainedAtMs || 0)) / 3, 1_000));
 
 function load(key: string): Identity | null {
   try {
@@ -59,11 +123,62 @@ function load(key: string): Identity | null {
   }
 }
 
-export function currentIdentity(): Identity | null {
-  return load(KEY);
+function readSession(): StoredSession | null {
+  try {
+    const raw = localStorage.getItem(SESSION);
+    if (!raw) return null;
+    const s = JSON.parse(raw) as StoredSession;
+    if (!s.refreshToken || (s.refreshExpiresAtMs && s.refreshExpiresAtMs < Date.now())) return null;
+    accessTokens.add(s.accessToken);
+    return s;
+  } catch {
+    return null;
+  }
 }
 
+/** The account this tab last saw in storage ("" for none). */
+let seenAccount = "";
+
+function writeSession(s: StoredSession | null): void {
+  seenAccount = s?.id ?? "";
+  if (s) {
+    accessTokens.add(s.accessToken);
+    localStorage.setItem(SESSION, JSON.stringify(s));
+  } else localStorage.removeItem(SESSION);
+  scheduleRefresh();
+}
+
+function stored(s: Session, scopes?: AuthScope[]): StoredSession {
+  return {
+    accessToken: s.accessToken,
+    accessExpiresAtMs: Number(s.accessExpiresAtMs),
+    refreshToken: s.refreshToken,
+    refreshExpiresAtMs: Number(s.refreshExpiresAtMs),
+    obtainedAtMs: Date.now(),
+    id: s.player?.id ?? "",
+    name: s.player?.displayName ?? s.username,
+    username: s.username,
+    scopes,
+  };
+}
+
+function accountIdentity(s: StoredSession): Identity {
+  return { token: s.accessToken, id: s.id, name: s.name, kind: "account", expiresAtMs: s.accessExpiresAtMs, username: s.username, scopes: s.scopes };
+}
+
+/** This browser's identity: the account signed in, else the guest or pasted token (null: none yet). */
+export function currentIdentity(): Identity | null {
+  const s = readSession();
+  return s ? accountIdentity(s) : load(KEY);
+}
+
+/** Keeps a guest or pasted-token identity (an account's session is kept by the sign-in calls). */
 export function setIdentity(id: Identity | null): void {
+  if (id?.kind === "account") {
+    const s = readSession();
+    if (s && s.id === id.id) writeSession({ ...s, name: id.name, scopes: id.scopes ?? s.scopes });
+    return;
+  }
   if (id) localStorage.setItem(KEY, JSON.stringify(id));
   else localStorage.removeItem(KEY);
 }
@@ -104,31 +219,36 @@ export async function newGuest(displayName: string): Promise<Identity> {
     name: r.player?.displayName ?? "",
     kind: "guest",
     expiresAtMs: Number(r.expiresAtMs),
+    scopes: [AuthScope.PLAY],
   };
 }
 
 let pending: Promise<Identity> | null = null;
+/** Whether ensureIdentity is deciding the identity now (it then makes the guest itself). */
+let checking = false;
 
 /** This browser's identity, checked with WhoAmI once per page load; a new guest when it has none. */
 export function ensureIdentity(): Promise<Identity> {
   if (pending) return pending;
+  checking = true;
   pending = (async () => {
-    const have = currentIdentity();
+    const have = readSession() ? await freshSession().then((s) => (s ? accountIdentity(s) : null)) : currentIdentity();
     if (have) {
       try {
         const who = await retrying(() => auth.whoAmI({}, bearer(have)));
-        const checked = { ...have, id: who.player?.id ?? have.id, name: who.player?.displayName ?? have.name };
+        const checked = { ...have, id: who.player?.id ?? have.id, name: who.player?.displayName ?? have.name, scopes: who.scopes };
         setIdentity(checked);
-        return checked;
+        return checked.kind === "account" ? (currentIdentity() ?? checked) : checked;
       } catch (e) {
         // A token the server no longer accepts (expired, another secret after a restart): start again.
         if (ConnectError.from(e).code !== Code.Unauthenticated) throw e;
+        if (have.kind === "account" && readSession()) endSession("Your session has ended: you play as a guest now. Sign in again to use your account.");
       }
     }
     const guest = await newGuest(localStorage.getItem("draughts.name") ?? "");
     setIdentity(guest);
     return guest;
-  })();
+  })().finally(() => (checking = false));
   pending.catch(() => (pending = null));
   return pending;
 }
@@ -138,7 +258,184 @@ export function resetIdentity(): void {
   pending = null;
 }
 
-/** Signs in with an identity-provider player token (it carries the `analysis` scope). */
+/**
+ * A call was refused as UNAUTHENTICATED with this identity: an account tries a refresh (and ends its
+ * session when that is refused); a guest or pasted token is dropped. The next ensureIdentity decides.
+ */
+export async function identityRefused(id: Identity): Promise<void> {
+  if (id.kind === "account") {
+    const s = readSession();
+    if (s && s.id === id.id && (await refreshSession(s.accessToken).catch(() => s))) return;
+  } else {
+    const now = load(KEY);
+    if (now && now.token === id.token) setIdentity(null);
+  }
+  resetIdentity();
+}
+
+/** Tells the page that the identity changed (sign-in, sign-out, a session ended, another tab). */
+function identityChanged(): void {
+  window.dispatchEvent(new CustomEvent("draughts:identity"));
+}
+
+/** Ends this browser's session without asking the server (it refused the session), with a notice. */
+function endSession(message: string): void {
+  writeSession(null);
+  if (!checking) resetIdentity();
+  notice = message;
+  identityChanged();
+}
+
+let notice = "";
+/** A message about the session to show once (e.g. "your session has ended"), then forgotten. */
+export function takeNotice(): string {
+  const n = notice;
+  notice = "";
+  return n;
+}
+
+// --- the refresh: one at a time, across tabs ------------------------------------------------------
+
+/** Runs `f` holding the browser-wide refresh lock (navigator.locks, else a lease in localStorage). */
+async function withRefreshLock<T>(f: () => Promise<T>): Promise<T> {
+  if (navigator.locks?.request) return navigator.locks.request(LOCK, { mode: "exclusive" }, f) as Promise<T>;
+  const me = Math.random().toString(36).slice(2);
+  const lease = () => {
+    try {
+      return JSON.parse(localStorage.getItem(LOCK) ?? "null") as { owner: string; until: number } | null;
+    } catch {
+      return null;
+    }
+  };
+  for (let i = 0; i < 200; i++) {
+    const l = lease();
+    if (!l || l.until < Date.now()) {
+      localStorage.setItem(LOCK, JSON.stringify({ owner: me, until: Date.now() + 10_000 }));
+      await sleep(40);
+      if (lease()?.owner === me) {
+        try {
+          return await f();
+        } finally {
+          if (lease()?.owner === me) localStorage.removeItem(LOCK);
+        }
+      }
+    }
+    await sleep(50 + Math.random() * 50);
+  }
+  return f();
+}
+
+let inflight: Promise<StoredSession | null> | null = null;
+
+/**
+ * Trades the stored refresh token for a new session, unless the stored session is already fresh and is
+ * not the one whose access token `failed` (then another tab or call refreshed it meanwhile; `early`: the
+ * timer's refresh, a little before the calls would need it). Null when
+ * the server refused the refresh (the session has ended) or there is no session.
+ */
+export function refreshSession(failed?: string, early = false): Promise<StoredSession | null> {
+  if (inflight) return inflight;
+  inflight = withRefreshLock(async () => {
+    const s = readSession();
+    if (!s) return null;
+    if (s.accessToken !== failed && s.accessExpiresAtMs > Date.now() + margin(s) * (early ? 1.2 : 0.5)) return s;
+    try {
+      const r = await auth.refreshSession({ refreshToken: s.refreshToken });
+      const next = { ...stored(r, s.scopes) };
+      writeSession(next);
+      return next;
+    } catch (e) {
+      const err = ConnectError.from(e);
+      if (err.code !== Code.Unauthenticated && err.code !== Code.InvalidArgument) throw err;
+      // Refused (reused, revoked or expired): the session is over, unless another tab replaced it.
+      if (readSession()?.refreshToken === s.refreshToken) endSession(`Your session has ended (${err.rawMessage || "refused"}): you play as a guest now. Sign in again to use your account.`);
+      return readSession();
+    }
+  }).finally(() => (inflight = null));
+  return inflight;
+}
+
+/** The stored session with an access token good for at least a little while (refreshed if needed). */
+async function freshSession(): Promise<StoredSession | null> {
+  const s = readSession();
+  if (!s) return null;
+  if (s.accessExpiresAtMs > Date.now() + margin(s) / 2) return s;
+  return refreshSession();
+}
+
+let refreshTimer = 0;
+/** Refreshes the access token shortly before it expires (every tab schedules; the lock lets one do it). */
+function scheduleRefresh(): void {
+  clearTimeout(refreshTimer);
+  const s = readSession();
+  if (!s) return;
+  const m = margin(s);
+  const wait = Math.max(s.accessExpiresAtMs - Date.now() - m + Math.random() * (m / 10), 1_000);
+  refreshTimer = window.setTimeout(() => {
+    refreshSession(undefined, true).catch(() => {}).finally(scheduleRefresh);
+  }, wait);
+}
+seenAccount = readSession()?.id ?? "";
+scheduleRefresh();
+
+// Another tab signed in, out, or refreshed: follow it (a refresh of the same account changes nothing here).
+window.addEventListener("storage", (e) => {
+  if (e.key !== SESSION && e.key !== null) return;
+  scheduleRefresh();
+  const now = readSession()?.id ?? "";
+  if (now !== seenAccount) {
+    seenAccount = now;
+    resetIdentity();
+    identityChanged();
+  }
+});
+
+// --- signing in and out -----------------------------------------------------------------------------
+
+/** Starts using an account's session (after SignUp, SignIn or ChangePassword). */
+function useSession(s: Session): Identity {
+  const st = stored(s, [AuthScope.PLAY, AuthScope.ANALYSIS]);
+  writeSession(st);
+  // A guest that signed up became the account (its token stops working); one that signed in is left.
+  if (s.adoptedGuestId) setIdentity(null);
+  const id = accountIdentity(st);
+  pending = Promise.resolve(id);
+  identityChanged();
+  return id;
+}
+
+/** Registers an account; a guest playing in this browser becomes the account (its games move along). */
+export async function signUp(username: string, password: string, displayName: string): Promise<{ id: Identity; adoptedGuestId: string }> {
+  const cur = currentIdentity();
+  const s = await auth.signUp({ username, password, displayName }, cur?.kind === "guest" ? bearer(cur) : {});
+  return { id: useSession(s), adoptedGuestId: s.adoptedGuestId };
+}
+
+export async function signIn(username: string, password: string): Promise<Identity> {
+  return useSession(await auth.signIn({ username, password }));
+}
+
+/** A new session after a password change (the server ended every other one). */
+export function replaceSession(s: Session): Identity {
+  return useSession(s);
+}
+
+/** Ends the session (server and browser) and goes back to a new guest. */
+export async function signOut(): Promise<void> {
+  const s = readSession();
+  if (s) await auth.signOut({ refreshToken: s.refreshToken }).catch(() => {});
+  forgetAccount();
+}
+
+/** Forgets the account in this browser (signed out, or deleted): the next identity is a new guest. */
+export function forgetAccount(): void {
+  writeSession(null);
+  setIdentity(null);
+  resetIdentity();
+  identityChanged();
+}
+
+/** Signs in with a pasted token: an identity provider's player token, or an account's personal token. */
 export async function signInWithPlayerToken(token: string): Promise<Identity> {
   const who = await auth.whoAmI({}, { headers: { authorization: `Bearer ${token}` } });
   const exp = jwtExpiry(token);
@@ -148,9 +445,12 @@ export async function signInWithPlayerToken(token: string): Promise<Identity> {
     name: who.player?.displayName ?? "",
     kind: who.player?.guest ? "guest" : "player",
     expiresAtMs: exp,
+    scopes: who.scopes,
   };
+  writeSession(null);
   setIdentity(id);
   pending = Promise.resolve(id);
+  identityChanged();
   return id;
 }
 
@@ -164,6 +464,13 @@ function jwtExpiry(token: string): number {
   }
 }
 
+/** Whether this identity may ask for analysis (the `analysis` scope). */
+export function canAnalyse(id: Identity | null): boolean {
+  if (!id) return false;
+  if (id.scopes) return id.scopes.includes(AuthScope.ANALYSIS);
+  return id.kind !== "guest";
+}
+
 /** The second player's identity of a hot-seat game (kept in this browser only). */
 export function hotseatIdentity(gameId: string): Identity | null {
   return load(HOTSEAT + gameId);
@@ -175,12 +482,19 @@ export function setHotseatIdentity(gameId: string, id: Identity): void {
 
 export function describeError(e: unknown): string {
   const err = ConnectError.from(e);
-  return err.rawMessage || Code[err.code] || String(e);
+  const text = err.rawMessage || Code[err.code] || String(e);
+  if (err.code === Code.ResourceExhausted && err.metadata.get("retry-after")) return `${text} (try again in ${err.metadata.get("retry-after")} s)`;
+  return text;
 }
 
 export function playerName(p: Player | undefined): string {
   if (!p) return "?";
   return p.displayName || p.id;
+}
+
+/** The page of a player's profile. */
+export function profileHref(playerId: string): string {
+  return `#/profile/${encodeURIComponent(playerId)}`;
 }
 
 export { Code, ConnectError };

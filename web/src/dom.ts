@@ -36,3 +36,16 @@ export function toast(text: string, kind: "info" | "error" = "info"): void {
   clearTimeout(toastTimer);
   toastTimer = window.setTimeout(() => (t.className = "toast"), 4000);
 }
+
+/** A date as the reader's locale writes it ("" for 0: unknown). */
+export function dateText(ms: number | bigint, withTime = false): string {
+  const n = Number(ms);
+  if (!n) return "";
+  const d = new Date(n);
+  return withTime ? d.toLocaleString() : d.toLocaleDateString();
+}
+
+/** The `?a=b` part of the hash route. */
+export function hashQuery(): URLSearchParams {
+  return new URLSearchParams(location.hash.split("?")[1] ?? "");
+}

@@ -4,7 +4,7 @@
 // (challenge links, named challenges, lobby seeks, rematches), followed into their game. Every
 // invitation event is also dispatched on `window` as "draughts:invitation" (the invite page listens).
 import { DeclineReason, InvitationState, type Invitation } from "./gen/draughts/v1/games_pb.js";
-import { bearer, Code, ConnectError, describeError, ensureIdentity, games, matchmaking, playerName, resetIdentity, retrying, setIdentity, sleep, type Identity } from "./api.js";
+import { bearer, Code, ConnectError, describeError, ensureIdentity, games, identityRefused, matchmaking, playerName, profileHref, retrying, sleep, type Identity } from "./api.js";
 import { h, toast } from "./dom.js";
 import { rulesLabel } from "./variants.js";
 import { timeControlText } from "./timecontrol.js";
@@ -47,7 +47,8 @@ function renderInvites(me: Identity) {
       return h(
         "div",
         { class: "invite", "data-testid": "incoming-invitation", "data-invitation": inv.invitationId },
-        h("span", {}, `${playerName(inv.inviter)} ${inv.rematchOf ? "offers a rematch" : "invites you"}: ${rulesLabel(inv.rules)}, ${timeControlText(inv.timeControl)}`),
+        h("a", { href: profileHref(inv.inviter?.id ?? ""), class: "player-link" }, playerName(inv.inviter)),
+        h("span", {}, ` ${inv.rematchOf ? "offers a rematch" : "invites you"}: ${rulesLabel(inv.rules)}, ${timeControlText(inv.timeControl)}`),
         h(
           "button",
           {
@@ -102,9 +103,17 @@ function renderInvites(me: Identity) {
 export function startPlayerEvents(): void {
   if (started) return;
   started = true;
+  // A new identity (signed in or out, here or in another tab): the stream is opened again with it.
+  let abort = new AbortController();
+  window.addEventListener("draughts:identity", () => {
+    abort.abort();
+    received.clear();
+    document.getElementById("invites")!.replaceChildren();
+  });
   void (async () => {
     let backoff = 500;
     for (;;) {
+      if (abort.signal.aborted) abort = new AbortController();
       let me: Identity;
       try {
         me = await ensureIdentity();
@@ -114,7 +123,7 @@ export function startPlayerEvents(): void {
         continue;
       }
       try {
-        for await (const ev of games.watchPlayerEvents({}, bearer(me))) {
+        for await (const ev of games.watchPlayerEvents({}, { ...bearer(me), signal: abort.signal })) {
           connected = true;
           backoff = 500;
           const k = ev.kind;
@@ -136,12 +145,10 @@ export function startPlayerEvents(): void {
         }
       } catch (e) {
         const code = ConnectError.from(e).code;
-        if (code === Code.Unauthenticated) {
-          setIdentity(null);
-          resetIdentity();
-        }
+        if (code === Code.Unauthenticated) await identityRefused(me);
       }
       connected = false;
+      if (abort.signal.aborted) continue;
       await sleep(backoff);
       backoff = Math.min(backoff * 2, 5000);
     }

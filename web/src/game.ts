@@ -7,6 +7,7 @@ import { PlayerSchema } from "./gen/draughts/v1/common_pb.js";
 import type { GameView, PlayedMove } from "./gen/draughts/v1/games_pb.js";
 import {
   bearer,
+  canAnalyse,
   Code,
   ConnectError,
   describeError,
@@ -25,6 +26,7 @@ import { clockText, h, toast } from "./dom.js";
 import { awaiting } from "./events.js";
 import { geometryOf, rulesLabel, variantKey } from "./variants.js";
 import { timeControlText } from "./timecontrol.js";
+import { playerLink, ratingFor, ratingText } from "./profile.js";
 
 const other = (c: Color) => (c === Color.WHITE ? Color.BLACK : Color.WHITE);
 const colorName = (c: Color) => (c === Color.WHITE ? "White" : "Black");
@@ -97,23 +99,70 @@ export function gamePage(root: HTMLElement, gameId: string): () => void {
     return ms;
   }
 
+  // Each side's bar: built when the game changes, its clock and first-move countdown updated by the tick
+  // (the name stays the same element, so a click on its link is not lost to a redraw).
+  const bars = new Map<Color, { clock: HTMLElement; first: HTMLElement }>();
+  /** Ratings shown next to the names (the players' ratings in the game's category, where known). */
+  const ratingShown = new Map<string, string>();
+
+  function loadRatings() {
+    if (!view) return;
+    const v = view;
+    for (const p of [v.white, v.black]) {
+      if (!p?.id || p.computer) continue;
+      void ratingFor(p.id, v.rules?.variant, v.timeControl).then((r) => {
+        if (!r || closed) return;
+        ratingShown.set(p.id, ratingText(r));
+        renderPlayers();
+      });
+    }
+  }
+
   function renderPlayers() {
     if (!view) return;
     const flipped = board.isFlipped();
     const [tc, bc] = flipped ? [Color.WHITE, Color.BLACK] : [Color.BLACK, Color.WHITE];
     for (const [box, c] of [[top, tc], [bottom, bc]] as const) {
       const p = c === Color.WHITE ? view.white : view.black;
-      const running = view.clocks?.running === c && ongoing();
-      const corr = view.timeControl?.kind.case === "correspondence";
+      const side = colorName(c).toLowerCase();
+      const rating = p ? ratingShown.get(p.id) : undefined;
+      const clock = h("span", { class: "clock", "data-testid": `clock-${side}` });
+      const first = h("span", { class: "first-move", "data-testid": `first-move-${side}`, title: "Time left for the first move: the game is aborted when it runs out; the clock starts once both sides have moved" });
       box.replaceChildren(
         h("span", { class: `swatch ${c === Color.WHITE ? "white" : "black"}` }),
-        h("span", { class: "name", "data-testid": `name-${colorName(c).toLowerCase()}` }, playerName(p), p?.computer ? " (computer)" : ""),
         h(
           "span",
-          { class: `clock${running ? " running" : ""}`, "data-testid": `clock-${colorName(c).toLowerCase()}` },
-          corr ? `${(clockOf(c) / 3_600_000).toFixed(1)} h` : clockText(clockOf(c)),
+          { class: "name", "data-testid": `name-${side}` },
+          playerLink(p?.id ?? "", playerName(p)),
+          p?.computer ? " (computer)" : "",
+          rating ? h("span", { class: "rating", "data-testid": `rating-${side}` }, ` (${rating})`) : "",
         ),
+        first,
+        clock,
       );
+      bars.set(c, { clock, first });
+    }
+    tickClocks();
+  }
+
+  function tickClocks() {
+    if (!view) return;
+    const corr = view.timeControl?.kind.case === "correspondence";
+    const deadline = Number(view.firstMoveDeadlineMs);
+    for (const [c, { clock, first }] of bars) {
+      const running = view.clocks?.running === c && ongoing();
+      clock.className = `clock${running ? " running" : ""}`;
+      clock.textContent = corr ? `${(clockOf(c) / 3_600_000).toFixed(1)} h` : clockText(clockOf(c));
+      // Before both sides have moved the clock does not run, but the first move has its own limit.
+      if (deadline && ongoing() && c === sideToMove()) {
+        const left = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
+        first.textContent = `first move: ${left} s`;
+        first.dataset.left = String(left);
+        first.classList.toggle("urgent", left <= 10);
+      } else {
+        first.textContent = "";
+        delete first.dataset.left;
+      }
     }
   }
 
@@ -171,8 +220,12 @@ export function gamePage(root: HTMLElement, gameId: string): () => void {
       }
     }
     if (!ongoing() && mine.size > 0) out.push(button("Rematch", "rematch", rematch));
-    if (!ongoing() && v.status?.outcome !== Outcome.ABORTED)
-      out.push(h("a", { class: "button", href: `#/analysis/${gameId}`, "data-testid": "analyse" }, "Analyse"));
+    if (!ongoing() && v.status?.outcome !== Outcome.ABORTED) {
+      // Analysis needs the analysis scope (accounts have it): a guest is offered an account instead.
+      if (me?.kind === "guest" && !canAnalyse(me))
+        out.push(h("a", { class: "button", href: `#/signup?next=${encodeURIComponent(`#/analysis/${gameId}`)}`, "data-testid": "signup-to-analyse" }, "Sign up to analyse"));
+      else out.push(h("a", { class: "button", href: `#/analysis/${gameId}`, "data-testid": "analyse" }, "Analyse"));
+    }
     out.push(
       h(
         "button",
@@ -364,6 +417,7 @@ export function gamePage(root: HTMLElement, gameId: string): () => void {
           geometry = (await geometryOf(v.rules!.variant)).geometry;
           board.setGeometry(geometry);
           render();
+          loadRatings();
           void offerMoves();
         } else applyView(v);
         document.title = `${variantKey(v.rules?.variant)} · ${statusText()}`;
@@ -427,7 +481,7 @@ export function gamePage(root: HTMLElement, gameId: string): () => void {
   }
 
   const tick = window.setInterval(() => {
-    if (view && ongoing()) renderPlayers();
+    if (view && ongoing()) tickClocks();
   }, 200);
 
   void (async () => {

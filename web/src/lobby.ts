@@ -7,6 +7,7 @@ import { Color } from "./gen/draughts/v1/common_pb.js";
 import { PlayerSchema } from "./gen/draughts/v1/common_pb.js";
 import {
   bearer,
+  canAnalyse,
   currentIdentity,
   describeError,
   ensureIdentity,
@@ -18,8 +19,9 @@ import {
   rules as rulesApi,
   setHotseatIdentity,
   setIdentity,
-  signInWithPlayerToken,
+  signOut,
 } from "./api.js";
+import { playerLink } from "./profile.js";
 import { BoardView } from "./board.js";
 import { h, toast } from "./dom.js";
 import { geometryOf, ruleSet, variantLabel, VARIANTS } from "./variants.js";
@@ -221,59 +223,59 @@ export function lobbyPage(root: HTMLElement): () => void {
 
   function renderWho() {
     const id = currentIdentity();
-    // Rendered again when the guest identity arrives: keep what the player opened and typed meanwhile.
-    const wasOpen = who.querySelector("details")?.open ?? false;
-    const typedToken = who.querySelector<HTMLInputElement>("[data-testid=player-token]")?.value ?? "";
-    const name = h("input", { value: localStorage.getItem("draughts.name") ?? "", placeholder: "your name", maxlength: 32, "data-testid": "name" });
-    const tokenInput = h("input", { placeholder: "player token (identity provider)", "data-testid": "player-token" });
-    tokenInput.value = typedToken; // the property, not the attribute: a token is a credential
-    who.replaceChildren(
-      h("div", {}, "Playing as ", h("b", {}, id ? id.name : "…"), id ? ` (${id.kind}, ${id.id})` : ""),
-      h(
-        "div",
-        { class: "row" },
-        name,
-        h(
-          "button",
-          {
-            onclick: async () => {
-              localStorage.setItem("draughts.name", name.value.trim());
-              setIdentity(null);
-              resetIdentity();
-              await ensureIdentity().catch((e) => toast(describeError(e), "error"));
-              renderWho();
-            },
-          },
-          "New guest with this name",
-        ),
-      ),
-      h(
-        "details",
-        { open: wasOpen },
-        h("summary", {}, "Sign in with a player token (needed for analysis)"),
+    const here = encodeURIComponent("#/");
+    const nameInput = h("input", { value: localStorage.getItem("draughts.name") ?? "", placeholder: "your name", maxlength: 32, "data-testid": "name" });
+    const rows: (HTMLElement | string)[] = [
+      h("div", {}, "Playing as ", id ? playerLink(id.id, id.name || id.id, { "data-testid": "identity-link" }) : h("b", {}, "…"), id ? ` (${id.kind}, ${id.id})` : ""),
+    ];
+    if (!id || id.kind === "guest") {
+      rows.push(
         h(
           "div",
           { class: "row" },
-          tokenInput,
+          h("a", { class: "button primary", href: `#/signup?next=${here}`, "data-testid": "lobby-signup" }, "Create an account"),
+          h("a", { class: "button", href: `#/signin?next=${here}`, "data-testid": "lobby-signin" }, "Sign in"),
+          h("span", { class: "hint" }, "An account keeps your games and ratings (this guest's included) and may ask for analysis."),
+        ),
+        h(
+          "div",
+          { class: "row" },
+          nameInput,
           h(
             "button",
             {
-              "data-testid": "sign-in",
               onclick: async () => {
-                try {
-                  await signInWithPlayerToken(tokenInput.value.trim());
-                  renderWho();
-                  void renderMine();
-                } catch (e) {
-                  toast(describeError(e), "error");
-                }
+                localStorage.setItem("draughts.name", nameInput.value.trim());
+                setIdentity(null);
+                resetIdentity();
+                await ensureIdentity().catch((e) => toast(describeError(e), "error"));
+                renderWho();
               },
             },
-            "Sign in",
+            "New guest with this name",
           ),
         ),
-      ),
-    );
+      );
+    } else {
+      rows.push(
+        h(
+          "div",
+          { class: "row" },
+          id.kind === "account" ? h("a", { href: "#/settings" }, "Settings") : "",
+          h(
+            "button",
+            {
+              "data-testid": "lobby-signout",
+              onclick: async () => {
+                await signOut().catch((e) => toast(describeError(e), "error"));
+              },
+            },
+            "Sign out",
+          ),
+        ),
+      );
+    }
+    who.replaceChildren(...rows);
   }
 
   async function renderMine() {
@@ -282,15 +284,26 @@ export function lobbyPage(root: HTMLElement): () => void {
       renderWho();
       const r = await retrying(() => games.listGames({ playerId: me.id, limit: 10 }, bearer(me)));
       if (closed) return;
-      const row = (id: string, text: string, analyse: boolean) =>
-        h("li", {}, h("a", { href: `#/game/${id}` }, text), analyse ? h("a", { href: `#/analysis/${id}`, class: "small-link" }, " analyse") : "");
+      const row = (id: string, text: string) => h("li", {}, h("a", { href: `#/game/${id}` }, text));
       mine.replaceChildren(
         h("h3", {}, "Your games"),
         h(
           "ul",
           {},
-          ...r.ongoing.map((g) => row(g.gameId, `${variantLabel(g.rules?.variant)}: ${g.white?.displayName} – ${g.black?.displayName} (ongoing)`, false)),
-          ...r.recent.map((g) => row(g.gameId, `${variantLabel(g.variant)}: ${g.whiteId} – ${g.blackId} ${g.status?.result ?? ""}`, true)),
+          ...r.ongoing.map((g) => row(g.gameId, `${variantLabel(g.rules?.variant)}: ${g.white?.displayName} – ${g.black?.displayName} (ongoing)`)),
+          ...r.recent.map((g) =>
+            h(
+              "li",
+              {},
+              h("a", { href: `#/game/${g.gameId}` }, `${variantLabel(g.variant)}${g.rated ? " (rated)" : ""}: `),
+              playerLink(g.whiteId, g.whiteId === me.id ? "you" : g.whiteId),
+              " – ",
+              playerLink(g.blackId, g.blackId === me.id ? "you" : g.blackId),
+              ` ${g.status?.result ?? ""} `,
+              h("a", { href: `#/game/${g.gameId}` }, "game"),
+              canAnalyse(me) ? h("a", { href: `#/analysis/${g.gameId}`, class: "small-link" }, " analyse") : "",
+            ),
+          ),
         ),
       );
     } catch (e) {

@@ -1,25 +1,111 @@
 // The reference web client: hash routes over the API's gRPC-Web endpoint on this page's own origin.
 import "./style.css";
+import { accountPage, settingsPage } from "./account.js";
 import { analysisPage } from "./analysis.js";
+import { currentIdentity, describeError, ensureIdentity, profileHref, signOut, takeNotice } from "./api.js";
+import { h, toast } from "./dom.js";
 import { startPlayerEvents } from "./events.js";
 import { gamePage } from "./game.js";
 import { invitePage } from "./invite.js";
+import { leaderboardPage, profilePage } from "./profile.js";
 import { lobbyPage } from "./lobby.js";
 
 const root = document.getElementById("app")!;
+const nav = document.getElementById("nav")!;
+const noticeBox = document.getElementById("notice")!;
 let cleanup: () => void = () => {};
 
 function route() {
   cleanup();
   const [path] = location.hash.replace(/^#/, "").split("?");
-  const parts = path.split("/").filter(Boolean);
+  const parts = path.split("/").filter(Boolean).map((p) => {
+    try {
+      return decodeURIComponent(p);
+    } catch {
+      return p;
+    }
+  });
   if (parts[0] === "game" && parts[1]) cleanup = gamePage(root, parts[1]);
   else if (parts[0] === "invite" && parts[1]) cleanup = invitePage(root, parts[1]);
   else if (parts[0] === "analysis" && parts[1]) cleanup = analysisPage(root, parts[1]);
+  else if (parts[0] === "profile" && parts[1]) cleanup = profilePage(root, parts[1]);
+  else if (parts[0] === "leaderboard") cleanup = leaderboardPage(root, parts[1], parts[2]);
+  else if (parts[0] === "signin" || parts[0] === "signup") cleanup = accountPage(root, parts[0]);
+  else if (parts[0] === "settings") cleanup = settingsPage(root);
   else cleanup = lobbyPage(root);
 }
 
-window.addEventListener("hashchange", route);
+/** The header's links: the leaderboard, and sign in / sign up, or the account's profile, settings, sign out. */
+function renderNav() {
+  const id = currentIdentity();
+  const here = encodeURIComponent(location.hash || "#/");
+  const links: (HTMLElement | string)[] = [h("a", { href: "#/leaderboard", "data-testid": "nav-leaderboard" }, "Leaderboard")];
+  if (id?.kind === "account") {
+    links.push(
+      h("a", { href: profileHref(id.id), "data-testid": "nav-profile", "data-player": id.id }, id.name),
+      h("a", { href: "#/settings", "data-testid": "nav-settings" }, "Settings"),
+      h(
+        "button",
+        {
+          class: "link",
+          "data-testid": "nav-signout",
+          onclick: async () => {
+            try {
+              await signOut();
+              location.hash = "#/";
+              toast("Signed out");
+            } catch (e) {
+              toast(describeError(e), "error");
+            }
+          },
+        },
+        "Sign out",
+      ),
+    );
+  } else {
+    if (id) links.push(h("a", { href: profileHref(id.id), "data-testid": "nav-profile", "data-player": id.id }, `${id.name || "guest"}${id.kind === "guest" ? " (guest)" : ""}`));
+    links.push(
+      h("a", { href: `#/signin?next=${here}`, "data-testid": "nav-signin" }, "Sign in"),
+      h("a", { href: `#/signup?next=${here}`, "data-testid": "nav-signup", class: "button primary" }, "Sign up"),
+    );
+  }
+  nav.replaceChildren(...links);
+}
+
+/** A message about the session (e.g. it ended) that stays until dismissed. */
+function showNotice() {
+  const text = takeNotice();
+  if (!text) return;
+  noticeBox.replaceChildren(
+    h("span", { "data-testid": "notice" }, text),
+    h("a", { href: "#/signin", onclick: () => noticeBox.replaceChildren() }, "Sign in"),
+    h("button", { class: "link", onclick: () => noticeBox.replaceChildren() }, "Dismiss"),
+  );
+}
+
+window.addEventListener("hashchange", () => {
+  route();
+  renderNav();
+});
+// Signed in or out (here, in another tab, or a session the server ended): every page starts again.
+window.addEventListener("draughts:identity", () => {
+  showNotice();
+  renderNav();
+  route();
+  void ensureIdentity()
+    .then(renderNav)
+    .catch(() => {});
+});
+window.addEventListener("draughts:name", renderNav);
 route();
+renderNav();
 // The event stream needs an identity (a CreateGuest on a first visit): let the first paint go first.
-setTimeout(startPlayerEvents, 300);
+setTimeout(() => {
+  startPlayerEvents();
+  void ensureIdentity()
+    .then(() => {
+      renderNav();
+      showNotice();
+    })
+    .catch(() => {});
+}, 300);

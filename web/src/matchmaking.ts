@@ -4,7 +4,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Color } from "./gen/draughts/v1/common_pb.js";
 import { RatingRangeSchema, SeekEndReason, type LobbySeek, type LobbyStats, type Pool, type RatingRange } from "./gen/draughts/v1/matchmaking_pb.js";
-import { bearer, Code, ConnectError, describeError, ensureIdentity, matchmaking, playerName, retrying, sleep, type Identity } from "./api.js";
+import { bearer, Code, ConnectError, describeError, ensureIdentity, matchmaking, playerName, profileHref, retrying, sleep, type Identity } from "./api.js";
 import { h, toast } from "./dom.js";
 import { awaiting } from "./events.js";
 import { timeControlText } from "./timecontrol.js";
@@ -384,7 +384,12 @@ export function lobbySeeksPanel(): { el: HTMLElement; refresh: () => Promise<voi
     return h(
       "li",
       { "data-testid": "lobby-seek", "data-seek-id": s.seekId, "data-seeker": s.seeker?.id ?? "" },
-      h("span", {}, `${playerName(s.seeker)}${mine ? " (you)" : ""} (${s.seekerRating}) · ${rulesLabel(s.rules)} · ${timeControlText(s.timeControl)} · ${s.rated ? "rated" : "casual"} · ${colorText(s.color)}${range}`),
+      h(
+        "span",
+        {},
+        h("a", { href: profileHref(s.seeker?.id ?? ""), class: "player-link" }, playerName(s.seeker)),
+        `${mine ? " (you)" : ""} (${s.seekerRating}) · ${rulesLabel(s.rules)} · ${timeControlText(s.timeControl)} · ${s.rated ? "rated" : "casual"} · ${colorText(s.color)}${range}`,
+      ),
       act,
     );
   }
