@@ -27,7 +27,7 @@ use draughts_proto::ids::PlayerId;
 use draughts_runtime::ConfigError;
 use draughts_store::{ErrorCode, LiveStore, now_unix_ms};
 use jsonwebtoken::errors::ErrorKind as JwtErrorKind;
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -36,6 +36,7 @@ use super::config::{AuthConfig, GUEST_ISSUER};
 use super::identity::Identities;
 use super::layer::AuthLayer;
 use super::limits::{CallKind, FallbackLimiter};
+use super::signing::SigningKeys;
 use super::{AuthError, Principal, PrincipalKind, Scope, Scopes};
 
 /// The rate-limit window.
@@ -44,14 +45,14 @@ pub const RATE_WINDOW: Duration = Duration::from_secs(60);
 /// Clock skew allowed on `exp` and `nbf`, in seconds.
 const LEEWAY_SECS: u64 = 30;
 
+/// What an account may do: play, and ask for analysis.
+pub const ACCOUNT_SCOPES: Scopes = Scopes::PLAY.with(Scope::Analysis);
+
 /// Every API key starts with this.
 pub const API_KEY_PREFIX: &str = "dk_";
 
 /// Random bytes in an API key (shown as twice as many hex digits).
 const API_KEY_RANDOM_BYTES: usize = 32;
-
-/// Longest display name, in characters.
-const MAX_DISPLAY_NAME_CHARS: usize = 32;
 
 /// Longest API key owner, in bytes.
 const MAX_OWNER_BYTES: usize = 64;
@@ -62,13 +63,16 @@ const MAX_SUBJECT_BYTES: usize = 128;
 /// The owner (and display name) of the bootstrap admin key.
 const BOOTSTRAP_OWNER: &str = "admin";
 
-/// How long a replica trusts its last look at whether a guest was linked to an account: a guest
-/// token stops working on every replica within this long of `LinkGuest` (at once on the replica that
-/// linked it), for one read per guest per replica per this long.
-const LINK_RECHECK: Duration = Duration::from_secs(10);
+/// How long a replica trusts its last look at a retirement mark (a guest linked to an account, an
+/// account's session ended): such a credential stops working on every replica within this long (at
+/// once on the replica that retired it), for one read per credential per replica per this long.
+const RETIRED_RECHECK: Duration = Duration::from_secs(10);
 
-/// Guests whose link a replica remembers before it starts again from empty.
-const LINK_CACHE_ENTRIES: usize = 50_000;
+/// Retirement marks a replica remembers before it starts again from empty.
+const RETIRED_CACHE_ENTRIES: usize = 50_000;
+
+/// Every personal token (an account's own API token) starts with this.
+pub const PERSONAL_TOKEN_PREFIX: &str = "dp_";
 
 /// The stored link of a guest to an account, under `auth:guest-link:{guest_id}` (no TTL). JSON.
 #[derive(Debug, Serialize, Deserialize)]
@@ -115,6 +119,21 @@ fn guest_link_name(guest_id: &str) -> String {
     format!("auth:guest-link:{guest_id}")
 }
 
+/// The live-store name of the mark of an ended account session (kept while its access tokens live).
+pub(crate) fn session_ended_name(session: &str) -> String {
+    format!("auth:session-ended:{session}")
+}
+
+/// The live-store name of the record of the personal token with id `token_id`.
+pub(crate) fn personal_token_record_name(token_id: &str) -> String {
+    format!("auth:ptoken:{token_id}")
+}
+
+/// The live-store name of a personal token's last use (Unix ms, decimal).
+pub(crate) fn personal_token_use_name(token_id: &str) -> String {
+    format!("auth:ptoken-used:{token_id}")
+}
+
 /// The live-store name of the rate counter of `bucket` in minute `window`.
 fn rate_counter_name(bucket: &str, window: u64) -> String {
     format!("auth:rate:{bucket}:{window}")
@@ -127,19 +146,22 @@ pub fn api_key_id(key: &str) -> String {
     id
 }
 
-/// The claims of this platform's guest tokens.
+/// The claims of this platform's own tokens: guest tokens and accounts' access tokens.
 #[derive(Debug, Serialize, Deserialize)]
-struct GuestClaims {
-    iss: String,
-    aud: String,
-    /// `guest:<32 hex>`.
-    sub: String,
+pub(crate) struct GuestClaims {
+    pub(crate) iss: String,
+    pub(crate) aud: String,
+    /// `guest:<32 hex>`, or `user:<id>` for an account's access token.
+    pub(crate) sub: String,
     /// The display name.
-    name: String,
+    pub(crate) name: String,
     /// Issued at, Unix seconds.
-    iat: u64,
+    pub(crate) iat: u64,
     /// Expires at, Unix seconds.
-    exp: u64,
+    pub(crate) exp: u64,
+    /// The account session of an access token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sid: Option<String>,
 }
 
 /// The claims read from an identity provider's token (others are ignored; `exp`, `nbf`, `iss`, `aud`
@@ -176,6 +198,8 @@ pub(crate) struct Caller {
     pub(crate) principal: Principal,
     pub(crate) rate_bucket: String,
     pub(crate) rate_limit_per_minute: u32,
+    /// The account session an access token belongs to.
+    pub(crate) session: Option<String>,
 }
 
 /// Checks credentials, issues guest tokens, manages API keys and counts calls. Cheap to clone (one
@@ -188,8 +212,9 @@ pub struct Authenticator {
 struct Inner {
     config: AuthConfig,
     store: Arc<dyn LiveStore>,
-    guest_signing: EncodingKey,
-    guest_key: DecodingKey,
+    /// The keys of this platform's own tokens (guests' and accounts').
+    keys: SigningKeys,
+    /// Validation of this platform's own tokens.
     guest_validation: Validation,
     /// The identity provider's key and validation, if configured.
     player_key: Option<(DecodingKey, Validation)>,
@@ -199,8 +224,13 @@ struct Inner {
     identities: Identities,
     /// Counts reads while the live store cannot (see [`crate::limits`]).
     fallback: FallbackLimiter,
-    /// Guest id -> (linked to an account, when this replica last looked).
-    guest_links: Mutex<HashMap<String, (bool, Instant)>>,
+    /// Live-store name of a retirement mark (a guest's link, a session's end) -> (present, when this
+    /// replica last looked).
+    retired: Mutex<HashMap<String, (bool, Instant)>>,
+    /// Accounts, once a database is attached ([`Authenticator::attach_accounts`]).
+    pub(crate) accounts: std::sync::OnceLock<crate::accounts::AccountsBackend>,
+    /// Personal token id -> when this replica last recorded its use.
+    pub(crate) token_uses: Mutex<HashMap<String, Instant>>,
 }
 
 impl fmt::Debug for Authenticator {
@@ -219,10 +249,8 @@ impl Authenticator {
         store: Arc<dyn LiveStore>,
     ) -> Result<Authenticator, ConfigError> {
         config.validate()?;
-        let secret = config.token_secret.as_bytes();
-        let unusable = |_| ConfigError("token-secret is not a usable HS256 secret".into());
-        let guest_signing = EncodingKey::from_secret(secret).map_err(unusable)?;
-        let guest_key = DecodingKey::from_secret(secret).map_err(unusable)?;
+        let keys = SigningKeys::new(&config.token_secret, &config.token_secret_previous)
+            .map_err(|_| ConfigError("token-secret is not a usable HS256 secret".into()))?;
         let mut guest_validation = Validation::new(Algorithm::HS256);
         guest_validation.leeway = LEEWAY_SECS;
         guest_validation.set_issuer(&[GUEST_ISSUER]);
@@ -257,13 +285,14 @@ impl Authenticator {
                 config,
                 identities: Identities::new(store.clone()),
                 store,
-                guest_signing,
-                guest_key,
+                keys,
                 guest_validation,
                 player_key,
                 admin_key_hash,
                 fallback: FallbackLimiter::default(),
-                guest_links: Mutex::default(),
+                retired: Mutex::default(),
+                accounts: std::sync::OnceLock::new(),
+                token_uses: Mutex::default(),
             }),
         })
     }
@@ -304,24 +333,35 @@ impl Authenticator {
         let Some(token) = bearer_token(headers)? else {
             return Ok(None);
         };
-        let caller = if token.starts_with(API_KEY_PREFIX) {
-            self.api_key_caller(token).await?
-        } else if token.bytes().filter(|b| *b == b'.').count() == 2 {
-            self.token_caller(token)?
-        } else {
-            return Err(AuthError::InvalidToken("neither a JWT nor an API key"));
-        };
+        let caller =
+            if token.starts_with(API_KEY_PREFIX) || token.starts_with(PERSONAL_TOKEN_PREFIX) {
+                self.api_key_caller(token).await?
+            } else if token.bytes().filter(|b| *b == b'.').count() == 2 {
+                self.token_caller(token)?
+            } else {
+                return Err(AuthError::InvalidToken("neither a JWT nor an API key"));
+            };
         if caller.principal.kind == PrincipalKind::Guest
-            && self.guest_is_linked(&caller.principal.player_id).await
+            && self
+                .is_retired(&guest_link_name(&caller.principal.player_id))
+                .await
         {
             return Err(AuthError::GuestLinked);
         }
+        if let Some(session) = &caller.session
+            && self.is_retired(&session_ended_name(session)).await
+        {
+            return Err(AuthError::SessionEnded);
+        }
         // Known from now on as the verified credential names it (a failed write only delays that).
-        if let Err(e) = self
-            .inner
-            .identities
-            .seen(&caller.principal, self.guest_ttl())
-            .await
+        // Accounts are recorded by the account calls themselves (a name changed by UpdateAccount must
+        // not be written back by a call with an older token).
+        if caller.principal.kind != PrincipalKind::Account
+            && let Err(e) = self
+                .inner
+                .identities
+                .seen(&caller.principal, self.guest_ttl())
+                .await
         {
             tracing::warn!(
                 error = &e as &(dyn std::error::Error + 'static),
@@ -331,48 +371,59 @@ impl Authenticator {
         Ok(Some(caller))
     }
 
-    /// Whether `guest` was linked to an account (its token then no longer works): this replica's
-    /// answer of the last [`LINK_RECHECK`], else the stored link. A store that cannot answer lets the
-    /// call through (a linked guest can only act as itself; the link's consumers move what it does).
-    async fn guest_is_linked(&self, guest: &str) -> bool {
+    /// Whether the retirement mark `name` (a guest's link to an account, a session's end) exists: this
+    /// replica's answer of the last [`RETIRED_RECHECK`], else the store's. A mark once seen is
+    /// remembered. A store that cannot answer lets the call through (the credential is still a valid
+    /// signature of ours, and lives minutes for an account session).
+    pub(crate) async fn is_retired(&self, name: &str) -> bool {
         let cached = self
             .inner
-            .guest_links
+            .retired
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(guest)
+            .get(name)
             .copied();
         match cached {
             Some((true, _)) => return true,
-            Some((false, at)) if at.elapsed() < LINK_RECHECK => return false,
+            Some((false, at)) if at.elapsed() < RETIRED_RECHECK => return false,
             _ => {}
         }
-        match self.inner.store.get(&guest_link_name(guest)).await {
+        match self.inner.store.get(name).await {
             Ok(found) => {
-                let linked = found.is_some();
-                self.remember_link(guest, linked);
-                linked
+                let retired = found.is_some();
+                self.remember_retired(name, retired);
+                retired
             }
             Err(e) => {
                 tracing::warn!(
                     error = &e as &(dyn std::error::Error + 'static),
-                    "guest links unavailable; guest token accepted unchecked"
+                    "retirement marks unavailable; credential accepted unchecked"
                 );
                 false
             }
         }
     }
 
-    fn remember_link(&self, guest: &str, linked: bool) {
-        let mut links = self
-            .inner
-            .guest_links
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if links.len() >= LINK_CACHE_ENTRIES {
-            links.clear();
+    pub(crate) fn remember_retired(&self, name: &str, retired: bool) {
+        let mut marks = self.inner.retired.lock().unwrap_or_else(|e| e.into_inner());
+        if marks.len() >= RETIRED_CACHE_ENTRIES {
+            marks.clear();
         }
-        links.insert(guest.to_owned(), (linked, Instant::now()));
+        marks.insert(name.to_owned(), (retired, Instant::now()));
+    }
+
+    pub(crate) fn inner_accounts(&self) -> &std::sync::OnceLock<crate::accounts::AccountsBackend> {
+        &self.inner.accounts
+    }
+
+    /// The keys that sign and verify this platform's tokens.
+    pub(crate) fn keys(&self) -> &SigningKeys {
+        &self.inner.keys
+    }
+
+    /// The live store.
+    pub(crate) fn store(&self) -> &Arc<dyn LiveStore> {
+        &self.inner.store
     }
 
     /// Counts one call of `bucket` in the current minute; RESOURCE_EXHAUSTED past `limit`.
@@ -438,24 +489,36 @@ impl Authenticator {
         caller: &Principal,
         guest_token: &str,
     ) -> Result<(String, bool), AuthError> {
-        if caller.kind != PrincipalKind::Player {
+        if !matches!(caller.kind, PrincipalKind::Player | PrincipalKind::Account) {
             return Err(AuthError::NotAnAccount);
         }
-        let claims: GuestClaims = jsonwebtoken::decode(
-            guest_token.trim(),
-            &self.inner.guest_key,
-            &self.inner.guest_validation,
-        )
-        .map_err(jwt_error)?
-        .claims;
+        let claims: GuestClaims = self
+            .inner
+            .keys
+            .verify(guest_token.trim(), &self.inner.guest_validation)
+            .map_err(jwt_error)?;
         let guest = PlayerId::parse(&claims.sub)
             .ok()
             .filter(PlayerId::is_guest)
             .ok_or(AuthError::InvalidToken("malformed subject"))?;
+        let linked_now = self
+            .link_guest_id(&guest, &caller.player_id, &caller.display_name)
+            .await?;
+        Ok((guest.into_string(), linked_now))
+    }
+
+    /// Links `guest` to the account `account` (see [`Authenticator::link_guest`]): records the link
+    /// once and appends it to [`linked::STREAM`]. Returns whether this call made the link.
+    pub(crate) async fn link_guest_id(
+        &self,
+        guest: &PlayerId,
+        account: &str,
+        account_name: &str,
+    ) -> Result<bool, AuthError> {
         let name = guest_link_name(guest.as_str());
         let record = serde_json::to_vec(&GuestLink {
             v: 1,
-            player_id: caller.player_id.clone(),
+            player_id: account.to_owned(),
             at_ms: now_unix_ms(),
         })
         .unwrap_or_default();
@@ -475,7 +538,7 @@ impl Authenticator {
                     .map_err(AuthError::Store)?
                     .and_then(|(bytes, _)| serde_json::from_slice::<GuestLink>(&bytes).ok());
                 match existing {
-                    Some(link) if link.player_id == caller.player_id => false,
+                    Some(link) if link.player_id == account => false,
                     _ => return Err(AuthError::AlreadyLinked),
                 }
             }
@@ -483,7 +546,8 @@ impl Authenticator {
         };
         let event = linked::LinkedV1 {
             guest_id: guest.to_string(),
-            player_id: caller.player_id.clone(),
+            player_id: account.to_owned(),
+            player_name: account_name.to_owned(),
             at_ms: now_unix_ms(),
         };
         self.inner
@@ -491,9 +555,9 @@ impl Authenticator {
             .append(linked::STREAM, Bytes::from(linked::encode(&event)))
             .await
             .map_err(AuthError::Store)?;
-        self.remember_link(guest.as_str(), true);
-        tracing::info!(guest_id = %guest, player_id = %caller.player_id, linked_now, "guest linked");
-        Ok((guest.into_string(), linked_now))
+        self.remember_retired(&guest_link_name(guest.as_str()), true);
+        tracing::info!(guest_id = %guest, player_id = %account, linked_now, "guest linked");
+        Ok(linked_now)
     }
 
     /// Issues a guest ([`Authenticator::issue_guest`]) and records it in the identity registry, so that
@@ -527,13 +591,9 @@ impl Authenticator {
             name: display_name.clone(),
             iat: now_secs,
             exp,
+            sid: None,
         };
-        let token = jsonwebtoken::encode(
-            &Header::new(Algorithm::HS256),
-            &claims,
-            &self.inner.guest_signing,
-        )
-        .map_err(AuthError::Signing)?;
+        let token = self.inner.keys.sign(&claims)?;
         Ok(IssuedGuest {
             token,
             principal: guest_principal(claims.sub, display_name),
@@ -656,13 +716,22 @@ impl Authenticator {
                 },
                 rate_bucket: format!("apikey:{BOOTSTRAP_OWNER}"),
                 rate_limit_per_minute: self.inner.config.rate_limit_api_key_per_minute,
+                session: None,
             });
         }
+        let personal = key.starts_with(PERSONAL_TOKEN_PREFIX);
         let body = &key[API_KEY_PREFIX.len()..];
         if body.len() != 2 * API_KEY_RANDOM_BYTES || !is_lower_hex(body) {
-            return Err(AuthError::InvalidToken("malformed API key"));
+            return Err(AuthError::InvalidToken(if personal {
+                "malformed personal token"
+            } else {
+                "malformed API key"
+            }));
         }
         let key_id = api_key_id(key);
+        if personal {
+            return self.personal_token_caller(key, &key_id).await;
+        }
         let Some((value, _version)) = self
             .inner
             .store
@@ -700,28 +769,139 @@ impl Authenticator {
             },
             rate_bucket: format!("apikey:{key_id}"),
             rate_limit_per_minute: limit,
+            session: None,
         })
+    }
+
+    /// The account behind a personal token ("dp_..."): its record in the live store, checked against
+    /// the whole token's hash; the call counts against the account's own limit.
+    async fn personal_token_caller(
+        &self,
+        token: &str,
+        token_id: &str,
+    ) -> Result<Caller, AuthError> {
+        let Some((value, _)) = self
+            .inner
+            .store
+            .get(&personal_token_record_name(token_id))
+            .await
+            .map_err(AuthError::Store)?
+        else {
+            return Err(AuthError::UnknownPersonalToken);
+        };
+        let record: crate::accounts::PersonalTokenRecord =
+            serde_json::from_slice(&value).map_err(AuthError::CorruptRecord)?;
+        let hash = Sha256::digest(token.as_bytes());
+        let stored = hex::decode(&record.token_hash).unwrap_or_default();
+        if !constant_time_eq(&hash, &stored) {
+            return Err(AuthError::UnknownPersonalToken);
+        }
+        let now = now_unix_ms();
+        if record.expires_at_ms != 0 && now >= record.expires_at_ms {
+            return Err(AuthError::Expired);
+        }
+        self.note_token_use(token_id, now).await;
+        Ok(Caller {
+            rate_bucket: record.player_id.clone(),
+            principal: Principal {
+                player_id: record.player_id,
+                display_name: record.display_name,
+                kind: PrincipalKind::Account,
+                // Never more than an account has, whatever the record says.
+                scopes: record
+                    .scopes
+                    .iter()
+                    .filter_map(|name| name.parse::<Scope>().ok())
+                    .filter(|scope| ACCOUNT_SCOPES.has(*scope))
+                    .collect(),
+            },
+            rate_limit_per_minute: self.inner.config.rate_limit_player_per_minute,
+            session: None,
+        })
+    }
+
+    /// Records a personal token's use, at most once a minute per replica (best effort).
+    async fn note_token_use(&self, token_id: &str, now_ms: u64) {
+        {
+            let mut uses = self
+                .inner
+                .token_uses
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if uses
+                .get(token_id)
+                .is_some_and(|at| at.elapsed() < Duration::from_secs(60))
+            {
+                return;
+            }
+            if uses.len() >= RETIRED_CACHE_ENTRIES {
+                uses.clear();
+            }
+            uses.insert(token_id.to_owned(), Instant::now());
+        }
+        let name = personal_token_use_name(token_id);
+        let written = match self.inner.store.get(&name).await {
+            Ok(found) => {
+                self.inner
+                    .store
+                    .put(
+                        &name,
+                        Bytes::from(now_ms.to_string()),
+                        found.map(|(_, v)| v),
+                        Some(Duration::from_secs(400 * 24 * 3600)),
+                    )
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written
+            && e.code() != ErrorCode::Conflict
+        {
+            tracing::debug!(error = %e, "personal token use not recorded");
+        }
     }
 
     fn token_caller(&self, token: &str) -> Result<Caller, AuthError> {
         let peek: IssuerPeek = jsonwebtoken::dangerous::insecure_decode_claims(token)
             .map_err(|_| AuthError::InvalidToken("malformed token"))?;
         if peek.iss.as_deref() == Some(GUEST_ISSUER) {
-            let claims: GuestClaims =
-                jsonwebtoken::decode(token, &self.inner.guest_key, &self.inner.guest_validation)
-                    .map_err(jwt_error)?
-                    .claims;
+            let claims: GuestClaims = self
+                .inner
+                .keys
+                .verify(token, &self.inner.guest_validation)
+                .map_err(jwt_error)?;
+            if let Some(account) = claims.sub.strip_prefix("user:") {
+                let session = claims
+                    .sid
+                    .filter(|sid| sid.len() == 32 && is_lower_hex(sid))
+                    .ok_or(AuthError::InvalidToken("malformed session"))?;
+                if account.len() != 20 || !is_lower_hex(account) {
+                    return Err(AuthError::InvalidToken("malformed subject"));
+                }
+                return Ok(Caller {
+                    rate_bucket: claims.sub.clone(),
+                    principal: Principal {
+                        player_id: claims.sub,
+                        display_name: claims.name,
+                        kind: PrincipalKind::Account,
+                        scopes: ACCOUNT_SCOPES,
+                    },
+                    rate_limit_per_minute: self.inner.config.rate_limit_player_per_minute,
+                    session: Some(session),
+                });
+            }
             let is_guest_id = claims
                 .sub
                 .strip_prefix("guest:")
                 .is_some_and(|id| id.len() == 32 && is_lower_hex(id));
-            if !is_guest_id {
+            if !is_guest_id || claims.sid.is_some() {
                 return Err(AuthError::InvalidToken("malformed subject"));
             }
             return Ok(Caller {
                 rate_bucket: claims.sub.clone(),
                 principal: guest_principal(claims.sub, claims.name),
                 rate_limit_per_minute: self.inner.config.rate_limit_guest_per_minute,
+                session: None,
             });
         }
         let Some((key, validation)) = &self.inner.player_key else {
@@ -741,8 +921,7 @@ impl Authenticator {
         let display_name = [claims.name, claims.preferred_username]
             .into_iter()
             .flatten()
-            .map(|name| name.trim().to_owned())
-            .find(|name| checked_display_name(name).is_ok())
+            .find_map(|name| checked_display_name(&name).ok().map(str::to_owned))
             .unwrap_or_else(|| claims.sub.clone());
         let player_id = format!("player:{}", claims.sub);
         // The one definition of a well-formed player id (printable, bounded).
@@ -756,6 +935,7 @@ impl Authenticator {
                 scopes: Scopes::PLAY.with(Scope::Analysis),
             },
             rate_limit_per_minute: self.inner.config.rate_limit_player_per_minute,
+            session: None,
         })
     }
 }
@@ -806,13 +986,7 @@ fn jwt_error(error: jsonwebtoken::errors::Error) -> AuthError {
 }
 
 fn checked_display_name(name: &str) -> Result<&str, AuthError> {
-    let n_chars = name.chars().count();
-    if n_chars == 0 || n_chars > MAX_DISPLAY_NAME_CHARS || name.chars().any(char::is_control) {
-        return Err(AuthError::InvalidArgument(format!(
-            "display_name must be 1 to {MAX_DISPLAY_NAME_CHARS} characters without control characters"
-        )));
-    }
-    Ok(name)
+    super::names::display_name(name)
 }
 
 fn check_owner(owner: &str) -> Result<(), AuthError> {

@@ -27,6 +27,34 @@ pub struct AuthConfig {
         default_value = ""
     )]
     pub token_secret: String,
+    /// Earlier token secrets, comma-separated: they no longer sign, but tokens they signed are still
+    /// accepted (key rotation: move the old secret here, give a new `token-secret`, and drop the old
+    /// one once the longest token lifetime has passed).
+    #[arg(
+        long,
+        env = "DRAUGHTS_TOKEN_SECRET_PREVIOUS",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
+    pub token_secret_previous: Vec<String>,
+    /// How long an account's access token is accepted, in seconds (60 to 3600).
+    #[arg(long, env = "DRAUGHTS_ACCESS_TOKEN_TTL_SECS", default_value_t = 900)]
+    pub access_token_ttl_secs: u64,
+    /// How long an account's session lasts without being refreshed, in seconds (3600 to 31622400).
+    #[arg(long, env = "DRAUGHTS_SESSION_TTL_SECS", default_value_t = 30 * 24 * 3600)]
+    pub session_ttl_secs: u64,
+    /// Passwords hashed at once (Argon2id, about 19 MiB and tens of milliseconds of one core each);
+    /// 0 = half the cores, at least 1. Sign-ins beyond that wait, and beyond 64 waiting are refused
+    /// with UNAVAILABLE, so hashing never takes every core from the games.
+    #[arg(long, env = "DRAUGHTS_PASSWORD_HASH_THREADS", default_value_t = 0)]
+    pub password_hash_threads: usize,
+    /// Accounts created per client address per hour.
+    #[arg(
+        long,
+        env = "DRAUGHTS_SIGNUPS_PER_ADDRESS_PER_HOUR",
+        default_value_t = 10
+    )]
+    pub signups_per_address_per_hour: u32,
     /// The identity provider's key for player tokens: an HS256 secret (at least 32 bytes), or a PEM
     /// public key (text starting with -----BEGIN: RSA for RS256, P-256 for ES256). Unset: only guest
     /// tokens and API keys are accepted.
@@ -84,6 +112,14 @@ impl fmt::Debug for AuthConfig {
         let set = |secret: &Option<String>| if secret.is_some() { "<set>" } else { "<unset>" };
         f.debug_struct("AuthConfig")
             .field("token_secret", &"<redacted>")
+            .field("token_secret_previous", &self.token_secret_previous.len())
+            .field("access_token_ttl_secs", &self.access_token_ttl_secs)
+            .field("session_ttl_secs", &self.session_ttl_secs)
+            .field("password_hash_threads", &self.password_hash_threads)
+            .field(
+                "signups_per_address_per_hour",
+                &self.signups_per_address_per_hour,
+            )
             .field("jwt_key", &set(&self.jwt_key))
             .field("jwt_issuer", &self.jwt_issuer)
             .field("jwt_audience", &self.jwt_audience)
@@ -118,6 +154,39 @@ impl AuthConfig {
                 "token-secret (DRAUGHTS_TOKEN_SECRET) is required and must be at least {MIN_SECRET_BYTES} bytes, got {}",
                 self.token_secret.len()
             )));
+        }
+        if let Some(short) = self
+            .token_secret_previous
+            .iter()
+            .find(|secret| secret.len() < MIN_SECRET_BYTES)
+        {
+            return Err(ConfigError(format!(
+                "token-secret-previous (DRAUGHTS_TOKEN_SECRET_PREVIOUS): every secret must be at least {MIN_SECRET_BYTES} bytes, one has {}",
+                short.len()
+            )));
+        }
+        if !(60..=3600).contains(&self.access_token_ttl_secs) {
+            return Err(ConfigError(format!(
+                "access-token-ttl-secs must be from 60 to 3600, got {}",
+                self.access_token_ttl_secs
+            )));
+        }
+        if !(3600..=366 * 24 * 3600).contains(&self.session_ttl_secs) {
+            return Err(ConfigError(format!(
+                "session-ttl-secs must be from 3600 to 31622400, got {}",
+                self.session_ttl_secs
+            )));
+        }
+        if self.password_hash_threads > 256 {
+            return Err(ConfigError(format!(
+                "password-hash-threads must be at most 256, got {}",
+                self.password_hash_threads
+            )));
+        }
+        if self.signups_per_address_per_hour == 0 {
+            return Err(ConfigError(
+                "signups-per-address-per-hour must be at least 1".into(),
+            ));
         }
         self.idp_key()?;
         if self.jwt_issuer.as_deref() == Some(GUEST_ISSUER) {
@@ -216,6 +285,11 @@ impl AuthConfig {
     pub fn for_tests() -> AuthConfig {
         AuthConfig {
             token_secret: "test-only-token-secret-0123456789abcdef".into(),
+            token_secret_previous: Vec::new(),
+            access_token_ttl_secs: 900,
+            session_ttl_secs: 30 * 24 * 3600,
+            password_hash_threads: 1,
+            signups_per_address_per_hour: 10,
             jwt_key: Some("test-only-identity-provider-secret-0123456789".into()),
             jwt_issuer: None,
             jwt_audience: None,

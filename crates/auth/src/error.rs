@@ -53,9 +53,46 @@ pub enum AuthError {
     /// Signing a guest token failed (kind Internal; never shown).
     #[error("signing a token failed")]
     Signing(#[source] jsonwebtoken::errors::Error),
-    /// `LinkGuest` by a caller that is not an identity-provider account (kind PermissionDenied).
-    #[error("only a signed-in account (an identity-provider token) can take over a guest")]
+    /// A call for accounts only by a caller that is not one (kind PermissionDenied).
+    #[error("only a signed-in account can do this")]
     NotAnAccount,
+    /// A personal token of the right shape that is not (or no longer) stored.
+    #[error("unknown or revoked personal token")]
+    UnknownPersonalToken,
+    /// An access token of a session that was ended (sign-out, password change, deletion), or a
+    /// refresh token that is unknown, expired, revoked or reused (kind Unauthenticated).
+    #[error("this session has ended: sign in again")]
+    SessionEnded,
+    /// Sign-in with an unknown username or a wrong password: one message for both (kind
+    /// Unauthenticated).
+    #[error("wrong username or password")]
+    BadCredentials,
+    /// SignUp with a username taken in any letter case (kind AlreadyExists).
+    #[error("username '{0}' is taken")]
+    UsernameTaken(String),
+    /// Too many sign-in or sign-up attempts (kind ResourceExhausted, with `retry-after`).
+    #[error("too many {what}: retry in {retry_after_secs} s")]
+    Throttled {
+        /// "sign-in attempts from this address", ...
+        what: &'static str,
+        retry_after_secs: u64,
+    },
+    /// Too many passwords waiting to be hashed (kind Unavailable): retry.
+    #[error("the server is busy checking passwords: retry in a moment")]
+    Busy,
+    /// Hashing a password failed (kind Internal; never shown).
+    #[error("hashing a password failed")]
+    Hashing,
+    /// The database of accounts failed (kind from the store's code; the text is never shown).
+    #[error("accounts unavailable")]
+    Accounts(#[source] StoreError),
+    /// This server keeps no accounts (no database attached; kind FailedPrecondition).
+    #[error("this server has no accounts")]
+    NoAccounts,
+    /// A call the caller's state forbids (already signed in, too many personal tokens; kind
+    /// FailedPrecondition); the text says why.
+    #[error("{0}")]
+    Refused(String),
     /// A guest token whose guest was linked to an account (kind Unauthenticated).
     #[error("this guest was linked to an account: sign in with that account")]
     GuestLinked,
@@ -75,7 +112,17 @@ impl ServiceError for AuthError {
             | AuthError::Expired
             | AuthError::UnknownApiKey
             | AuthError::Unauthenticated
-            | AuthError::GuestLinked => ErrorKind::Unauthenticated,
+            | AuthError::GuestLinked
+            | AuthError::UnknownPersonalToken
+            | AuthError::SessionEnded
+            | AuthError::BadCredentials => ErrorKind::Unauthenticated,
+            AuthError::UsernameTaken(_) => ErrorKind::AlreadyExists,
+            AuthError::Throttled { .. } => ErrorKind::ResourceExhausted,
+            AuthError::Busy => ErrorKind::Unavailable,
+            AuthError::Hashing => ErrorKind::Internal,
+            AuthError::Accounts(e) => e.code().into(),
+            AuthError::NoAccounts => ErrorKind::FailedPrecondition,
+            AuthError::Refused(_) => ErrorKind::FailedPrecondition,
             AuthError::MissingScope(_) | AuthError::NotAnAccount => ErrorKind::PermissionDenied,
             AuthError::AlreadyLinked => ErrorKind::FailedPrecondition,
             AuthError::RateLimited { .. } => ErrorKind::ResourceExhausted,
@@ -100,7 +147,11 @@ impl AuthError {
             );
         }
         let mut status = self.to_status();
-        if let AuthError::RateLimited { retry_after_secs } = self {
+        if let AuthError::RateLimited { retry_after_secs }
+        | AuthError::Throttled {
+            retry_after_secs, ..
+        } = self
+        {
             status
                 .metadata_mut()
                 .insert("retry-after", retry_after_secs.into());

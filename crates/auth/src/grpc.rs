@@ -1,5 +1,6 @@
 //! `draughts.v1.Auth` over gRPC: converts, calls the [`Authenticator`], converts back.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use draughts_proto::pb;
@@ -7,20 +8,78 @@ use draughts_proto::pb::auth_server::Auth;
 use tonic::{Request, Response, Status};
 
 use super::{
-    AuthError, Authenticator, Principal, PrincipalKind, Scope, Scopes, api_key_id, principal,
+    AccountInfo, AuthError, Authenticator, IssuedSession, PersonalTokenInfo, Principal,
+    PrincipalKind, Scope, Scopes, api_key_id, client_address, optional_principal, principal,
     require,
 };
+
+/// The most finished games `ExportAccountData` puts in its answer.
+pub const EXPORT_MAX_GAMES: u32 = 2_000;
+
+/// Where `ExportAccountData` reads a player's finished games: the games service of the process that
+/// serves `Auth` (auth keeps no games).
+#[tonic::async_trait]
+pub trait FinishedGames: Send + Sync + std::fmt::Debug {
+    /// The newest `max` finished games of `player` as PDN texts, newest first, and whether there are
+    /// more.
+    async fn finished_pdn(&self, player: &str, max: u32) -> Result<(Vec<String>, bool), Status>;
+}
 
 /// The `Auth` service. Serve it behind [`AuthLayer`](super::AuthLayer) (see
 /// [`register_auth`](super::register_auth)): it reads the caller from the request extensions.
 #[derive(Clone, Debug)]
 pub struct AuthApi {
     auth: Authenticator,
+    games: Option<Arc<dyn FinishedGames>>,
 }
 
 impl AuthApi {
     pub fn new(auth: Authenticator) -> AuthApi {
-        AuthApi { auth }
+        AuthApi { auth, games: None }
+    }
+
+    /// The same service, exporting finished games from `games`.
+    #[must_use]
+    pub fn with_games(mut self, games: Arc<dyn FinishedGames>) -> AuthApi {
+        self.games = Some(games);
+        self
+    }
+}
+
+fn session_to_wire(session: IssuedSession) -> pb::Session {
+    pb::Session {
+        player: Some(player_to_wire(&session.principal)),
+        access_token: session.access_token,
+        access_expires_at_ms: session.access_expires_at_ms,
+        refresh_token: session.refresh_token,
+        refresh_expires_at_ms: session.refresh_expires_at_ms,
+        username: session.username,
+        adopted_guest_id: session.adopted_guest.unwrap_or_default(),
+    }
+}
+
+fn account_to_wire(account: AccountInfo) -> pb::Account {
+    pb::Account {
+        player: Some(pb::Player {
+            id: account.player_id,
+            display_name: account.display_name,
+            guest: false,
+            computer: false,
+        }),
+        username: account.username,
+        created_at_ms: account.created_at_ms,
+        adopted_guest_ids: account.adopted_guests,
+    }
+}
+
+fn token_to_wire(token: PersonalTokenInfo) -> pb::PersonalToken {
+    pb::PersonalToken {
+        token_id: token.token_id,
+        label: token.label,
+        scopes: scopes_to_wire(token.scopes),
+        created_at_ms: token.created_at_ms,
+        expires_at_ms: token.expires_at_ms,
+        last_used_at_ms: token.last_used_at_ms,
     }
 }
 
@@ -38,6 +97,7 @@ fn kind_to_wire(kind: PrincipalKind) -> pb::PrincipalKind {
         PrincipalKind::Guest => pb::PrincipalKind::Guest,
         PrincipalKind::Player => pb::PrincipalKind::Player,
         PrincipalKind::ApiKey => pb::PrincipalKind::ApiKey,
+        PrincipalKind::Account => pb::PrincipalKind::Account,
     }
 }
 
@@ -145,5 +205,185 @@ impl Auth for AuthApi {
         require(&principal(&req)?, Scope::Admin)?;
         let revoked = self.auth.revoke_api_key(&req.get_ref().key_id).await?;
         Ok(Response::new(pb::RevokeApiKeyResponse { revoked }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn sign_up(
+        &self,
+        req: Request<pb::SignUpRequest>,
+    ) -> Result<Response<pb::Session>, Status> {
+        let caller = optional_principal(&req);
+        let address = client_address(&req);
+        let r = req.into_inner();
+        let session = self
+            .auth
+            .sign_up(
+                caller.as_ref(),
+                &address,
+                &r.username,
+                &r.password,
+                &r.display_name,
+            )
+            .await?;
+        Ok(Response::new(session_to_wire(session)))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn sign_in(
+        &self,
+        req: Request<pb::SignInRequest>,
+    ) -> Result<Response<pb::Session>, Status> {
+        let address = client_address(&req);
+        let r = req.into_inner();
+        let session = self
+            .auth
+            .sign_in(&address, &r.username, &r.password)
+            .await?;
+        Ok(Response::new(session_to_wire(session)))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn refresh_session(
+        &self,
+        req: Request<pb::RefreshSessionRequest>,
+    ) -> Result<Response<pb::Session>, Status> {
+        let session = self
+            .auth
+            .refresh_session(&req.get_ref().refresh_token)
+            .await?;
+        Ok(Response::new(session_to_wire(session)))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn sign_out(
+        &self,
+        req: Request<pb::SignOutRequest>,
+    ) -> Result<Response<pb::SignOutResponse>, Status> {
+        let signed_out = self.auth.sign_out(&req.get_ref().refresh_token).await?;
+        Ok(Response::new(pb::SignOutResponse { signed_out }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn change_password(
+        &self,
+        req: Request<pb::ChangePasswordRequest>,
+    ) -> Result<Response<pb::Session>, Status> {
+        let caller = principal(&req)?;
+        let address = client_address(&req);
+        let r = req.into_inner();
+        let session = self
+            .auth
+            .change_password(&caller, &address, &r.current_password, &r.new_password)
+            .await?;
+        Ok(Response::new(session_to_wire(session)))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn update_account(
+        &self,
+        req: Request<pb::UpdateAccountRequest>,
+    ) -> Result<Response<pb::Account>, Status> {
+        let caller = principal(&req)?;
+        let account = self
+            .auth
+            .update_display_name(&caller, &req.get_ref().display_name)
+            .await?;
+        Ok(Response::new(account_to_wire(account)))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn get_account(
+        &self,
+        req: Request<pb::GetAccountRequest>,
+    ) -> Result<Response<pb::Account>, Status> {
+        let caller = principal(&req)?;
+        Ok(Response::new(account_to_wire(
+            self.auth.account(&caller).await?,
+        )))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn delete_account(
+        &self,
+        req: Request<pb::DeleteAccountRequest>,
+    ) -> Result<Response<pb::DeleteAccountResponse>, Status> {
+        let caller = principal(&req)?;
+        let address = client_address(&req);
+        let player_id = self
+            .auth
+            .delete_account(&caller, &address, &req.get_ref().password)
+            .await?;
+        Ok(Response::new(pb::DeleteAccountResponse { player_id }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn export_account_data(
+        &self,
+        req: Request<pb::ExportAccountDataRequest>,
+    ) -> Result<Response<pb::ExportAccountDataResponse>, Status> {
+        let caller = principal(&req)?;
+        let account = match caller.kind {
+            PrincipalKind::Account => Some(account_to_wire(self.auth.account(&caller).await?)),
+            _ => None,
+        };
+        let (pdns, truncated) = match &self.games {
+            Some(games) => {
+                games
+                    .finished_pdn(&caller.player_id, EXPORT_MAX_GAMES)
+                    .await?
+            }
+            None => (Vec::new(), false),
+        };
+        Ok(Response::new(pb::ExportAccountDataResponse {
+            account,
+            player: Some(player_to_wire(&caller)),
+            games: pdns.len() as u32,
+            pdn: pdns.join("\n"),
+            truncated,
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn create_personal_token(
+        &self,
+        req: Request<pb::CreatePersonalTokenRequest>,
+    ) -> Result<Response<pb::CreatePersonalTokenResponse>, Status> {
+        let caller = principal(&req)?;
+        let r = req.into_inner();
+        let scopes = scopes_from_wire(&r.scopes)?;
+        let lifetime = (r.expires_in_secs > 0).then(|| Duration::from_secs(r.expires_in_secs));
+        let (token, info) = self
+            .auth
+            .create_personal_token(&caller, &r.label, scopes, lifetime)
+            .await?;
+        Ok(Response::new(pb::CreatePersonalTokenResponse {
+            token,
+            info: Some(token_to_wire(info)),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn list_personal_tokens(
+        &self,
+        req: Request<pb::ListPersonalTokensRequest>,
+    ) -> Result<Response<pb::ListPersonalTokensResponse>, Status> {
+        let caller = principal(&req)?;
+        let tokens = self.auth.list_personal_tokens(&caller).await?;
+        Ok(Response::new(pb::ListPersonalTokensResponse {
+            tokens: tokens.into_iter().map(token_to_wire).collect(),
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn revoke_personal_token(
+        &self,
+        req: Request<pb::RevokePersonalTokenRequest>,
+    ) -> Result<Response<pb::RevokePersonalTokenResponse>, Status> {
+        let caller = principal(&req)?;
+        let revoked = self
+            .auth
+            .revoke_personal_token(&caller, &req.get_ref().token_id)
+            .await?;
+        Ok(Response::new(pb::RevokePersonalTokenResponse { revoked }))
     }
 }

@@ -41,6 +41,13 @@ pub struct IdentityRecord {
     pub name: String,
     /// When it was written, Unix ms.
     pub at_ms: u64,
+    /// Since when the player exists (an account's creation), Unix ms; 0 = unknown.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub since_ms: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// A known identity.
@@ -48,6 +55,8 @@ pub struct IdentityRecord {
 pub struct Identity {
     pub id: PlayerId,
     pub name: String,
+    /// Since when the player exists (an account's creation), Unix ms; 0 = unknown.
+    pub since_ms: u64,
 }
 
 impl Identity {
@@ -98,10 +107,31 @@ impl Identities {
         name: &str,
         ttl: Option<Duration>,
     ) -> Result<(), StoreError> {
+        self.write(id, name, ttl, 0).await
+    }
+
+    /// Records the account `id` as `name`, created at `since_ms` (kept).
+    pub async fn record_account(
+        &self,
+        id: &PlayerId,
+        name: &str,
+        since_ms: u64,
+    ) -> Result<(), StoreError> {
+        self.write(id, name, None, since_ms).await
+    }
+
+    async fn write(
+        &self,
+        id: &PlayerId,
+        name: &str,
+        ttl: Option<Duration>,
+        since_ms: u64,
+    ) -> Result<(), StoreError> {
         let record = IdentityRecord {
             v: 1,
             name: name.to_owned(),
             at_ms: now_unix_ms(),
+            since_ms,
         };
         let bytes = serde_json::to_vec(&record).unwrap_or_default();
         // Last writer wins: every writer writes the truth from a verified credential.
@@ -157,6 +187,7 @@ impl Identities {
             return Ok(Some(Identity {
                 id: id.clone(),
                 name: computer_name(level),
+                since_ms: 0,
             }));
         }
         let Some((bytes, _)) = self.store.get(&record_name(id)).await? else {
@@ -166,6 +197,7 @@ impl Identities {
             Ok(record) => Ok(Some(Identity {
                 id: id.clone(),
                 name: record.name,
+                since_ms: record.since_ms,
             })),
             Err(e) => {
                 tracing::error!(player_id = %id, error = %e, "identity record does not decode");

@@ -95,6 +95,8 @@ where
         Box::pin(async move {
             match admit(&auth, &head, kind).await {
                 Ok(principal) => {
+                    let address = address_bucket(&head, auth.trust_forwarded_for());
+                    head.extensions.insert(ClientAddress(address));
                     head.extensions.insert(principal);
                     inner.call(http::Request::from_parts(head, body)).await
                 }
@@ -117,10 +119,7 @@ async fn admit(
     head: &http::request::Parts,
     kind: CallKind,
 ) -> Result<Option<Principal>, AuthError> {
-    let address_bucket = || match client_ip(head, auth.trust_forwarded_for()) {
-        Some(ip) => format!("addr:{ip}"),
-        None => "addr:unknown".to_owned(),
-    };
+    let address_bucket = || address_bucket(head, auth.trust_forwarded_for());
     match auth.caller(&head.headers).await {
         Ok(Some(caller)) => {
             auth.count_call(&caller.rate_bucket, caller.rate_limit_per_minute, kind)
@@ -139,6 +138,25 @@ async fn admit(
             Err(refused)
         }
         Err(other) => Err(other),
+    }
+}
+
+/// The client's address as the rate limits count it (`addr:<ip>`), which a handler finds in the
+/// request extensions (see [`client_address`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientAddress(pub String);
+
+/// The client address of a request served behind [`AuthLayer`] (`addr:unknown` without one).
+pub fn client_address<T>(req: &tonic::Request<T>) -> String {
+    req.extensions()
+        .get::<ClientAddress>()
+        .map_or_else(|| "addr:unknown".to_owned(), |a| a.0.clone())
+}
+
+fn address_bucket(head: &http::request::Parts, trust_forwarded_for: bool) -> String {
+    match client_ip(head, trust_forwarded_for) {
+        Some(ip) => format!("addr:{ip}"),
+        None => "addr:unknown".to_owned(),
     }
 }
 

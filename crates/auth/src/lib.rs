@@ -45,6 +45,7 @@
 //! assert_eq!(denied.message(), "this call needs the admin scope");
 //! ```
 
+pub mod accounts;
 pub mod authenticator;
 pub mod config;
 pub mod error;
@@ -52,6 +53,9 @@ pub mod grpc;
 pub mod identity;
 pub mod layer;
 pub mod limits;
+pub mod names;
+pub mod passwords;
+pub mod signing;
 
 use std::fmt;
 use std::str::FromStr;
@@ -61,11 +65,12 @@ use draughts_proto::pb::auth_server::AuthServer;
 use draughts_runtime::Services;
 use tower::Layer;
 
+pub use accounts::{AccountInfo, IssuedSession, PersonalTokenInfo};
 pub use authenticator::{Authenticator, IssuedGuest, api_key_id, constant_time_eq};
 pub use config::AuthConfig;
 pub use error::AuthError;
 pub use identity::{Identities, Identity};
-pub use layer::{AuthLayer, Authenticated};
+pub use layer::{AuthLayer, Authenticated, ClientAddress, client_address};
 pub use limits::{CallKind, CallPolicy};
 
 /// Who is calling, once their credentials are checked.
@@ -89,6 +94,8 @@ pub enum PrincipalKind {
     Player,
     /// An API key.
     ApiKey,
+    /// An account of this server: an access token of a session, or a personal token.
+    Account,
 }
 
 /// One thing a caller may do.
@@ -242,12 +249,28 @@ pub fn require(principal: &Principal, scope: Scope) -> Result<(), tonic::Status>
 }
 
 /// The methods of `draughts.v1.Auth` that only read (see [`limits`]); the others create state.
-pub const AUTH_READS: CallPolicy = CallPolicy::reads(&["WhoAmI"]);
+pub const AUTH_READS: CallPolicy = CallPolicy::reads(&[
+    "WhoAmI",
+    "GetAccount",
+    "ListPersonalTokens",
+    "ExportAccountData",
+]);
 
-/// Adds `draughts.v1.Auth` to a host, behind the authentication layer.
-pub fn register_auth(services: &mut Services, auth: &Authenticator, max_message_bytes: usize) {
-    let server = AuthServer::new(grpc::AuthApi::new(auth.clone()))
-        .max_decoding_message_size(max_message_bytes);
+/// Adds `draughts.v1.Auth` to a host, behind the authentication layer; `games` serves the finished
+/// games of `ExportAccountData`.
+pub fn register_auth(
+    services: &mut Services,
+    auth: &Authenticator,
+    max_message_bytes: usize,
+    games: Option<std::sync::Arc<dyn grpc::FinishedGames>>,
+) {
+    let mut api = grpc::AuthApi::new(auth.clone());
+    if let Some(games) = games {
+        api = api.with_games(games);
+    }
+    let server = AuthServer::new(api)
+        .max_decoding_message_size(max_message_bytes)
+        .max_encoding_message_size(64 * 1024 * 1024);
     services.add(auth.layer().with_policy(AUTH_READS).layer(server));
 }
 

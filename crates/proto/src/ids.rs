@@ -3,6 +3,7 @@
 //!
 //! A [`PlayerId`] is one of the identities the server issues or knows:
 //! - `guest:<random>`: a guest from `Auth.CreateGuest`;
+//! - `user:<random>`: an account of this server (`Auth.SignUp`); the id never changes;
 //! - `player:<subject>`: a player of the identity provider (the token's `sub`);
 //! - `key:<owner>`: a third party's API key;
 //! - `ai:<level>`: the server's computer player at level 1 to 8.
@@ -50,7 +51,7 @@ pub enum IdError {
     #[error("{what} '{excerpt}' contains a control or white-space character")]
     NotPrintable { what: &'static str, excerpt: String },
     #[error(
-        "player id '{0}' is not an identity this server knows: expected guest:<id>, player:<subject>, key:<owner> or ai:<level 1-8>"
+        "player id '{0}' is not an identity this server knows: expected guest:<id>, user:<id>, player:<subject>, key:<owner> or ai:<level 1-8>"
     )]
     UnknownKind(String),
     #[error("game id '{0}' may only contain ASCII letters, digits, '_' and '-'")]
@@ -75,9 +76,13 @@ fn excerpt(text: &str) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PlayerKind {
     Guest,
+    /// An account of this server.
+    Account,
     Player,
     ApiKey,
-    Computer { level: u8 },
+    Computer {
+        level: u8,
+    },
 }
 
 /// A well-formed player id (see the module docs).
@@ -125,6 +130,7 @@ impl PlayerId {
         }
         match prefix {
             "guest" => Some(PlayerKind::Guest),
+            "user" => Some(PlayerKind::Account),
             "player" => Some(PlayerKind::Player),
             "key" => Some(PlayerKind::ApiKey),
             "ai" => {
@@ -155,6 +161,11 @@ impl PlayerId {
 
     pub fn is_guest(&self) -> bool {
         self.kind() == PlayerKind::Guest
+    }
+
+    /// Whether this is an account of this server (`user:<id>`).
+    pub fn is_account(&self) -> bool {
+        self.kind() == PlayerKind::Account
     }
 
     pub fn as_str(&self) -> &str {
@@ -266,6 +277,8 @@ mod tests {
         };
         check("guest:0123abcd", Some(PlayerKind::Guest));
         check("player:auth0|42", Some(PlayerKind::Player));
+        check("user:0123456789abcdef", Some(PlayerKind::Account));
+        check("user:", None);
         check("key:tournament-bot", Some(PlayerKind::ApiKey));
         check("ai:1", Some(PlayerKind::Computer { level: 1 }));
         check("ai:8", Some(PlayerKind::Computer { level: 8 }));

@@ -120,7 +120,14 @@ impl Config {
         self.server.validate()?;
         self.telemetry.validate()?;
         self.backends.validate()?;
-        self.auth.validate()?;
+        if self.auth.token_secret.is_empty() {
+            // The signing keys then come from the database at start (see `run`): check the rest.
+            let mut auth = self.auth.clone();
+            auth.token_secret = "0".repeat(draughts_validation::auth::config::MIN_SECRET_BYTES);
+            auth.validate()?;
+        } else {
+            self.auth.validate()?;
+        }
         self.ratings.validate()?;
         self.games.validate()?;
         self.matchmaking.validate()?;
@@ -134,6 +141,37 @@ impl Config {
             )));
         }
         Ok(())
+    }
+}
+
+/// Makes the SQLite file of `database_url` (and its journal files) readable by its owner only: it
+/// holds password hashes and the token signing keys. Other URLs are left alone.
+pub fn protect_database_file(database_url: &str) {
+    let Some(rest) = database_url
+        .strip_prefix("sqlite://")
+        .or_else(|| database_url.strip_prefix("sqlite:"))
+    else {
+        return;
+    };
+    let path = rest.split('?').next().unwrap_or_default();
+    if path.is_empty() || path.starts_with(":memory:") || database_url.contains("mode=memory") {
+        return;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for file in [
+            path.to_owned(),
+            format!("{path}-wal"),
+            format!("{path}-shm"),
+        ] {
+            if std::path::Path::new(&file).exists()
+                && let Err(e) =
+                    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+            {
+                tracing::warn!(file, error = %e, "could not make the database file private");
+            }
+        }
     }
 }
 
@@ -320,6 +358,24 @@ pub async fn run(
         config.matchmaking.matchmaking_api_key = Some(key);
     }
     let backends = connect(&config).await?;
+    protect_database_file(&config.backends.database_url);
+    if config.auth.token_secret.is_empty() {
+        // No keys given: the platform keeps its own in its database, so sessions and guest tokens
+        // survive restarts (a new key every 90 days; old ones verify while their tokens can live).
+        let keep = std::time::Duration::from_secs(config.auth.guest_token_ttl_secs + 24 * 3600);
+        let (current, previous) = draughts_validation::auth::signing::load_or_create(
+            &backends.db,
+            draughts_validation::auth::signing::ROTATE_AFTER,
+            keep,
+        )
+        .await?;
+        tracing::info!(
+            verifying_keys = previous.len() + 1,
+            "token signing keys from the database (no DRAUGHTS_TOKEN_SECRET given)"
+        );
+        config.auth.token_secret = current;
+        config.auth.token_secret_previous.extend(previous);
+    }
     let platform = Platform::new(&config, &backends).await?;
     let mut services = platform.services(&config);
     let web = config.web_files();

@@ -7,20 +7,11 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let mut config = Config::parse();
-    let ephemeral_secret = config.auth.token_secret.is_empty();
-    if ephemeral_secret {
-        config.auth.token_secret = draughtsd::random_secret();
-    }
+    let config = Config::parse();
     config.validate()?;
     let _telemetry = draughts_runtime::telemetry::start("draughtsd", &config.telemetry)
         .await
         .map_err(|e| anyhow::anyhow!(e))?;
-    if ephemeral_secret {
-        tracing::warn!(
-            "no DRAUGHTS_TOKEN_SECRET given: using a random one, so guest tokens end with this process"
-        );
-    }
     let listener = draughts_runtime::listen::bind("gRPC listener", config.server.listen).await?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "draughtsd listening (gRPC and gRPC-Web)");

@@ -15,6 +15,12 @@ pub enum RatingsError {
     /// A stored row does not make sense (never sent to clients; logged).
     #[error("corrupt rating data: {0}")]
     Corrupt(String),
+    /// Nothing with that id (a profile of a player the server does not know).
+    #[error("{0}")]
+    NotFound(String),
+    /// The identity registry cannot be read; retry.
+    #[error("player names are unavailable: retry later")]
+    Unavailable,
 }
 
 impl RatingsError {
@@ -25,7 +31,10 @@ impl RatingsError {
                 e.code(),
                 ErrorCode::Unavailable | ErrorCode::Conflict | ErrorCode::Internal
             ),
-            RatingsError::InvalidArgument(_) | RatingsError::Corrupt(_) => false,
+            RatingsError::Unavailable => true,
+            RatingsError::InvalidArgument(_)
+            | RatingsError::Corrupt(_)
+            | RatingsError::NotFound(_) => false,
         }
     }
 }
@@ -42,6 +51,8 @@ impl ServiceError for RatingsError {
             RatingsError::InvalidArgument(_) => ErrorKind::InvalidArgument,
             RatingsError::Store(e) => e.code().into(),
             RatingsError::Corrupt(_) => ErrorKind::Internal,
+            RatingsError::NotFound(_) => ErrorKind::NotFound,
+            RatingsError::Unavailable => ErrorKind::Unavailable,
         }
     }
 }

@@ -14,13 +14,29 @@ use crate::event::{FinishedGame, Outcome, Side};
 #[derive(Clone, Debug)]
 pub struct RatingsService {
     core: RatingsCore,
+    /// Who players are (names, since when) for profiles.
+    identities: Option<draughts_auth::Identities>,
 }
 
 impl RatingsService {
     pub fn new(core: RatingsCore) -> RatingsService {
-        RatingsService { core }
+        RatingsService {
+            core,
+            identities: None,
+        }
+    }
+
+    /// The same service, naming players in profiles from `identities`.
+    #[must_use]
+    pub fn with_identities(mut self, identities: draughts_auth::Identities) -> RatingsService {
+        self.identities = Some(identities);
+        self
     }
 }
+
+/// Recent games a profile lists when the request says 0, and at most.
+const PROFILE_RECENT_DEFAULT: u32 = 10;
+const PROFILE_RECENT_MAX: u32 = 50;
 
 fn err(e: RatingsError) -> Status {
     if e.kind() == ErrorKind::Internal {
@@ -247,6 +263,81 @@ impl pb::ratings_server::Ratings for RatingsService {
         Ok(Response::new(pb::RatingHistoryResponse {
             entries: page.entries.into_iter().map(history_to_wire).collect(),
             next_page_token: page.next_page_token.unwrap_or_default(),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(player_id = %req.get_ref().player_id))]
+    async fn get_profile(
+        &self,
+        req: Request<pb::GetProfileRequest>,
+    ) -> Result<Response<pb::Profile>, Status> {
+        let req = req.into_inner();
+        let id = draughts_proto::ids::PlayerId::parse(&req.player_id)
+            .map_err(|e| invalid(e.to_string()))?;
+        let recent = match req.recent_games {
+            0 => PROFILE_RECENT_DEFAULT,
+            n if n <= PROFILE_RECENT_MAX => n,
+            n => {
+                return Err(invalid(format!(
+                    "recent_games must be at most {PROFILE_RECENT_MAX}, got {n}"
+                )));
+            }
+        };
+        let identity = match &self.identities {
+            Some(identities) => identities.lookup(&id).await.map_err(|e| {
+                tracing::warn!(error = %e, "identity registry unavailable for a profile");
+                RatingsError::Unavailable.to_status()
+            })?,
+            None => None,
+        };
+        let now = now_ms();
+        let views = self.core.ratings(id.as_str(), now).await.map_err(err)?;
+        if identity.is_none() && views.is_empty() {
+            return Err(RatingsError::NotFound(format!("no player with id '{id}'")).to_status());
+        }
+        let (mut wins, mut draws, mut losses) = (0, 0, 0);
+        let mut ratings = Vec::with_capacity(views.len());
+        for view in views {
+            wins += view.wins;
+            draws += view.draws;
+            losses += view.losses;
+            let rank = self.core.rank(&view, now).await.map_err(err)?.unwrap_or(0);
+            ratings.push(pb::ProfileRating {
+                rating: Some(rating_to_wire(view)),
+                rank,
+            });
+        }
+        let recent_games = self
+            .core
+            .recent_updates(id.as_str(), recent)
+            .await
+            .map_err(err)?
+            .into_iter()
+            .map(|(category, entry)| pb::ProfileGame {
+                game_id: entry.game_id,
+                category: Some(category_to_wire(category)),
+                at_ms: entry.at_ms,
+                rating: entry.glicko.rating,
+                rating_change: entry.rating_change,
+            })
+            .collect();
+        let (display_name, since_ms) = identity
+            .map(|i| (i.name, i.since_ms))
+            .unwrap_or_else(|| (id.to_string(), 0));
+        Ok(Response::new(pb::Profile {
+            player: Some(pb::Player {
+                id: id.to_string(),
+                display_name,
+                guest: id.is_guest(),
+                computer: id.is_computer(),
+            }),
+            since_ms,
+            ratings,
+            wins,
+            draws,
+            losses,
+            recent_games,
+            account: id.is_account(),
         }))
     }
 

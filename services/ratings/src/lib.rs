@@ -78,6 +78,7 @@ pub const RATINGS_READS: CallPolicy = CallPolicy::reads(&[
     "Leaderboard",
     "RatingHistory",
     "PredictResult",
+    "GetProfile",
 ]);
 
 /// Configuration of the ratings service binary.
@@ -163,8 +164,10 @@ impl Ratings {
 
     /// Adds `draughts.v1.Ratings` to a host, behind the authentication layer of `auth`.
     pub fn register(&self, services: &mut Services, server: &ServerConfig, auth: &Authenticator) {
-        let ratings = RatingsServer::new(grpc::RatingsService::new(self.core.clone()))
-            .max_decoding_message_size(server.max_message_bytes);
+        let service =
+            grpc::RatingsService::new(self.core.clone()).with_identities(auth.identities().clone());
+        let ratings =
+            RatingsServer::new(service).max_decoding_message_size(server.max_message_bytes);
         let layer = AuthLayer::new(auth.clone()).with_policy(RATINGS_READS);
         services.add(tower::Layer::layer(&layer, ratings));
     }

@@ -118,6 +118,8 @@ impl Validation {
         clock: Arc<dyn games::Clock>,
     ) -> Result<Validation, StartError> {
         let auth = auth::Authenticator::new(auth_config.clone(), live.clone())?;
+        // Accounts live in this service's database: Auth is served here.
+        auth.attach_accounts(db.clone()).await?;
         let games = games::GamesCore::new(live, db, clock).await?;
         Ok(Validation { games, auth })
     }
@@ -131,7 +133,12 @@ impl Validation {
             &auth::AuthLayer::new(self.auth.clone()).with_policy(GAMES_READS),
             games,
         ));
-        auth::register_auth(services, &self.auth, server.max_message_bytes);
+        auth::register_auth(
+            services,
+            &self.auth,
+            server.max_message_bytes,
+            Some(Arc::new(self.games.clone())),
+        );
     }
 
     /// Sets the bounds of games and watchers (before serving).

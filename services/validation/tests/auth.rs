@@ -37,7 +37,7 @@ impl Server {
         let auth = Authenticator::new(config.clone(), Arc::new(MemoryStore::new())).unwrap();
         let server_config = ServerConfig::for_tests();
         let mut services = Services::new();
-        register_auth(&mut services, &auth, server_config.max_message_bytes);
+        register_auth(&mut services, &auth, server_config.max_message_bytes, None);
         let inner = ServiceUnderTest::start(|listener, shutdown| async move {
             draughts_runtime::serve(&server_config, services, listener, shutdown).await
         })

@@ -6,13 +6,21 @@
 //!
 //! Payload, JSON, version 1 (readers ignore unknown fields and refuse an unknown version):
 //! ```json
-//! {"v":1,"guest_id":"guest:0123...","player_id":"player:auth0|42","at_ms":1764500000000}
+//! {"v":1,"guest_id":"guest:0123...","player_id":"user:0a1b...","player_name":"Ann","at_ms":1764500000000}
 //! ```
+//!
+//! `player_name` (the account's display name, for the games it takes over) is absent from events
+//! written before accounts existed: readers then keep the guest's name.
 //!
 //! ```
 //! use draughts_proto::contract::linked::{self, LinkedV1};
 //!
-//! let e = LinkedV1 { guest_id: "guest:ab".into(), player_id: "player:x".into(), at_ms: 5 };
+//! let e = LinkedV1 {
+//!     guest_id: "guest:ab".into(),
+//!     player_id: "user:x".into(),
+//!     player_name: "Ann".into(),
+//!     at_ms: 5,
+//! };
 //! assert_eq!(linked::decode(&linked::encode(&e)).unwrap(), e);
 //! assert!(linked::decode(br#"{"v":9}"#).is_err());
 //! ```
@@ -28,6 +36,8 @@ pub const VERSION: u32 = 1;
 pub struct LinkedV1 {
     pub guest_id: String,
     pub player_id: String,
+    /// The account's display name; empty when the writer did not say (events before accounts).
+    pub player_name: String,
     /// When the link was made, Unix ms.
     pub at_ms: u64,
 }
@@ -45,6 +55,8 @@ struct Wire {
     v: u32,
     guest_id: String,
     player_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    player_name: String,
     #[serde(default)]
     at_ms: u64,
 }
@@ -59,6 +71,7 @@ pub fn encode(event: &LinkedV1) -> Vec<u8> {
         v: VERSION,
         guest_id: event.guest_id.clone(),
         player_id: event.player_id.clone(),
+        player_name: event.player_name.clone(),
         at_ms: event.at_ms,
     })
     .unwrap_or_default()
@@ -75,6 +88,7 @@ pub fn decode(payload: &[u8]) -> Result<LinkedV1, DecodeError> {
     Ok(LinkedV1 {
         guest_id: wire.guest_id,
         player_id: wire.player_id,
+        player_name: wire.player_name,
         at_ms: wire.at_ms,
     })
 }

@@ -121,6 +121,11 @@ pub const MIGRATIONS: &[Migration<'static>] = &[Migration {
     version: 1003,
     name: "rating_games_pair",
     sql: "CREATE INDEX IF NOT EXISTS rating_games_pair ON rating_games (white_id, black_id, finished_at_ms);",
+}, Migration {
+    version: 1004,
+    name: "rating_history_player",
+    // A profile's recent rated games, over every category.
+    sql: "CREATE INDEX IF NOT EXISTS rating_history_player ON rating_history (player_id, at_ms);",
 }];
 
 /// Entries per page when the request says 0.

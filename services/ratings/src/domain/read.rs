@@ -59,6 +59,65 @@ impl RatingsCore {
         Ok(out)
     }
 
+    /// The 1-based position of `view` on its category's leaderboard; `None` while it is provisional.
+    pub async fn rank(&self, view: &RatingView, now_ms: u64) -> RatingsResult<Option<u64>> {
+        if view.provisional {
+            return Ok(None);
+        }
+        let above: i64 = sqlx::query(
+            "SELECT COUNT(*) FROM ratings WHERE category = $1 AND established_until_ms > $2 \
+             AND (rating > $3 OR (rating = $3 AND player_id < $4))",
+        )
+        .bind(view.category.to_string())
+        .bind(ms_i64(now_ms))
+        .bind(view.glicko.rating)
+        .bind(view.player_id.clone())
+        .fetch_one(self.db.pool())
+        .await?
+        .try_get(0)?;
+        Ok(Some(ms_u64(above) + 1))
+    }
+
+    /// A player's `limit` most recent rating updates over every category, newest first.
+    pub async fn recent_updates(
+        &self,
+        player_id: &str,
+        limit: u32,
+    ) -> RatingsResult<Vec<(Category, HistoryEntry)>> {
+        check_player(player_id)?;
+        let rows = sqlx::query(
+            "SELECT games_total, at_ms, rating, deviation, volatility, rating_change, game_id, games, category \
+             FROM rating_history WHERE player_id = $1 ORDER BY at_ms DESC, category LIMIT $2",
+        )
+        .bind(player_id.to_owned())
+        .bind(i64::from(limit))
+        .fetch_all(self.db.pool())
+        .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let key: String = row.try_get(8)?;
+            let category: Category = key
+                .parse()
+                .map_err(|e: crate::category::BadCategory| RatingsError::Corrupt(e.to_string()))?;
+            out.push((
+                category,
+                HistoryEntry {
+                    games_total: count_u32(row.try_get(0)?),
+                    at_ms: ms_u64(row.try_get(1)?),
+                    glicko: Glicko {
+                        rating: row.try_get(2)?,
+                        deviation: row.try_get(3)?,
+                        volatility: row.try_get(4)?,
+                    },
+                    rating_change: row.try_get(5)?,
+                    game_id: row.try_get(6)?,
+                    games: count_u32(row.try_get(7)?),
+                },
+            ));
+        }
+        Ok(out)
+    }
+
     /// A page of the leaderboard of `category`: established players, best first; ties by player id.
     pub async fn leaderboard(
         &self,

@@ -22,7 +22,7 @@ use draughts_store::{Effect, StoreError};
 
 use super::invitation::{DeclineReason, InvitationRec, Standing};
 use super::record::{GameRecord, PlayerRec, TimeControlRec};
-use super::service::{GamesCore, GamesError, GamesResult, NewGame};
+use super::service::{GamesCore, GamesError, GamesResult, Missing, NewGame};
 
 /// Key and channel names of invitations and player signals.
 pub mod keys {
@@ -101,7 +101,7 @@ impl GamesCore {
             .map_err(|e| GamesError::Invalid(e.to_string()))?;
         match self.live().get(&keys::invitation(id.as_str())).await? {
             Some((bytes, version)) => Ok((decode(id.as_str(), &bytes)?, version)),
-            None => Err(GamesError::NotFound(format!("invitation {id}"))),
+            None => Err(GamesError::NotFound(Missing::Invitation(id.to_string()))),
         }
     }
 
@@ -110,7 +110,7 @@ impl GamesCore {
         let (inv, _) = self.load_invitation(id).await?;
         if !inv.visible_to(player) {
             // Not visible is not found: ids of other people's invitations are not confirmed.
-            return Err(GamesError::NotFound(format!("invitation {id}")));
+            return Err(GamesError::NotFound(Missing::Invitation(id.to_string())));
         }
         Ok(inv)
     }
@@ -228,7 +228,7 @@ impl GamesCore {
 
     /// Applies a transition to an invitation with compare-and-set (retried on conflicts), signalling
     /// both sides.
-    async fn change_invitation(
+    pub(crate) async fn change_invitation(
         &self,
         id: &str,
         f: impl Fn(&mut InvitationRec, u64) -> GamesResult<()>,
@@ -270,7 +270,7 @@ impl GamesCore {
     ) -> GamesResult<GameRecord> {
         let (current, _) = self.load_invitation(id).await?;
         if !current.visible_to(&player.id) {
-            return Err(GamesError::NotFound(format!("invitation {id}")));
+            return Err(GamesError::NotFound(Missing::Invitation(id.to_string())));
         }
         if !current.accept_key.is_empty()
             && !draughts_auth::constant_time_eq(
@@ -396,7 +396,7 @@ impl GamesCore {
         .await
     }
 
-    async fn index_invitation(&self, player: &str, id: &str) -> GamesResult<()> {
+    pub(crate) async fn index_invitation(&self, player: &str, id: &str) -> GamesResult<()> {
         let key = keys::player_invitations(player);
         for _ in 0..10 {
             let (mut ids, version): (Vec<String>, Option<u64>) = match self.live().get(&key).await?

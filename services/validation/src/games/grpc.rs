@@ -7,7 +7,7 @@ use tonic::{Request, Response, Status};
 use super::consent::NewInvitation;
 use super::invitation::{DeclineReason, InvitationRec, InvitationState, Standing};
 use super::record::{EventRec, GameRecord, PlayerRec, TimeControlRec};
-use super::service::{GamesCore, GamesError, NewGame, PageKey};
+use super::service::{GamesCore, GamesError, Missing, NewGame, PageKey};
 use crate::auth::{self, Identities, Principal, Scope};
 use draughts_proto::ids::PlayerId;
 
@@ -36,11 +36,12 @@ impl GamesService {
             return Ok(me_rec(me));
         }
         let id = PlayerId::parse(id).map_err(|e| GamesError::Invalid(format!("{field}: {e}")))?;
-        let identity = self
-            .identities
-            .lookup(&id)
-            .await?
-            .ok_or_else(|| GamesError::NotFound(format!("player '{id}' ({field})")))?;
+        let identity = self.identities.lookup(&id).await?.ok_or_else(|| {
+            GamesError::NotFound(Missing::Player {
+                id: id.to_string(),
+                field: field.to_owned(),
+            })
+        })?;
         Ok(PlayerRec {
             guest: identity.is_guest(),
             computer: identity.is_computer(),
@@ -54,7 +55,7 @@ fn api(e: draughts_proto::ApiError) -> GamesError {
     GamesError::Invalid(e.to_string())
 }
 
-fn err(e: GamesError) -> Status {
+pub(crate) fn err(e: GamesError) -> Status {
     if e.kind() == draughts_proto::ErrorKind::Internal {
         tracing::error!(error = %e, "games: internal error");
     }
@@ -206,6 +207,7 @@ fn view_from(record: &GameRecord, now: u64, from: usize) -> Result<pb::GameView,
         } else {
             from as u32 + 1
         },
+        first_move_deadline_ms: record.first_move_deadline(pos.side_to_move()).unwrap_or(0),
     })
 }
 
@@ -567,6 +569,10 @@ impl pb::games_server::Games for GamesService {
         if req.player_id.trim().is_empty() {
             return Err(err(GamesError::Invalid("player_id is required".into())));
         }
+        // Checked as the writes check ids: a malformed one (a NUL byte, white space, an unknown kind)
+        // is INVALID_ARGUMENT here, never a query the database refuses.
+        PlayerId::parse(&req.player_id)
+            .map_err(|e| err(GamesError::Invalid(format!("player_id: {e}"))))?;
         let limit = match req.limit {
             0 => 20,
             n => n.min(100),

@@ -3,8 +3,12 @@
 //! acknowledged once its games are moved, and moving is idempotent (a repeat finds nothing left under
 //! the guest id), so a replica killed half-way loses nothing: another one takes the entry over.
 //!
-//! Games still being played when the link is made finish under the guest id; linking again (the
-//! `LinkGuest` call is repeatable) moves them too.
+//! Games still being played when the link is made move too, so that the account plays them on (the
+//! guest's token no longer works): the side's id, name and guest flag in the live record, and the
+//! lists of ongoing games of both ids. So do the guest's pending invitations (sent and received).
+//! A game that finishes under the guest id while its entry is being applied (between the move of the
+//! live games and the archive) stays under the guest; linking again (`LinkGuest` is repeatable)
+//! moves it.
 
 use std::time::Duration;
 
@@ -38,6 +42,10 @@ impl GamesCore {
         for entry in entries {
             match linked::decode(&entry.payload) {
                 Ok(link) => {
+                    self.move_live_games(&link.guest_id, &link.player_id, &link.player_name)
+                        .await?;
+                    self.move_invitations(&link.guest_id, &link.player_id, &link.player_name)
+                        .await?;
                     self.move_finished_games(&link.guest_id, &link.player_id)
                         .await?;
                     applied += 1;
@@ -49,6 +57,80 @@ impl GamesCore {
             self.live().ack(linked::STREAM, GROUP, &[entry.id]).await?;
         }
         Ok(applied)
+    }
+
+    /// Hands the ongoing games of `guest` to `player` (named `name`; empty keeps the guest's name).
+    pub async fn move_live_games(&self, guest: &str, player: &str, name: &str) -> GamesResult<u64> {
+        let mut moved = 0;
+        for id in self.ongoing_ids(guest).await? {
+            let adopt = |side: &mut super::record::PlayerRec| {
+                if side.id == guest {
+                    side.id = player.to_owned();
+                    side.guest = false;
+                    if !name.is_empty() {
+                        side.name = name.to_owned();
+                    }
+                }
+            };
+            let mut done = false;
+            for _ in 0..5 {
+                match self
+                    .act(&id, |record, _, _| {
+                        adopt(&mut record.white);
+                        adopt(&mut record.black);
+                        Ok(())
+                    })
+                    .await
+                {
+                    Ok(_) => {
+                        done = true;
+                        break;
+                    }
+                    Err(super::service::GamesError::Conflict) => continue,
+                    // Archived and gone from the live store meanwhile: the finished rows follow.
+                    Err(super::service::GamesError::NotFound(_)) => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            self.update_player_games(player, &id, true).await?;
+            self.update_player_games(guest, &id, false).await?;
+            if done {
+                moved += 1;
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Hands the pending invitations of `guest` (sent and received) to `player`.
+    pub async fn move_invitations(
+        &self,
+        guest: &str,
+        player: &str,
+        name: &str,
+    ) -> GamesResult<u64> {
+        let mut moved = 0;
+        for invitation in self.pending_invitations(guest).await? {
+            let adopt = |side: &mut super::record::PlayerRec| {
+                if side.id == guest {
+                    side.id = player.to_owned();
+                    side.guest = false;
+                    if !name.is_empty() {
+                        side.name = name.to_owned();
+                    }
+                }
+            };
+            self.change_invitation(&invitation.id, |inv, _| {
+                adopt(&mut inv.inviter);
+                if let Some(invitee) = inv.invitee.as_mut() {
+                    adopt(invitee);
+                }
+                Ok(())
+            })
+            .await?;
+            self.index_invitation(player, &invitation.id).await?;
+            moved += 1;
+        }
+        Ok(moved)
     }
 
     /// Moves every finished game of `guest` to `player` (ids in the row and in the stored record).
@@ -89,6 +171,39 @@ impl GamesCore {
                 .await
                 .map_err(StoreError::from)?;
                 moved += 1;
+            }
+        }
+    }
+}
+
+/// `Auth.ExportAccountData` reads a player's finished games here.
+#[tonic::async_trait]
+impl draughts_auth::grpc::FinishedGames for GamesCore {
+    async fn finished_pdn(
+        &self,
+        player: &str,
+        max: u32,
+    ) -> Result<(Vec<String>, bool), tonic::Status> {
+        let mut texts = Vec::new();
+        let mut after = None;
+        loop {
+            let page = (max - texts.len() as u32).min(200);
+            let (records, more) = self
+                .recent(player, page, after.as_ref())
+                .await
+                .map_err(super::grpc::err)?;
+            for record in &records {
+                texts.push(super::pdn::export(record).map_err(super::grpc::err)?);
+            }
+            let full = texts.len() as u32 >= max;
+            match records.last() {
+                Some(last) if more && !full => {
+                    after = Some(super::service::PageKey {
+                        finished_at_ms: last.finished_ms.unwrap_or(0),
+                        game_id: last.id.clone(),
+                    });
+                }
+                _ => return Ok((texts, more)),
             }
         }
     }

@@ -452,6 +452,15 @@ impl GameRecord {
         self.turn_started_ms + self.remaining(side_to_move)
     }
 
+    /// While the side to move still has to make its first move in a Fischer game: when its time for
+    /// it runs out (Unix ms); `None` otherwise.
+    pub fn first_move_deadline(&self, side_to_move: Color) -> Option<u64> {
+        (!self.is_over()
+            && self.in_opening()
+            && matches!(self.time, TimeControlRec::Fischer { .. }))
+        .then(|| self.deadline(side_to_move))
+    }
+
     fn finish(&mut self, result: ResultRec, now: u64) {
         // Settle the running clock, so that a finished game shows what each side had at the end.
         if self.clock_runs()

@@ -65,6 +65,9 @@ pub const CLAIM_RETRY: Duration = Duration::from_secs(10);
 pub const SAMPLE_EVERY: Duration = Duration::from_secs(10);
 /// How often the timers trim `games.finished`.
 pub const TRIM_EVERY: Duration = Duration::from_secs(60);
+/// The consumer group on `games.finished` made at start (its pending entries and lag are sampled);
+/// made again by the samples should the store lose its data.
+pub const ARCHIVE_CHECK_GROUP: &str = "archive-check";
 /// The most ongoing games [`GamesCore::ongoing`] returns (ListGames, player event snapshots).
 pub const ONGOING_LISTED_MAX: usize = 100;
 
@@ -164,11 +167,23 @@ impl Clock for TokioClock {
     }
 }
 
+/// What a NOT_FOUND answer did not find: its message names the kind of thing asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Missing {
+    #[error("no game with id '{0}'")]
+    Game(String),
+    #[error("no invitation with id '{0}'")]
+    Invitation(String),
+    /// A player id the server does not know, and the request field that named it.
+    #[error("no player with id '{id}' ({field})")]
+    Player { id: String, field: String },
+}
+
 /// Why a games operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum GamesError {
-    #[error("no game with id '{0}'")]
-    NotFound(String),
+    #[error(transparent)]
+    NotFound(Missing),
     #[error("{0}")]
     Invalid(String),
     #[error("{0}")]
@@ -360,7 +375,7 @@ impl GamesCore {
         clock: Arc<dyn Clock>,
     ) -> GamesResult<Self> {
         db.migrate(MIGRATIONS).await?;
-        live.ensure_group(keys::FINISHED, "archive-check")
+        live.ensure_group(keys::FINISHED, ARCHIVE_CHECK_GROUP)
             .await
             .ok();
         Ok(GamesCore {
@@ -495,7 +510,7 @@ impl GamesCore {
                 {
                     return Ok((decode(id, &bytes)?, version));
                 }
-                Err(GamesError::NotFound(id.to_string()))
+                Err(GamesError::NotFound(Missing::Game(id.to_string())))
             }
         }
     }
@@ -530,8 +545,11 @@ impl GamesCore {
         self.check_open_games(&new.white.id).await?;
         self.check_open_games(&new.black.id).await?;
         let now = self.now();
+        // Games against the computer are casual, whatever was asked: ratings never rate them, so the
+        // game must not say it is rated.
+        let rated = new.rated && !new.white.computer && !new.black.computer;
         let mut record = GameRecord::new(
-            id, new.rules, new.time, new.white, new.black, new.rated, &new.start, now,
+            id, new.rules, new.time, new.white, new.black, rated, &new.start, now,
         )?;
         record.first_move_ms = self.first_move_ms;
         let side = new.start.side_to_move();
@@ -779,7 +797,12 @@ impl GamesCore {
         Ok(())
     }
 
-    async fn update_player_games(&self, player: &str, game: &str, add: bool) -> GamesResult<()> {
+    pub(crate) async fn update_player_games(
+        &self,
+        player: &str,
+        game: &str,
+        add: bool,
+    ) -> GamesResult<()> {
         let key = keys::player_games(player);
         for _ in 0..10 {
             let (mut ids, version): (Vec<String>, Option<u64>) = match self.live.get(&key).await? {
@@ -807,7 +830,7 @@ impl GamesCore {
 
     /// A player's ongoing games.
     /// The ids on a player's list of ongoing games (`player-games:{player}`).
-    async fn ongoing_ids(&self, player: &str) -> GamesResult<Vec<String>> {
+    pub(crate) async fn ongoing_ids(&self, player: &str) -> GamesResult<Vec<String>> {
         Ok(match self.live.get(&keys::player_games(player)).await? {
             Some((b, _)) => serde_json::from_slice(&b).unwrap_or_default(),
             None => Vec::new(),
@@ -905,6 +928,23 @@ impl GamesCore {
             Err(e) => tracing::warn!(error = %e, "games.finished length not sampled"),
         }
         if let Ok(groups) = self.live.groups(keys::FINISHED).await {
+            // The group made at start is gone only if the store lost its data: make it again (the
+            // check rides on this read; the ratings and bulk-analysis consumers recreate their own).
+            if !groups.iter().any(|g| g.name == ARCHIVE_CHECK_GROUP) {
+                match self
+                    .live
+                    .ensure_group(keys::FINISHED, ARCHIVE_CHECK_GROUP)
+                    .await
+                {
+                    Ok(()) => tracing::warn!(
+                        group = ARCHIVE_CHECK_GROUP,
+                        "games.finished: consumer group missing (the live store lost its data?); created again"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "games.finished: consumer group not created")
+                    }
+                }
+            }
             for group in groups {
                 metrics::gauge!("draughts_stream_pending", "stream" => keys::FINISHED, "group" => group.name.clone())
                     .set(group.pending as f64);
