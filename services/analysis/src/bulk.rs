@@ -6,7 +6,8 @@
 //! The job is mergeable and carries the game id, so a redelivered entry joins (or is answered by the
 //! cache of) the job already queued for that game, and a user's later AnalyzeGame of the same game id at
 //! the same limits is answered from the cache at once. A full bulk queue is back-pressure: the entry is
-//! kept and retried (not acknowledged) until there is room.
+//! kept and retried (not acknowledged) until there is room. Should the store lose its data (NOGROUP),
+//! the group is created again and the feed goes on.
 
 use std::time::Duration;
 
@@ -56,23 +57,31 @@ pub async fn run(
 ) {
     let live = queue.live().clone();
     let mut shutdown = std::pin::pin!(shutdown);
+    let mut group_ready = false;
     loop {
-        if let Err(e) = live.ensure_group(finished::STREAM, GROUP).await {
-            tracing::warn!(error = %e, "bulk analysis: cannot create the consumer group");
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
-                _ = &mut shutdown => return,
+        if !group_ready {
+            if let Err(e) = live.ensure_group(finished::STREAM, GROUP).await {
+                tracing::warn!(error = %e, "bulk analysis: cannot create the consumer group");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    _ = &mut shutdown => return,
+                }
             }
+            group_ready = true;
         }
-        break;
-    }
-    loop {
         let read = tokio::select! {
             read = live.read_group(finished::STREAM, GROUP, &consumer, 16, Duration::from_millis(500)) => read,
             _ = &mut shutdown => return,
         };
         let entries = match read {
             Ok(entries) => entries,
+            Err(e) if crate::queue::group_missing(&e) => {
+                // The store lost its data (NOGROUP): the group is created again, from the start of
+                // whatever the stream holds now.
+                tracing::warn!(error = %e, "bulk analysis: consumer group missing; creating it again");
+                group_ready = false;
+                continue;
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "bulk analysis: reading games.finished failed");
                 tokio::time::sleep(Duration::from_secs(1)).await;

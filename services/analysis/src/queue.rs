@@ -16,12 +16,17 @@
 //! - Capacity: a class with `max_queued` jobs waiting refuses more (RESOURCE_EXHAUSTED): the streams
 //!   never grow without bound; workers remove the entries every group has acknowledged
 //!   (`trim_consumed`, capped at `4 * max_queued` entries and the result TTL).
+//! - Data loss: should the live store lose its data (Redis restarted without its append-only file, or
+//!   flushed), the consumer groups are gone and every group command fails with NOGROUP. Whoever meets
+//!   that (a submission, QueueStatus, a worker's read) creates the groups again
+//!   ([`Queue::ensure_groups`]) and retries once, so the queue goes on without a restart; jobs that were
+//!   queued or running when the data went are lost with it (their callers time out).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use draughts_store::{EntryId, LiveStore, StoreError, Version, now_unix_ms};
+use draughts_store::{EntryId, ErrorCode, LiveStore, StoreError, Version, now_unix_ms};
 use sha2::Digest;
 
 use crate::contract::{
@@ -133,10 +138,39 @@ pub struct Queue {
 impl Queue {
     /// The queue on `live`; creates the consumer groups (idempotent).
     pub async fn new(live: Arc<dyn LiveStore>, config: QueueConfig) -> AnalysisResult<Queue> {
+        let queue = Queue { live, config };
+        queue.ensure_groups().await?;
+        Ok(queue)
+    }
+
+    /// Creates every class's consumer group where it is missing (an existing group is left as it is).
+    pub async fn ensure_groups(&self) -> Result<(), StoreError> {
         for class in Class::ALL {
-            live.ensure_group(class.stream(), contract::GROUP).await?;
+            self.live
+                .ensure_group(class.stream(), contract::GROUP)
+                .await?;
         }
-        Ok(Queue { live, config })
+        Ok(())
+    }
+
+    /// Runs `op` (a command on the class streams' group); when it fails because the group is missing
+    /// (the store lost its data), creates the groups again and runs it once more.
+    pub(crate) async fn regrouped<T, Fut>(
+        &self,
+        mut op: impl FnMut() -> Fut,
+    ) -> Result<T, StoreError>
+    where
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        match op().await {
+            Err(e) if group_missing(&e) => {
+                tracing::warn!(error = %e, "analysis queue: consumer group missing (the live store lost its data?); creating the groups again");
+                metrics::counter!("analysis_groups_recreated_total").increment(1);
+                self.ensure_groups().await?;
+                op().await
+            }
+            other => other,
+        }
     }
 
     pub fn live(&self) -> &Arc<dyn LiveStore> {
@@ -468,16 +502,17 @@ impl Queue {
             job_id: record.job_id.clone(),
             record: Some(Box::new(record.clone())),
         };
+        let payload: draughts_store::Bytes = encode(&entry).into();
         let (gate, written, appended) = tokio::join!(
             gate,
             self.live
                 .put(&key, encode(&record).into(), None, Some(self.ttl())),
-            self.live.append_bounded(
+            self.regrouped(|| self.live.append_bounded(
                 record.class.stream(),
                 contract::GROUP,
                 self.config.max_queued,
-                encode(&entry).into(),
-            )
+                payload.clone(),
+            ))
         );
         let queued = match appended {
             Ok(Some(_)) => true,
@@ -594,7 +629,9 @@ impl Queue {
         }
         let mut ahead = 0;
         for class in Class::ALL {
-            let backlog = self.live.backlog(class.stream(), contract::GROUP).await?;
+            let backlog = self
+                .regrouped(|| self.live.backlog(class.stream(), contract::GROUP))
+                .await?;
             if class < record.class {
                 ahead += backlog.waiting;
                 continue;
@@ -622,10 +659,11 @@ impl Queue {
         let now = now_unix_ms();
         let mut status = QueueReport::default();
         for class in Class::ALL {
-            let backlog = self.live.backlog(class.stream(), contract::GROUP).await?;
+            let backlog = self
+                .regrouped(|| self.live.backlog(class.stream(), contract::GROUP))
+                .await?;
             let running = self
-                .live
-                .pending_count(class.stream(), contract::GROUP)
+                .regrouped(|| self.live.pending_count(class.stream(), contract::GROUP))
                 .await?;
             status.classes.push((
                 class,
@@ -652,6 +690,12 @@ impl Queue {
         status.running_jobs = latest.values().map(|b| b.running).sum();
         Ok(status)
     }
+}
+
+/// Whether a group command failed because its consumer group (or its stream) does not exist: the only
+/// NotFound a stream command of the live store answers (NOGROUP on Redis).
+pub(crate) fn group_missing(e: &StoreError) -> bool {
+    e.code() == ErrorCode::NotFound
 }
 
 /// The id just before `id`, so that a range "after" it starts at `id`.

@@ -28,6 +28,9 @@
 //!    lease (paused, partitioned) and was replaced cannot finish the job a second time. Then ack, cache
 //!    the result, free the fingerprint.
 //!
+//! A read that finds the group gone (the store lost its data: NOGROUP) creates the groups again and
+//! reads once more ([`Queue::ensure_groups`]), so workers go on without a restart.
+//!
 //! Shutdown: slots stop pulling; a running job gets `shutdown_grace` to finish, then its search is
 //! stopped and the job handed back (QUEUED again, a fresh entry, the attempt not counted).
 
@@ -220,16 +223,18 @@ impl Slot {
 
     /// Waits up to [`IDLE_POLL`] for an entry of any class (one blocking read of every stream).
     async fn wait_for_entries(&self) -> AnalysisResult<Vec<(Class, Entry)>> {
+        let live = self.queue.live();
         let delivered = self
             .queue
-            .live()
-            .read_groups(
-                &Class::STREAMS,
-                contract::GROUP,
-                &self.consumer,
-                1,
-                IDLE_POLL,
-            )
+            .regrouped(|| {
+                live.read_groups(
+                    &Class::STREAMS,
+                    contract::GROUP,
+                    &self.consumer,
+                    1,
+                    IDLE_POLL,
+                )
+            })
             .await?;
         let mut delivered: Vec<(Class, Entry)> = delivered
             .into_iter()
@@ -254,27 +259,33 @@ impl Slot {
             if let Some(at) = hand.iter().position(|(held, _)| *held == class) {
                 return Ok(Some(hand.remove(at)));
             }
-            let fresh = live
-                .read_group(
-                    class.stream(),
-                    contract::GROUP,
-                    &self.consumer,
-                    1,
-                    Duration::ZERO,
-                )
+            let fresh = self
+                .queue
+                .regrouped(|| {
+                    live.read_group(
+                        class.stream(),
+                        contract::GROUP,
+                        &self.consumer,
+                        1,
+                        Duration::ZERO,
+                    )
+                })
                 .await?;
             if let Some(entry) = fresh.into_iter().next() {
                 return Ok(Some((class, entry)));
             }
             if reclaim {
-                let idle = live
-                    .claim_idle(
-                        class.stream(),
-                        contract::GROUP,
-                        &self.consumer,
-                        self.queue.config().visibility_timeout,
-                        1,
-                    )
+                let idle = self
+                    .queue
+                    .regrouped(|| {
+                        live.claim_idle(
+                            class.stream(),
+                            contract::GROUP,
+                            &self.consumer,
+                            self.queue.config().visibility_timeout,
+                            1,
+                        )
+                    })
                     .await?;
                 if let Some(entry) = idle.into_iter().next() {
                     return Ok(Some((class, entry)));
