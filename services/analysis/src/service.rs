@@ -122,6 +122,9 @@ impl AnalysisCore {
         game_id: &str,
         ply: Option<u32>,
     ) -> AnalysisResult<Line> {
+        // Checked here as Games checks it: a malformed id is INVALID_ARGUMENT without a call.
+        draughts_proto::ids::GameId::parse(game_id)
+            .map_err(|e| AnalysisError::Invalid(format!("game_id: {e}")))?;
         let mut line = self
             .games
             .game(game_id, caller.authorization.as_deref())

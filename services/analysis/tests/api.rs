@@ -440,6 +440,27 @@ async fn a_pdn_game_streams_ply_by_ply_with_judgements() {
         .unwrap_err();
     assert_eq!(bad.code(), tonic::Code::FailedPrecondition);
     assert!(bad.message().contains("ply 2"), "{}", bad.message());
+    // A malformed game id is INVALID_ARGUMENT (checked before any call to Games), as a position
+    // from a game is.
+    for bad in ["g\0", "g 1", ""] {
+        let malformed = client
+            .analyze_game(authed(
+                &ann,
+                pb::AnalyzeGameRequest {
+                    source: Some(pb::analyze_game_request::Source::GameId(bad.into())),
+                    limits_per_ply: limits(3, 0),
+                    rules: None,
+                },
+            ))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            malformed.code(),
+            tonic::Code::InvalidArgument,
+            "{bad:?}: {malformed:?}"
+        );
+        assert!(!malformed.message().contains('\0'));
+    }
     // No Games address configured: game ids are refused with a reason.
     let no_games = client
         .analyze_game(authed(

@@ -665,3 +665,56 @@ async fn an_accepted_invitation_always_has_its_game() {
     assert_eq!(again.game_id, game.game_id);
     server.stop().await;
 }
+
+/// A game against the computer is casual whatever is asked (ratings never rate it), and every view of
+/// it says so; a rated game between two people stays rated.
+#[tokio::test]
+async fn games_against_the_computer_are_casual_and_say_so() {
+    let (server, ch) = start().await;
+    let mut games = GamesClient::new(ch.clone());
+    let ann = guest(&ch, "Ann").await;
+    let bob = guest(&ch, "Bob").await;
+    for (white, black) in [(ann.id.as_str(), "ai:2"), ("ai:5", ann.id.as_str())] {
+        let asked = create(white, black);
+        assert!(asked.rated, "the request asks for a rated game");
+        let created = games
+            .create_game(authed(&ann.token, asked))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!created.rated, "CreateGame's answer says casual");
+        let read = games
+            .get_game(pb::GetGameRequest {
+                game_id: created.game_id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!read.rated, "GetGame says casual");
+        let listed = games
+            .list_games(pb::ListGamesRequest {
+                player_id: ann.id.clone(),
+                limit: 0,
+                page_token: String::new(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let mine = listed
+            .ongoing
+            .iter()
+            .find(|g| g.game_id == created.game_id)
+            .expect("listed");
+        assert!(!mine.rated, "ListGames says casual");
+        games
+            .abort(action(&ann.token, &created.game_id))
+            .await
+            .unwrap();
+    }
+    let people =
+        draughts_testkit::agreed_game(&ch, &ann.token, &bob.token, create(&ann.id, &bob.id))
+            .await
+            .unwrap();
+    assert!(people.rated, "a rated game between people stays rated");
+    server.stop().await;
+}

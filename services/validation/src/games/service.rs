@@ -477,17 +477,8 @@ impl GamesCore {
     /// has expired after archiving, or any finished game after a restart of the embedded mode) from
     /// `finished_games`, as an archived record with version 0 (it is over: no action applies to it).
     pub async fn load(&self, id: &str) -> GamesResult<(GameRecord, u64)> {
-        if id.is_empty()
-            || id.len() > 64
-            || !id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
-            return Err(GamesError::Invalid(format!(
-                "'{}' is not a game id",
-                id.chars().take(64).collect::<String>()
-            )));
-        }
+        // The one check of a game id (as writes make it): the message never echoes control bytes.
+        draughts_proto::ids::GameId::parse(id).map_err(|e| GamesError::Invalid(e.to_string()))?;
         if let Some((bytes, version)) = self.live.get(&keys::game(id)).await? {
             return Ok((decode(id, &bytes)?, version));
         }
