@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks the deployment without a cluster: every overlay renders (kubectl kustomize, or kustomize), every
 # rendered object validates against the Kubernetes schemas offline (kubernetes-validate --strict), the
-# KEDA ScaledObjects against KEDA's CRD schema (deploy/check/keda.mjs), and the security lint
-# (deploy/check/lint.py). Installs kubernetes-validate (PyPI) and the npm packages when missing.
+# KEDA ScaledObjects against KEDA's CRD schema (deploy/check/keda.mjs), the security lint
+# (deploy/check/lint.py), and the ingress controller's client key (deploy/check/ingress_map.py).
+# Installs kubernetes-validate (PyPI) and the npm packages when missing.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -33,3 +34,8 @@ for overlay in overlays/*/; do
   node check/keda.mjs <"$out/$name.yaml" | sed 's/^/   /'
   python3 check/lint.py <"$out/$name.yaml" | sed 's/^/   /'
 done
+# The ingress controller's client key (not part of an overlay: it is the controller's ConfigMap).
+echo "== ingress-nginx controller settings"
+kubernetes-validate --strict --quiet --no-warn ingress-nginx/controller-config.yaml >/dev/null
+echo "   Kubernetes schemas: ok"
+python3 check/ingress_map.py ingress-nginx/controller-config.yaml | sed 's/^/   /'

@@ -121,6 +121,21 @@ pub struct ConnectionLimits {
         default_value_t = 256
     )]
     pub max_streams_per_connection: u32,
+    /// Connections one client address (an IPv6 address: its network of `--address-v6-prefix` bits)
+    /// holds at once on a replica; more are accepted and closed at once. Behind a proxy every
+    /// client has the proxy's address: raise it to `--max-connections` there and let the proxy bound
+    /// its clients (`deploy/`).
+    #[arg(
+        long,
+        env = "DRAUGHTS_MAX_CONNECTIONS_PER_ADDRESS",
+        default_value_t = 256
+    )]
+    pub max_connections_per_address: usize,
+    /// How many leading bits of an IPv6 address name its client for per-address bounds (the
+    /// connection cap, anonymous rate limits): 64, one customer's network, by default; 128 counts
+    /// each address apart. IPv4 addresses count one by one.
+    #[arg(long, env = "DRAUGHTS_ADDRESS_V6_PREFIX", default_value_t = 64)]
+    pub address_v6_prefix: u8,
 }
 
 impl ConnectionLimits {
@@ -150,6 +165,18 @@ impl ConnectionLimits {
         in_range("idle-timeout-ms", self.idle_timeout_ms, 100, 86_400_000)?;
         in_range("max-connections", self.max_connections as u64, 1, 1_000_000)?;
         in_range(
+            "max-connections-per-address",
+            self.max_connections_per_address as u64,
+            1,
+            1_000_000,
+        )?;
+        in_range(
+            "address-v6-prefix",
+            u64::from(self.address_v6_prefix),
+            32,
+            128,
+        )?;
+        in_range(
             "max-streams-per-connection",
             u64::from(self.max_streams_per_connection),
             1,
@@ -178,6 +205,8 @@ impl ConnectionLimits {
             idle_timeout_ms: 120_000,
             max_connections: 8_192,
             max_streams_per_connection: 256,
+            max_connections_per_address: 256,
+            address_v6_prefix: 64,
         }
     }
 }

@@ -4,7 +4,15 @@
 //! - Accepted sockets pass through [`incoming`]: each takes a permit of a semaphore of
 //!   `max_connections` permits, held until the socket closes; a socket accepted when none is left is
 //!   closed at once (the client sees the connection closed, instead of waiting in the backlog), and
-//!   counted in `draughts_connections_refused_total`. `draughts_connections_open` is the gauge.
+//!   counted in `draughts_connections_refused_total{why="replica"}`. `draughts_connections_open` is
+//!   the gauge.
+//! - Each client address also holds at most `max_connections_per_address` of them (an IPv6 address
+//!   counts with its whole network of `address_v6_prefix` bits, [`address_group`]: one machine gets
+//!   a /64 and can pick any address in it); beyond that a socket is closed at once and counted in
+//!   `draughts_connections_refused_total{why="address"}`. One client's idle sockets cannot take every
+//!   connection of the replica.
+//! - The same grouping names a caller's per-address rate-limit bucket ([`address_bucket`]); the edge
+//!   puts its prefix length in every request ([`AddressGrouping`], read with [`v6_prefix`]).
 //! - Each accepted socket is an [`EdgeStream`]: it counts the requests open on it (a unary call
 //!   from its arrival to the end of its response body, a stream until it ends or is cancelled), fed
 //!   by [`ConnLayer`], and when none has been open for the idle timeout its read side reports
@@ -17,7 +25,9 @@
 //! `max_connection_age` closes busy connections too, which would cut watch streams), hence this
 //! small wrapper.
 
+use std::collections::HashMap;
 use std::io;
+use std::net::{IpAddr, Ipv6Addr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -75,12 +85,101 @@ impl Drop for OpenRequest {
     }
 }
 
+/// The default of `--address-v6-prefix`: an IPv6 client is its /64.
+pub const DEFAULT_V6_PREFIX: u8 = 64;
+
+/// The address that `ip` counts as for per-address bounds: an IPv4 address itself (an IPv4-mapped
+/// IPv6 address, `::ffff:a.b.c.d`, as that IPv4 address), an IPv6 address its first `v6_prefix` bits
+/// (at most 128) with the rest zero.
+pub fn address_group(ip: IpAddr, v6_prefix: u8) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let bits = u32::from(v6_prefix.min(128));
+                let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
+                IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
+            }
+        },
+    }
+}
+
+/// The name of the rate-limit bucket of an anonymous caller at `ip`: `addr:<IPv4>`, or
+/// `addr:<network>/<v6_prefix>` for IPv6 (so that the addresses of one /64 share one bucket).
+pub fn address_bucket(ip: IpAddr, v6_prefix: u8) -> String {
+    match address_group(ip, v6_prefix) {
+        IpAddr::V4(v4) => format!("addr:{v4}"),
+        IpAddr::V6(network) => format!("addr:{network}/{}", v6_prefix.min(128)),
+    }
+}
+
+/// The grouping of client addresses that the edge applies (`--address-v6-prefix`), in every
+/// request's extensions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddressGrouping {
+    pub v6_prefix: u8,
+}
+
+/// The IPv6 prefix length of a request's [`AddressGrouping`] ([`DEFAULT_V6_PREFIX`] for a request
+/// that did not come through the edge).
+pub fn v6_prefix(extensions: &http::Extensions) -> u8 {
+    extensions
+        .get::<AddressGrouping>()
+        .map_or(DEFAULT_V6_PREFIX, |g| g.v6_prefix)
+}
+
+/// Connections open per client address (grouped by [`address_group`]).
+#[derive(Debug)]
+struct PerAddress {
+    max: usize,
+    v6_prefix: u8,
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+impl PerAddress {
+    /// A place for one more connection from `ip`, or `None` when its address holds `max`.
+    fn take(self: &Arc<Self>, ip: IpAddr) -> Option<AddressSlot> {
+        let group = address_group(ip, self.v6_prefix);
+        let mut open = lock(&self.open);
+        let n = open.entry(group).or_insert(0);
+        if *n >= self.max {
+            return None;
+        }
+        *n += 1;
+        Some(AddressSlot {
+            table: self.clone(),
+            group,
+        })
+    }
+}
+
+/// One connection's place in its address's count, given back on drop.
+#[derive(Debug)]
+struct AddressSlot {
+    table: Arc<PerAddress>,
+    group: IpAddr,
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut open = lock(&self.table.open);
+        if let Some(n) = open.get_mut(&self.group) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.group);
+            }
+        }
+    }
+}
+
 /// The connection info of an [`EdgeStream`]: tonic puts it in every request's extensions, where
 /// [`ConnLayer`] finds it.
 #[derive(Clone, Debug)]
 pub struct EdgeInfo {
     tcp: TcpConnectInfo,
     activity: Arc<Activity>,
+    grouping: AddressGrouping,
 }
 
 /// An accepted socket with its connection permit and idle timer.
@@ -91,10 +190,17 @@ pub struct EdgeStream {
     idle_timeout: Duration,
     idle_timer: Pin<Box<Sleep>>,
     _permit: OwnedSemaphorePermit,
+    _address: Option<AddressSlot>,
 }
 
 impl EdgeStream {
-    fn new(inner: TcpStream, permit: OwnedSemaphorePermit, idle_timeout: Duration) -> Self {
+    fn new(
+        inner: TcpStream,
+        permit: OwnedSemaphorePermit,
+        address: Option<AddressSlot>,
+        idle_timeout: Duration,
+        grouping: AddressGrouping,
+    ) -> Self {
         let tcp = TcpConnectInfo {
             local_addr: inner.local_addr().ok(),
             remote_addr: inner.peer_addr().ok(),
@@ -110,10 +216,12 @@ impl EdgeStream {
                     idle_since: Mutex::new(now),
                     reader: Mutex::new(None),
                 }),
+                grouping,
             },
             idle_timeout,
             idle_timer: Box::pin(tokio::time::sleep_until(now + idle_timeout)),
             _permit: permit,
+            _address: address,
         }
     }
 }
@@ -188,19 +296,49 @@ pub fn incoming(
     limits: &ConnectionLimits,
 ) -> impl Stream<Item = io::Result<EdgeStream>> + Send + 'static {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let grouping = AddressGrouping {
+        v6_prefix: limits.address_v6_prefix,
+    };
+    let per_address = Arc::new(PerAddress {
+        max: limits.max_connections_per_address,
+        v6_prefix: limits.address_v6_prefix,
+        open: Mutex::new(HashMap::new()),
+    });
     let idle_timeout = limits.idle_timeout();
     TcpIncoming::from(listener)
         .with_nodelay(Some(true))
         .with_keepalive(Some(limits.tcp_keepalive()))
         .filter_map(move |accepted| match accepted {
-            Ok(stream) => match permits.clone().try_acquire_owned() {
-                Ok(permit) => Some(Ok(EdgeStream::new(stream, permit, idle_timeout))),
-                Err(_) => {
-                    metrics::counter!("draughts_connections_refused_total").increment(1);
-                    tracing::debug!(peer = ?stream.peer_addr().ok(), "connection limit reached; closing");
-                    None
+            Ok(stream) => {
+                let peer = stream.peer_addr().ok();
+                let address = match peer {
+                    Some(peer) => match per_address.take(peer.ip()) {
+                        Some(slot) => Some(slot),
+                        None => {
+                            metrics::counter!("draughts_connections_refused_total", "why" => "address")
+                                .increment(1);
+                            tracing::debug!(?peer, "connection limit of the address reached; closing");
+                            return None;
+                        }
+                    },
+                    None => None,
+                };
+                match permits.clone().try_acquire_owned() {
+                    Ok(permit) => Some(Ok(EdgeStream::new(
+                        stream,
+                        permit,
+                        address,
+                        idle_timeout,
+                        grouping,
+                    ))),
+                    Err(_) => {
+                        metrics::counter!("draughts_connections_refused_total", "why" => "replica")
+                            .increment(1);
+                        tracing::debug!(?peer, "connection limit reached; closing");
+                        None
+                    }
                 }
-            },
+            }
             Err(err) => Some(Err(err)),
         })
 }
@@ -241,6 +379,7 @@ where
     fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
         let open = req.extensions().get::<EdgeInfo>().cloned().map(|info| {
             req.extensions_mut().insert(info.tcp.clone());
+            req.extensions_mut().insert(info.grouping);
             info.activity.start()
         });
         let fut = self.inner.call(req);
@@ -276,5 +415,101 @@ impl<B: http_body::Body> http_body::Body for CountedBody<B> {
     }
     fn size_hint(&self) -> http_body::SizeHint {
         self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn ipv6_addresses_group_by_their_prefix() {
+        // One /64: any address a host picks in it is the same client.
+        assert_eq!(
+            address_group(ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd"), 64),
+            ip("2001:db8:1:2::")
+        );
+        assert_eq!(
+            address_bucket(ip("2001:db8:1:2::1"), 64),
+            address_bucket(ip("2001:db8:1:2:ffff:ffff:ffff:ffff"), 64)
+        );
+        assert_eq!(
+            address_bucket(ip("2001:db8:1:2::1"), 64),
+            "addr:2001:db8:1:2::/64"
+        );
+        // The next /64 is another client.
+        assert_ne!(
+            address_bucket(ip("2001:db8:1:2::1"), 64),
+            address_bucket(ip("2001:db8:1:3::1"), 64)
+        );
+        // Other prefix lengths: /48 groups the /64s of one site, /128 counts addresses apart.
+        assert_eq!(
+            address_bucket(ip("2001:db8:1:2::1"), 48),
+            address_bucket(ip("2001:db8:1:3::1"), 48)
+        );
+        assert_eq!(
+            address_bucket(ip("2001:db8:1:2::1"), 48),
+            "addr:2001:db8:1::/48"
+        );
+        assert_ne!(
+            address_bucket(ip("2001:db8::1"), 128),
+            address_bucket(ip("2001:db8::2"), 128)
+        );
+        assert_eq!(
+            address_bucket(ip("2001:db8::1"), 128),
+            "addr:2001:db8::1/128"
+        );
+        // Odd lengths mask inside a group; anything past 128 is 128.
+        assert_eq!(
+            address_group(ip("2001:db8:ffff::"), 36),
+            ip("2001:db8:f000::")
+        );
+        assert_eq!(address_group(ip("2001:db8::7"), 200), ip("2001:db8::7"));
+        assert_eq!(address_group(ip("2001:db8::7"), 0), ip("::"));
+    }
+
+    #[test]
+    fn ipv4_addresses_count_one_by_one() {
+        assert_eq!(address_bucket(ip("203.0.113.7"), 64), "addr:203.0.113.7");
+        assert_ne!(
+            address_bucket(ip("203.0.113.7"), 64),
+            address_bucket(ip("203.0.113.8"), 64)
+        );
+        // An IPv4-mapped IPv6 address (a dual-stack listener) is its IPv4 address.
+        assert_eq!(
+            address_bucket(ip("::ffff:203.0.113.7"), 64),
+            "addr:203.0.113.7"
+        );
+    }
+
+    #[test]
+    fn the_per_address_count_bounds_each_group_and_frees_on_drop() {
+        let table = Arc::new(PerAddress {
+            max: 2,
+            v6_prefix: 64,
+            open: Mutex::new(HashMap::new()),
+        });
+        let a = table.take(ip("2001:db8:1:2::1")).unwrap();
+        let b = table.take(ip("2001:db8:1:2::2")).unwrap();
+        // A third address of the same /64 is refused; another /64 and an IPv4 address are not.
+        assert!(table.take(ip("2001:db8:1:2::3")).is_none());
+        let other = table.take(ip("2001:db8:1:3::1")).unwrap();
+        let v4 = table.take(ip("192.0.2.1")).unwrap();
+        drop(a);
+        let c = table.take(ip("2001:db8:1:2::3")).unwrap();
+        drop((b, c, other, v4));
+        assert!(lock(&table.open).is_empty(), "every count given back");
+    }
+
+    #[test]
+    fn requests_outside_the_edge_get_the_default_grouping() {
+        let mut extensions = http::Extensions::new();
+        assert_eq!(v6_prefix(&extensions), DEFAULT_V6_PREFIX);
+        extensions.insert(AddressGrouping { v6_prefix: 56 });
+        assert_eq!(v6_prefix(&extensions), 56);
     }
 }

@@ -97,6 +97,61 @@ async fn connections_beyond_the_bound_are_refused() {
     );
 }
 
+/// A connection to `addr` from the local address `from` (any 127.x.y.z on Linux).
+async fn connect_from(from: &str, addr: SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(SocketAddr::new(from.parse().unwrap(), 0))
+        .unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
+#[tokio::test]
+async fn one_address_holds_at_most_its_share_of_connections() {
+    let mut capped = config(20_000, 100);
+    capped.connections.max_connections_per_address = 2;
+    capped.validate().unwrap();
+    let (addr, _stop) = start(capped).await;
+    let mut first = connect_from("127.0.0.1", addr).await;
+    let mut second = connect_from("127.0.0.1", addr).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut third = connect_from("127.0.0.1", addr).await;
+    assert!(
+        closed_within(&mut third, Duration::from_secs(2))
+            .await
+            .is_some(),
+        "the address's third connection is closed at once"
+    );
+    // Another address still gets in, and the first two stay open.
+    let mut elsewhere = connect_from("127.0.0.2", addr).await;
+    assert!(
+        closed_within(&mut elsewhere, Duration::from_millis(300))
+            .await
+            .is_none(),
+        "another address is not bounded by the first one's connections"
+    );
+    assert!(
+        closed_within(&mut first, Duration::from_millis(100))
+            .await
+            .is_none()
+    );
+    assert!(
+        closed_within(&mut second, Duration::from_millis(100))
+            .await
+            .is_none()
+    );
+    // A closed connection gives its address's place back.
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = connect_from("127.0.0.1", addr).await;
+    assert!(
+        closed_within(&mut again, Duration::from_millis(500))
+            .await
+            .is_none(),
+        "accepted again below the address's bound"
+    );
+}
+
 /// Speaks just enough HTTP/2 to open a connection (preface and SETTINGS), then never answers:
 /// returns whether the server closed it within `within` and whether it sent a PING first.
 async fn silent_http2_peer(addr: SocketAddr, within: Duration) -> (bool, bool) {
