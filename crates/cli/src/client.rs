@@ -26,7 +26,8 @@ pub struct ClientArgs {
         global = true
     )]
     server: String,
-    /// Token or API key sent as `authorization: Bearer ...` (from `client guest`).
+    /// Token or API key sent as `authorization: Bearer ...` (from `client guest`, or a personal
+    /// token). Without it, the session saved by `client signin` for this server is used.
     #[arg(long, env = "DRAUGHTS_TOKEN", global = true, hide_env_values = true)]
     token: Option<String>,
     #[command(subcommand)]
@@ -74,6 +75,16 @@ enum ClientCommand {
     Parse(Target),
     /// grpc.health.v1: is the server serving.
     Health,
+    /// Auth.SignUp: creates an account and saves its session in the config directory (with --token
+    /// a guest token: that guest becomes the account, keeping its games and ratings). The password
+    /// is asked for (or read from standard input with --password-stdin).
+    Signup(crate::session::SignUpArgs),
+    /// Auth.SignIn: saves the session in the config directory; later commands use it.
+    Signin(crate::session::SignInArgs),
+    /// Auth.SignOut: ends the saved session of this server and forgets it.
+    Signout,
+    /// Auth.WhoAmI: who the server thinks you are.
+    Whoami,
     /// Auth.CreateGuest: prints a guest token (use it with --token or DRAUGHTS_TOKEN).
     Guest {
         #[arg(long, default_value = "")]
@@ -268,9 +279,81 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
         .await
         .map_err(|e| CliError(format!("cannot connect to {url}: {e}")))?;
     let rules_client = RulesClient::new(channel.clone());
-    let token = args.token.clone();
-    let caller = Caller::new(token.as_deref())?;
     match args.command {
+        ClientCommand::Signup(a) => {
+            return crate::session::sign_up(&channel, &url, args.token.as_deref(), a).await;
+        }
+        ClientCommand::Signin(a) => return crate::session::sign_in(&channel, &url, a).await,
+        ClientCommand::Signout => return crate::session::sign_out(&channel, &url).await,
+        command => {
+            let from_session = args.token.is_none();
+            let token = match args.token.clone() {
+                Some(token) => Some(token),
+                None => crate::session::token_for(&channel, &url).await?,
+            };
+            let result = run_command(command, channel, rules_client, token).await;
+            match result {
+                Err(CallFailed::Status(status))
+                    if from_session
+                        && status.code() == tonic::Code::Unauthenticated
+                        && crate::session::has_session(&url) =>
+                {
+                    Err(crate::session::session_refused(&url, &status))
+                }
+                Err(CallFailed::Status(status)) => Err(status_error(status)),
+                Err(CallFailed::Other(e)) => Err(e),
+                Ok(()) => Ok(()),
+            }
+        }
+    }
+}
+
+/// How a command failed: a refused call (kept whole, so that a refused saved session can be told
+/// apart), or anything else.
+enum CallFailed {
+    Status(tonic::Status),
+    Other(CliError),
+}
+
+impl From<CliError> for CallFailed {
+    fn from(e: CliError) -> CallFailed {
+        // The commands report refused calls as "Code: message" text.
+        if e.0.starts_with("Unauthenticated: ") {
+            CallFailed::Status(tonic::Status::unauthenticated(
+                e.0["Unauthenticated: ".len()..].to_owned(),
+            ))
+        } else {
+            CallFailed::Other(e)
+        }
+    }
+}
+
+impl From<tonic::Status> for CallFailed {
+    fn from(status: tonic::Status) -> CallFailed {
+        CallFailed::Status(status)
+    }
+}
+
+async fn run_command(
+    command: ClientCommand,
+    channel: Channel,
+    rules_client: RulesClient<Channel>,
+    token: Option<String>,
+) -> Result<(), CallFailed> {
+    let caller = Caller::new(token.as_deref())?;
+    match command {
+        ClientCommand::Signup(_) | ClientCommand::Signin(_) | ClientCommand::Signout => {
+            unreachable!("handled before a token is chosen")
+        }
+        ClientCommand::Whoami => {
+            let auth = pb::auth_client::AuthClient::new(channel);
+            let r = call!(caller, auth, who_am_i, pb::WhoAmIRequest {})?;
+            let player = r.player.unwrap_or_default();
+            let kind = pb::PrincipalKind::try_from(r.kind)
+                .map(|k| k.as_str_name())
+                .unwrap_or("UNKNOWN");
+            println!("{} ({}), {kind}", player.display_name, player.id);
+        }
         ClientCommand::Moves(t) => {
             let r = call!(
                 caller,
@@ -309,7 +392,7 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
                 }
                 print_status(r.status.as_ref());
             } else {
-                return Err(CliError(r.reason));
+                return Err(CliError(r.reason).into());
             }
         }
         ClientCommand::Apply { target, moves } => {
@@ -331,7 +414,7 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
             }
             print_status(r.status.as_ref());
             if let Some(i) = r.rejected_index {
-                return Err(CliError(format!("move {} rejected: {}", i + 1, r.reason)));
+                return Err(CliError(format!("move {} rejected: {}", i + 1, r.reason)).into());
             }
         }
         ClientCommand::Start { variant } => {

@@ -8,6 +8,7 @@ mod analysis_cli;
 mod client;
 mod games_cli;
 mod matchmaking_cli;
+mod session;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
