@@ -153,9 +153,14 @@ pub fn client_address<T>(req: &tonic::Request<T>) -> String {
         .map_or_else(|| "addr:unknown".to_owned(), |a| a.0.clone())
 }
 
+/// The rate-limit bucket of the request's client: its address, IPv6 grouped by the edge's prefix
+/// (`--address-v6-prefix`, a /64 by default), so that one host's many IPv6 addresses count as one.
 fn address_bucket(head: &http::request::Parts, trust_forwarded_for: bool) -> String {
     match client_ip(head, trust_forwarded_for) {
-        Some(ip) => format!("addr:{ip}"),
+        Some(ip) => draughts_runtime::edge::address_bucket(
+            ip,
+            draughts_runtime::edge::v6_prefix(&head.extensions),
+        ),
         None => "addr:unknown".to_owned(),
     }
 }
@@ -185,6 +190,18 @@ fn client_ip(head: &http::request::Parts, trust_forwarded_for: bool) -> Option<I
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ipv6_clients_share_their_64_bucket() {
+        let bucket = |ip: &str| {
+            let (mut head, ()) = http::Request::new(()).into_parts();
+            head.headers.insert("x-forwarded-for", ip.parse().unwrap());
+            address_bucket(&head, true)
+        };
+        assert_eq!(bucket("2001:db8:1:2::1"), bucket("2001:db8:1:2:ffff::9"));
+        assert_ne!(bucket("2001:db8:1:2::1"), bucket("2001:db8:1:3::1"));
+        assert_eq!(bucket("203.0.113.7"), "addr:203.0.113.7");
+    }
 
     #[test]
     fn forwarded_for_only_when_trusted() {
