@@ -925,6 +925,26 @@ impl PostgresServer {
     pub fn port(&self) -> u16 {
         self.port
     }
+
+    /// Everything database `name` holds, as `pg_dump` writes it (schema and rows, plain SQL): for
+    /// tests that look for what must never be stored.
+    pub fn dump(&self, name: &str) -> Result<String, TestkitError> {
+        let output = command_as(&self.bin_dir.join("pg_dump"), self.run_as)
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-p"])
+            .arg(self.port.to_string())
+            .arg(OsStr::new(name))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(io_error("run pg_dump"))?;
+        if !output.status.success() {
+            return Err(TestkitError::NotReady {
+                server: "pg_dump",
+                reason: format!("exited with {}", output.status),
+                log: String::from_utf8_lossy(&output.stderr).into_owned(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
 }
 
 impl Drop for PostgresServer {

@@ -152,8 +152,19 @@ async fn refused_soon(auth: &mut AuthClient<Channel>, token: &str) -> tonic::Sta
     }
 }
 
-async fn the_account_flows(channel: Channel) {
+/// Every secret the flows handled (passwords, refresh, access and personal tokens).
+type Secrets = Vec<String>;
+
+async fn the_account_flows(channel: Channel) -> Secrets {
     let mut auth = AuthClient::new(channel.clone());
+    let mut secrets: Secrets = [
+        "correct horse 1",
+        "battery staple 2",
+        "another pass",
+        "a new start 3",
+    ]
+    .map(String::from)
+    .to_vec();
     let session = sign_up(&mut auth, "192.0.2.10", "", "Anna_K", "correct horse 1")
         .await
         .unwrap();
@@ -344,7 +355,7 @@ async fn the_account_flows(channel: Channel) {
         assert_eq!(e.code(), Code::InvalidArgument, "{bad:?}");
     }
     let refreshed = refresh(&mut auth, &d.refresh_token).await.unwrap();
-    assert_eq!(refreshed.player.unwrap().display_name, "Anna K.");
+    assert_eq!(refreshed.player.clone().unwrap().display_name, "Anna K.");
 
     // Personal tokens: the scopes chosen among the account's, listed with their last use, revoked.
     let e = auth
@@ -372,6 +383,7 @@ async fn the_account_flows(channel: Channel) {
         .unwrap()
         .into_inner();
     assert!(created.token.starts_with("dp_") && created.token.len() == 67);
+    let created_token = created.token.clone();
     let as_token = who(&mut auth, &created.token).await.unwrap();
     assert_eq!(as_token.player.unwrap().id, player.id);
     assert_eq!(as_token.kind, pb::PrincipalKind::Account as i32);
@@ -531,12 +543,20 @@ async fn the_account_flows(channel: Channel) {
     let reborn = sign_up(&mut auth, "192.0.2.13", "", "anna_k", "a new start 3")
         .await
         .unwrap();
-    assert_ne!(reborn.player.unwrap().id, player.id);
+    assert_ne!(reborn.player.as_ref().unwrap().id, player.id);
+    for s in [
+        &session, &second, &rotated, &a, &b, &c, &d, &refreshed, &reborn,
+    ] {
+        secrets.push(s.refresh_token.clone());
+        secrets.push(s.access_token.clone());
+    }
+    secrets.push(created_token);
+    secrets
 }
 
 /// A guest plays (one game finished and rated, one in progress, one invitation pending), then signs
 /// up: everything is the account's, and the account plays the game on.
-async fn a_guest_becomes_an_account(channel: Channel) {
+async fn a_guest_becomes_an_account(channel: Channel) -> Secrets {
     let mut auth = AuthClient::new(channel.clone());
     let mut games = pb::games_client::GamesClient::new(channel.clone());
     let mut guest = async |name: &str| {
@@ -766,6 +786,11 @@ async fn a_guest_becomes_an_account(channel: Channel) {
     assert_eq!(profile.ratings.len(), 1);
     assert_eq!(profile.wins, 1);
     assert_eq!(profile.recent_games[0].game_id, finished.game_id);
+    vec![
+        "guessing game 9".into(),
+        session.refresh_token,
+        session.access_token,
+    ]
 }
 
 /// 1,000 wrong passwords from one address: refused with `retry-after` long before, no password
