@@ -894,6 +894,19 @@ impl Authenticator {
             )
             .await
             .map_err(AuthError::Store)?;
+        // The games it played show the anonymous name from now on (games applies it).
+        let event = draughts_proto::contract::erased::ErasedV1 {
+            player_id: row.player_id.clone(),
+            name: DELETED_NAME.to_owned(),
+            at_ms: now_unix_ms(),
+        };
+        self.store()
+            .append(
+                draughts_proto::contract::erased::STREAM,
+                Bytes::from(draughts_proto::contract::erased::encode(&event)),
+            )
+            .await
+            .map_err(AuthError::Store)?;
         tracing::info!(player_id = row.player_id, "account deleted");
         Ok(row.player_id)
     }

@@ -786,6 +786,69 @@ async fn a_guest_becomes_an_account(channel: Channel) -> Secrets {
     assert_eq!(profile.ratings.len(), 1);
     assert_eq!(profile.wins, 1);
     assert_eq!(profile.recent_games[0].game_id, finished.game_id);
+
+    // Deleted: its games keep the id and show the anonymous name, archived ones (view and PDN) and
+    // ongoing ones alike.
+    auth.delete_account(authed(
+        &session.access_token,
+        pb::DeleteAccountRequest {
+            password: "guessing game 9".into(),
+        },
+    ))
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let done = games
+            .get_game(authed(
+                &hal.token,
+                pb::GetGameRequest {
+                    game_id: finished.game_id.clone(),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        let live = games
+            .get_game(authed(
+                &hal.token,
+                pb::GetGameRequest {
+                    game_id: ongoing.game_id.clone(),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        let white = done.white.unwrap();
+        let black = live.black.unwrap();
+        if white.display_name == "Deleted player" && black.display_name == "Deleted player" {
+            assert_eq!(
+                (white.id.as_str(), black.id.as_str()),
+                (account.as_str(), account.as_str())
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the deleted account's games kept its name: {white:?} {black:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let pdn = games
+        .export_pdn(authed(
+            &hal.token,
+            pb::GetGameRequest {
+                game_id: finished.game_id.clone(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .pdn;
+    assert!(
+        pdn.contains("Deleted player") && !pdn.contains("\"Gus\""),
+        "{pdn}"
+    );
     vec![
         "guessing game 9".into(),
         session.refresh_token,

@@ -7,7 +7,8 @@
 //! |---|---|---|---|---|
 //! | `games.finished` | stream | [`finished::FinishedV1`] | games (`GamesCore::archive`) | ratings (consumer group `ratings`), analysis (bulk) |
 //! | `player-events:{player_id}` | pub/sub | [`player::Signal`] | games (invitations, games started/finished) | games (`WatchPlayerEvents`) |
-//! | `players.linked` | stream | [`linked::LinkedV1`] | auth (`LinkGuest`) | games (`games-links`), ratings (`ratings-links`) |
+//! | `players.linked` | stream | [`linked::LinkedV1`] | auth (`LinkGuest`, `SignUp` with a guest) | games (`games-links`), ratings (`ratings-links`) |
+//! | `players.erased` | stream | [`erased::ErasedV1`] | auth (`DeleteAccount`) | games (`games-erasures`) |
 //!
 //! | `mm-ticket:{mm}<id>`, `mm-pool:{mm}<pool>`, `mm-wave:<pool>`, `mm-commits:{mm}`, lobby and stats | keys, schedules, pub/sub | [`matchmaking`] (its own table) | matchmaking | matchmaking replicas |
 //! | `analysis.{jobs}.computer`, `.interactive`, `.bulk` | streams (group `analysis-workers`), job records, events, cache | [`analysis`] (its own table) | analysis (API, workers) | analysis workers and API |
@@ -23,6 +24,7 @@
 //!   example of each version.
 
 pub mod analysis;
+pub mod erased;
 pub mod finished;
 pub mod linked;
 pub mod matchmaking;

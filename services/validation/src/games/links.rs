@@ -20,6 +20,9 @@ use super::service::{GamesCore, GamesResult};
 /// The consumer group of the games service on `players.linked`.
 pub const GROUP: &str = "games-links";
 
+/// The consumer group of the games service on `players.erased`.
+pub const ERASURES_GROUP: &str = "games-erasures";
+
 /// Entries pending this long with a member are taken over by another.
 const TAKE_OVER_AFTER: Duration = Duration::from_secs(30);
 
@@ -57,6 +60,153 @@ impl GamesCore {
             self.live().ack(linked::STREAM, GROUP, &[entry.id]).await?;
         }
         Ok(applied)
+    }
+
+    /// Deals with the deleted accounts waiting on `players.erased`: their games show the anonymous
+    /// name. Returns how many were applied.
+    pub async fn apply_erasures(&self, consumer: &str) -> GamesResult<usize> {
+        use draughts_proto::contract::erased;
+        let entries = draughts_store::take_batch(
+            self.live().as_ref(),
+            erased::STREAM,
+            ERASURES_GROUP,
+            consumer,
+            TAKE_OVER_AFTER,
+            50,
+        )
+        .await?;
+        let mut applied = 0;
+        for entry in entries {
+            match erased::decode(&entry.payload) {
+                Ok(event) => {
+                    self.rename_in_games(&event.player_id, &event.name).await?;
+                    applied += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(id = %entry.id, error = %e, "players.erased entry ignored")
+                }
+            }
+            self.live()
+                .ack(erased::STREAM, ERASURES_GROUP, &[entry.id])
+                .await?;
+        }
+        Ok(applied)
+    }
+
+    /// Shows `player` as `name` in its ongoing games and in its finished games (the stored record,
+    /// its PDN and its `games.finished` payload). Idempotent.
+    pub async fn rename_in_games(&self, player: &str, name: &str) -> GamesResult<u64> {
+        let rename = |side: &mut super::record::PlayerRec| {
+            if side.id == player {
+                side.name = name.to_owned();
+            }
+        };
+        let mut renamed = 0;
+        for id in self.ongoing_ids(player).await? {
+            for _ in 0..5 {
+                match self
+                    .act(&id, |record, _, _| {
+                        rename(&mut record.white);
+                        rename(&mut record.black);
+                        Ok(())
+                    })
+                    .await
+                {
+                    Ok(_) => {
+                        renamed += 1;
+                        break;
+                    }
+                    Err(super::service::GamesError::Conflict) => continue,
+                    Err(super::service::GamesError::NotFound(_)) => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let corrupt = |e: serde_json::Error| super::service::GamesError::Corrupt(e.to_string());
+        let mut after = String::new();
+        loop {
+            let rows: Vec<(String, String, Option<String>)> = draughts_store::sqlx::query_as(
+                "SELECT game_id, record, event FROM finished_games WHERE (white_id = $1 OR black_id = $2) AND game_id > $3 ORDER BY game_id LIMIT $4",
+            )
+            .bind(player)
+            .bind(player)
+            .bind(after.clone())
+            .bind(PAGE)
+            .fetch_all(self.db().pool())
+            .await
+            .map_err(StoreError::from)?;
+            let Some(last) = rows.last() else {
+                return Ok(renamed);
+            };
+            after = last.0.clone();
+            for (game_id, json, event) in rows {
+                let mut record: super::record::GameRecord =
+                    serde_json::from_str(&json).map_err(corrupt)?;
+                rename(&mut record.white);
+                rename(&mut record.black);
+                let pdn = super::pdn::export(&record)?;
+                let json = serde_json::to_string(&record).map_err(corrupt)?;
+                // The event as the stream carried it, with the name replaced where the id matches.
+                let event = match event {
+                    Some(text) => {
+                        let mut value: serde_json::Value =
+                            serde_json::from_str(&text).map_err(corrupt)?;
+                        for side in ["white", "black"] {
+                            if let Some(p) = value.get_mut(side)
+                                && p.get("id").and_then(|id| id.as_str()) == Some(player)
+                            {
+                                p["name"] = serde_json::Value::String(name.to_owned());
+                            }
+                        }
+                        Some(serde_json::to_string(&value).map_err(corrupt)?)
+                    }
+                    None => None,
+                };
+                draughts_store::sqlx::query(
+                    "UPDATE finished_games SET record = $1, pdn = $2, event = $3 WHERE game_id = $4",
+                )
+                .bind(json)
+                .bind(pdn)
+                .bind(event)
+                .bind(game_id.clone())
+                .execute(self.db().pool())
+                .await
+                .map_err(StoreError::from)?;
+                self.rename_in_archived_record(&game_id, &rename).await?;
+                renamed += 1;
+            }
+        }
+    }
+
+    /// The same change (a renaming, an adoption) in a finished game's live record, kept for a while
+    /// after archiving (reads are served from it until it expires).
+    async fn rename_in_archived_record(
+        &self,
+        game_id: &str,
+        rename: &impl Fn(&mut super::record::PlayerRec),
+    ) -> GamesResult<()> {
+        let key = super::service::keys::game(game_id);
+        for _ in 0..5 {
+            let Some((bytes, version)) = self.live().get(&key).await? else {
+                return Ok(());
+            };
+            let mut record = super::service::decode(game_id, &bytes)?;
+            rename(&mut record.white);
+            rename(&mut record.black);
+            let bytes = serde_json::to_vec(&record)
+                .map_err(|e| super::service::GamesError::Corrupt(e.to_string()))?;
+            let ttl = record.archived.then(|| self.limits().archived_game_ttl());
+            match self
+                .live()
+                .put(&key, bytes::Bytes::from(bytes), Some(version), ttl)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(super::service::GamesError::Conflict)
     }
 
     /// Hands the ongoing games of `guest` to `player` (named `name`; empty keeps the guest's name).
@@ -166,10 +316,17 @@ impl GamesCore {
                 .bind(record.white.id.clone())
                 .bind(record.black.id.clone())
                 .bind(json)
-                .bind(game_id)
+                .bind(game_id.clone())
                 .execute(self.db().pool())
                 .await
                 .map_err(StoreError::from)?;
+                let adopt = |side: &mut super::record::PlayerRec| {
+                    if side.id == guest {
+                        side.id = player.to_owned();
+                        side.guest = false;
+                    }
+                };
+                self.rename_in_archived_record(&game_id, &adopt).await?;
                 moved += 1;
             }
         }

@@ -983,6 +983,9 @@ impl GamesCore {
                     if let Err(e) = self.apply_links(&consumer).await {
                         tracing::warn!(error = %e, "moving linked guests' games failed; retrying");
                     }
+                    if let Err(e) = self.apply_erasures(&consumer).await {
+                        tracing::warn!(error = %e, "renaming deleted accounts' games failed; retrying");
+                    }
                 }
                 // Claimed, not taken: a due game stays scheduled (moved CLAIM_RETRY ahead) until this
                 // replica has dealt with it, so a replica killed in between loses nothing; another one
