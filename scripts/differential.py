@@ -28,7 +28,7 @@ pydraughts conventions handled here (read from its source, version 0.6.7):
 - pydraughts counts a Frisian king as 1.501 men in the capture precedence; the federation's rule (and the
   engine, lidraughts, DCTL) counts n kings above 2n-1 men (docs/rules.md §11.3). The two differ only when a
   capture of 3+ kings competes with one of 2n-1 men; such positions are reported as mismatches (none was met
-  in the runs recorded in the README).
+  in the runs recorded in docs/engine.md).
 - FEN: its parser takes the SECOND field of `W:..:..` as White's pieces and the THIRD as Black's, whatever
   letter they start with, so we always write `W:W...:B...`.
 - square numbers (its "variant" numbering, what `Board(variant, fen)` reads and `legal_moves()` returns):

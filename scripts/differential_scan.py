@@ -5,7 +5,7 @@ Scan 3.1 (rhalbersma/scan at 7aae17e) plays international draughts and its varia
 (breakthrough), `losing` (antidraughts) and `frisian`. It has no move-list command, so the comparison needs a
 small driver built OUTSIDE the repository and linked with Scan's object files: it reads lines
 `moves <hub position> [<count> <square>]` and answers one line with every legal move in Hub notation
-(`from-to`, or `from x to x captured...`), and `perft <hub position> <depth>`. See README.md, "Rule sets", for
+(`from-to`, or `from x to x captured...`), and `perft <hub position> <depth>`. See docs/engine.md, "Rule sets", for
 how it was built.
 
 For random positions (playouts from the start and random placements) this script compares the SETS of legal

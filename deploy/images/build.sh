@@ -5,7 +5,7 @@
 #
 #   deploy/images/build.sh [--profile debug|release] [--cpu LEVEL] [--tag TAG] [--no-check] [BIN...]
 #
-# Release binaries are built for the CPU baseline x86-64-v2 (README "CPU baseline for release builds");
+# Release binaries are built for the CPU baseline x86-64-v2 (docs/engine.md "CPU baseline for release builds");
 # `--cpu x86-64` builds for every x86-64 CPU (the fallback for CPUs without SSE4.2/POPCNT). A RUSTFLAGS
 # set in the environment is used as it is.
 # Running a container does not work on every build machine (podman on hybrid cgroups), so the check

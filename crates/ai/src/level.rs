@@ -12,12 +12,12 @@
 //! | 8 | - | 500 000 | 5 s | 0 | full strength at a fast move time (about a tenth of a second a move at 4-6 M nodes/s) |
 //!
 //! Turkish's level 6 searches 40 000 nodes ([`Level::for_variant`]): at 15 000 its search reached only level
-//! 5's depth there and the two were level (README "Round nine").
+//! 5's depth there and the two were level (docs/ai.md "Round nine").
 //!
 //! Levels stop on nodes or depth, so a level plays the same move on a slow or a busy machine; the time caps
 //! are only a safety net far above the normal search time (matches drop them unless `--movetime` is given).
 //! Level 8 was 1 500 000 nodes; 500 000 keeps the answer fast for a server and a 200-game match against
-//! level 6 affordable on two shared cores, and still beats level 7 (see README for the measured ladders).
+//! level 6 affordable on two shared cores, and still beats level 7 (see docs/ai.md for the measured ladders).
 //!
 //! With noise, every root move is searched to the level's depth (multi-PV over all moves) and the move with
 //! the best `score + uniform(0, noise)` is played, so the beginner's mistakes are "almost best" moves that

@@ -277,7 +277,7 @@ pub struct Selectivity {
     /// The table also stores the best move of a node that failed low (every move an upper bound), as
     /// every search did until round sixteen (`fail_low_move=0|1`). Off by default since then: that move is
     /// the least bad of upper bounds, and trying it first next time cost about a fifth more nodes to a
-    /// depth and +55 ± 31 Elo at 100,000 nodes (README "Round sixteen"); on in [`Selectivity::classic`].
+    /// depth and +55 ± 31 Elo at 100,000 nodes (docs/ai.md "Round sixteen"); on in [`Selectivity::classic`].
     pub fail_low_move: bool,
     /// Orders the captures of a node that must capture (after the table's move and by size, as always)
     /// by a history of their own: depth² to a capture that cut off (`capture_history=0|1`). Captures of
@@ -306,11 +306,11 @@ impl Default for Selectivity {
 
 impl Selectivity {
     /// The measured best for a variant: [`Selectivity::default`], except turkish, which searches without
-    /// aspiration windows (they lost there: -45 ± 45 over 200 games at 30,000 nodes, README "Round
+    /// aspiration windows (they lost there: -45 ± 45 over 200 games at 30,000 nodes, docs/ai.md "Round
     /// eight"; why was not measured), international, which scales drawish material (+16 ± 13 over
-    /// 1,014 games at 30,000 nodes, README "Round nine"; not measured in the other variants), and
+    /// 1,014 games at 30,000 nodes, docs/ai.md "Round nine"; not measured in the other variants), and
     /// breakthrough and frysk, which search without ProbCut (breakthrough +131 ± 52 over 200 games at 30,000
-    /// nodes and +115 ± 51 over 200 others at 100,000; frysk +56 ± 24 over 400 at 30,000; README "Round
+    /// nodes and +115 ± 51 over 200 others at 100,000; frysk +56 ± 24 over 400 at 30,000; docs/ai.md "Round
     /// twelve": a race to the first king, and frysk's five men a side, are decided by quiet moves that a
     /// reduced-depth search does not see through).
     pub fn for_variant(variant: Variant) -> Selectivity {

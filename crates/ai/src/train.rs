@@ -277,7 +277,7 @@ pub fn self_play_game(cfg: &SelfPlay, eval: &Evaluator, seed: u64) -> GameRecord
 pub struct FitConfig {
     /// Passes over the training data. Default 2: held out by game, the validation loss is lowest after
     /// one or two, and in matches the later epochs lose strength (turkish, one data file: 2 epochs +31 ±
-    /// 62 against the hand-set evaluation, 12 epochs -235 ± 56; README, "Round seven").
+    /// 62 against the hand-set evaluation, 12 epochs -235 ± 56; docs/ai.md, "Round seven").
     pub epochs: u32,
     pub batch: usize,
     /// Adam step size in centi-men at the start (falls linearly to a tenth).

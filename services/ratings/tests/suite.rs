@@ -268,8 +268,8 @@ async fn try_count(db: &Database, sql: &'static str) -> Result<i64, sqlx::Error>
 }
 
 /// A count; retried twice, because a pooled PostgreSQL connection whose transaction was cancelled
-/// mid-query by an aborted consumer task can fail its next statement once (25P02; see the README's
-/// known issues).
+/// mid-query by an aborted consumer task can fail its next statement once (25P02, "current transaction
+/// is aborted").
 async fn count(db: &Database, sql: &'static str) -> i64 {
     for _ in 0..2 {
         if let Ok(n) = try_count(db, sql).await {

@@ -6,8 +6,8 @@ use std::time::Duration;
 use draughts_runtime::ConfigError;
 use draughts_store::StreamCaps;
 
-/// Bounds of live games, watchers and the Redis state they leave (see the README's "Bounded
-/// resources" paragraph).
+/// Bounds of live games, watchers and the Redis state they leave (see `docs/operations.md`, "Bounded
+/// resources").
 #[derive(Clone, Debug, clap::Args)]
 pub struct GamesLimits {
     /// Seconds each side has for its first move in Fischer games (clocks start once both sides have
