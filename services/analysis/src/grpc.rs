@@ -45,7 +45,11 @@ fn caller<T>(req: &Request<T>) -> Result<Caller, Status> {
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    Ok(Caller::new(&principal, authorization))
+    Ok(Caller::new(
+        &principal,
+        authorization,
+        draughts_auth::client_address(req),
+    ))
 }
 
 /// A position input as a line: every move resolved and played in a game (so a line past the end of
@@ -99,6 +103,7 @@ fn class_to_wire(class: Class) -> pb::JobClass {
     match class {
         Class::ComputerMove => pb::JobClass::ComputerMove,
         Class::Interactive => pb::JobClass::Interactive,
+        Class::Guest => pb::JobClass::Guest,
         Class::Bulk => pb::JobClass::Bulk,
     }
 }

@@ -93,6 +93,10 @@ pub struct AnalysisConfig {
     /// Jobs waiting per class before new ones are refused (RESOURCE_EXHAUSTED).
     #[arg(long, env = "DRAUGHTS_ANALYSIS_MAX_QUEUED", default_value_t = 10_000)]
     pub analysis_max_queued: u64,
+    /// Guests' BestMove jobs waiting before new ones are refused (RESOURCE_EXHAUSTED), all replicas
+    /// together.
+    #[arg(long, env = "DRAUGHTS_ANALYSIS_MAX_QUEUED_GUEST", default_value_t = 64)]
+    pub analysis_max_queued_guest: u64,
     /// Longest wait of a BestMove call for its answer, milliseconds (keep it below the request timeout).
     #[arg(
         long,
@@ -136,6 +140,7 @@ impl AnalysisConfig {
             analysis_visibility_timeout_ms: 10_000,
             analysis_max_attempts: 3,
             analysis_max_queued: 10_000,
+            analysis_max_queued_guest: 64,
             analysis_best_move_timeout_ms: 8_000,
             analysis_games_url: None,
             analysis_bulk_finished_games: false,
@@ -176,6 +181,10 @@ impl AnalysisConfig {
             "analysis-max-queued must be from 1 to 10000000",
         )?;
         check(
+            (1..=10_000_000).contains(&self.analysis_max_queued_guest),
+            "analysis-max-queued-guest must be from 1 to 10000000",
+        )?;
+        check(
             (10..=600_000).contains(&self.analysis_best_move_timeout_ms),
             "analysis-best-move-timeout-ms must be from 10 to 600000",
         )?;
@@ -193,6 +202,7 @@ impl AnalysisConfig {
             visibility_timeout: Duration::from_millis(self.analysis_visibility_timeout_ms),
             max_attempts: self.analysis_max_attempts,
             max_queued: self.analysis_max_queued,
+            max_queued_guest: self.analysis_max_queued_guest,
         }
     }
 }
@@ -203,6 +213,11 @@ pub struct WorkerArgs {
     /// Searches this process runs at once; 0 = one per core.
     #[arg(long, env = "DRAUGHTS_ANALYSIS_SLOTS", default_value_t = 0)]
     pub analysis_slots: usize,
+    /// Of those, slots that take only computer moves (the computer-move class), so that a live
+    /// game's move never waits for a slot; at most the slots less one. Unset: 1 with two slots or
+    /// more, else 0.
+    #[arg(long, env = "DRAUGHTS_ANALYSIS_RESERVED_COMPUTER_SLOTS")]
+    pub analysis_reserved_computer_slots: Option<usize>,
     /// Transposition table per search slot, MiB (1-4096).
     #[arg(long, env = "DRAUGHTS_ANALYSIS_HASH_MB", default_value_t = 16)]
     pub analysis_hash_mb: usize,
@@ -263,6 +278,16 @@ impl WorkerArgs {
         if self.analysis_slots > 0 {
             config.slots = self.analysis_slots;
         }
+        config.reserved_computer_slots = match self.analysis_reserved_computer_slots {
+            Some(reserved) if reserved >= config.slots.max(1) && reserved > 0 => {
+                return Err(ConfigError(format!(
+                    "analysis-reserved-computer-slots must be below the slots ({}), got {reserved}",
+                    config.slots
+                )));
+            }
+            Some(reserved) => reserved,
+            None => WorkerConfig::default_reserved(config.slots),
+        };
         config.hash_mb = self.analysis_hash_mb;
         if let Some(name) = &self.analysis_worker_name {
             config.name = name.clone();
@@ -309,6 +334,7 @@ impl Config {
             analysis: AnalysisConfig::defaults(),
             workers: WorkerArgs {
                 analysis_slots: 1,
+                analysis_reserved_computer_slots: None,
                 analysis_hash_mb: 4,
                 analysis_worker_name: None,
                 analysis_shutdown_grace_ms: 1_000,
@@ -373,6 +399,7 @@ impl Analysis {
                     config.analysis_max_watches,
                     Some("analysis_watches_open"),
                 ),
+                guests: quota::GuestLimits::new(&config.quotas),
             },
             bulk: config
                 .analysis_bulk_finished_games

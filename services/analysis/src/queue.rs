@@ -13,7 +13,8 @@
 //!   job as another owner while it is not final.
 //! - Cache: a finished job with a fingerprint leaves its result under `analysis-cache:<fingerprint>`
 //!   for the result TTL; an identical request is answered from it at once, without a search.
-//! - Capacity: a class with `max_queued` jobs waiting refuses more (RESOURCE_EXHAUSTED): the streams
+//! - Capacity: a class with `max_queued` jobs waiting (the guest class: `max_queued_guest`) refuses
+//!   more (RESOURCE_EXHAUSTED): the streams
 //!   never grow without bound; workers remove the entries every group has acknowledged
 //!   (`trim_consumed`, capped at `4 * max_queued` entries and the result TTL).
 //! - Data loss: should the live store lose its data (Redis restarted without its append-only file, or
@@ -52,6 +53,9 @@ pub struct QueueConfig {
     pub max_attempts: u32,
     /// Jobs waiting per class before new ones are refused.
     pub max_queued: u64,
+    /// Jobs waiting in the guest class before new ones are refused (the class as a whole is bounded
+    /// well below the others: guests cost nothing to make).
+    pub max_queued_guest: u64,
 }
 
 impl QueueConfig {
@@ -62,6 +66,15 @@ impl QueueConfig {
             visibility_timeout: Duration::from_millis(600),
             max_attempts: 3,
             max_queued: 1000,
+            max_queued_guest: 1000,
+        }
+    }
+
+    /// Jobs `class` may have waiting.
+    pub fn capacity(&self, class: Class) -> u64 {
+        match class {
+            Class::Guest => self.max_queued_guest,
+            _ => self.max_queued,
         }
     }
 
@@ -314,7 +327,8 @@ impl Queue {
         }];
         if record.state.is_final() {
             // A computer move's caller answers from the notice: no read after the wake-up.
-            let carried = (record.class == Class::ComputerMove).then(|| Box::new(record.clone()));
+            let carried =
+                matches!(record.spec, JobSpec::BestMove { .. }).then(|| Box::new(record.clone()));
             effects.push(draughts_store::Effect::Publish {
                 channel: contract::FINISHED_CHANNEL.into(),
                 payload: encode(&Finished {
@@ -510,7 +524,7 @@ impl Queue {
             self.regrouped(|| self.live.append_bounded(
                 record.class.stream(),
                 contract::GROUP,
-                self.config.max_queued,
+                self.config.capacity(record.class),
                 payload.clone(),
             ))
         );

@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use draughts_auth::{Principal, PrincipalKind, Scope};
 use draughts_runtime::ConfigError;
+use draughts_runtime::admission::{Admission, Permit, Refused};
 use draughts_store::{LiveStore, StoreError, now_unix_ms};
 
-use crate::contract::JobLimits;
+use crate::contract::{Class, JobLimits};
 use crate::error::{AnalysisError, AnalysisResult};
 use crate::queue::Queue;
 
@@ -63,6 +64,27 @@ pub struct QuotaConfig {
     /// Highest level a guest may ask BestMove for (1-8).
     #[arg(long, env = "DRAUGHTS_ANALYSIS_GUEST_MAX_LEVEL", default_value_t = 6)]
     pub guest_max_level: u8,
+    /// BestMove calls one guest may have in flight on a replica (more: RESOURCE_EXHAUSTED).
+    #[arg(
+        long,
+        env = "DRAUGHTS_ANALYSIS_GUEST_BEST_MOVES_IN_FLIGHT",
+        default_value_t = 2
+    )]
+    pub guest_best_moves_in_flight: u32,
+    /// Guests' BestMove calls one client address (IPv6: its /64) may have in flight on a replica.
+    #[arg(
+        long,
+        env = "DRAUGHTS_ANALYSIS_GUEST_BEST_MOVES_IN_FLIGHT_PER_ADDRESS",
+        default_value_t = 4
+    )]
+    pub guest_best_moves_in_flight_per_address: u32,
+    /// Guests' BestMove calls in flight on a replica, all guests together.
+    #[arg(
+        long,
+        env = "DRAUGHTS_ANALYSIS_GUEST_BEST_MOVES_IN_FLIGHT_TOTAL",
+        default_value_t = 32
+    )]
+    pub guest_best_moves_in_flight_total: u32,
     /// Largest depth a request may ask for (1-100).
     #[arg(long, env = "DRAUGHTS_ANALYSIS_MAX_DEPTH", default_value_t = 40)]
     pub max_depth: u32,
@@ -100,6 +122,9 @@ impl QuotaConfig {
             best_moves_per_day_player: 10_000,
             best_moves_per_day_api_key: 1_000_000,
             guest_max_level: 6,
+            guest_best_moves_in_flight: 2,
+            guest_best_moves_in_flight_per_address: 4,
+            guest_best_moves_in_flight_total: 32,
             max_depth: 40,
             max_nodes: 100_000_000,
             max_movetime_ms: 60_000,
@@ -112,6 +137,16 @@ impl QuotaConfig {
             return Err(ConfigError(format!(
                 "analysis-guest-max-level must be from 1 to 8, got {}",
                 self.guest_max_level
+            )));
+        }
+        let in_flight = [
+            self.guest_best_moves_in_flight,
+            self.guest_best_moves_in_flight_per_address,
+            self.guest_best_moves_in_flight_total,
+        ];
+        if !in_flight.iter().all(|n| (1..=100_000).contains(n)) {
+            return Err(ConfigError(format!(
+                "analysis-guest-best-moves-in-flight, -per-address and -total must be from 1 to 100000, got {in_flight:?}"
             )));
         }
         if !(1..=100).contains(&self.max_depth) {
@@ -151,10 +186,12 @@ pub struct Caller {
     pub tier: Tier,
     /// The caller's `authorization` metadata, passed on to Games.
     pub authorization: Option<String>,
+    /// The client address as the rate limits count it (`addr:...`; `addr:unknown` without one).
+    pub address: String,
 }
 
 impl Caller {
-    pub fn new(principal: &Principal, authorization: Option<String>) -> Caller {
+    pub fn new(principal: &Principal, authorization: Option<String>, address: String) -> Caller {
         let tier = if principal.scopes.has(Scope::Admin) {
             Tier::Admin
         } else if principal.scopes.has(Scope::Analysis) {
@@ -167,6 +204,18 @@ impl Caller {
             kind: principal.kind,
             tier,
             authorization,
+            address,
+        }
+    }
+
+    /// The queue class of this caller's BestMove: services' keys (the computer players of live games,
+    /// with the analysis or admin scope) and admins first; players with the analysis scope with the
+    /// interactive work; guests in their own class, after both.
+    pub fn best_move_class(&self) -> Class {
+        match (self.tier, self.kind) {
+            (Tier::Admin, _) | (Tier::Analysis, PrincipalKind::ApiKey) => Class::ComputerMove,
+            (Tier::Analysis, _) => Class::Interactive,
+            (Tier::Guest, _) => Class::Guest,
         }
     }
 
@@ -178,6 +227,66 @@ impl Caller {
             )),
             _ => Ok(()),
         }
+    }
+}
+
+/// Guests' BestMove calls in flight on this replica: per guest, per client address, and in all
+/// (`guest_best_moves_in_flight*`). A call holds its [`GuestPermit`] until it is answered.
+#[derive(Clone, Debug)]
+pub struct GuestLimits {
+    calls: Arc<Admission>,
+    addresses: Arc<Admission>,
+}
+
+/// A guest's BestMove call admitted; dropping it frees its places.
+#[derive(Debug)]
+pub struct GuestPermit {
+    _call: Permit,
+    _address: Permit,
+}
+
+impl GuestLimits {
+    pub fn new(config: &QuotaConfig) -> GuestLimits {
+        GuestLimits {
+            calls: Admission::new(
+                config.guest_best_moves_in_flight,
+                config.guest_best_moves_in_flight_total,
+                Some("analysis_guest_best_moves_in_flight"),
+            ),
+            addresses: Admission::new(
+                config.guest_best_moves_in_flight_per_address,
+                u32::MAX,
+                None,
+            ),
+        }
+    }
+
+    /// Admits one more BestMove call of `caller` (a guest), or RESOURCE_EXHAUSTED naming the bound.
+    pub fn admit(&self, caller: &Caller) -> AnalysisResult<GuestPermit> {
+        let refused = |what: String| AnalysisError::Exhausted {
+            what,
+            retry_after_secs: 1,
+        };
+        let call = self.calls.admit(&caller.player_id).map_err(|r| match r {
+            Refused::PerKey { open } => refused(format!(
+                "you have {open} BestMove calls in flight, a guest's limit; wait for an answer"
+            )),
+            Refused::Total { open } => refused(format!(
+                "guests have {open} BestMove calls in flight on this server, its limit"
+            )),
+        })?;
+        let address = self.addresses.admit(&caller.address).map_err(|r| {
+            let open = match r {
+                Refused::PerKey { open } | Refused::Total { open } => open,
+            };
+            refused(format!(
+                "your address has {open} guests' BestMove calls in flight, its limit"
+            ))
+        })?;
+        Ok(GuestPermit {
+            _call: call,
+            _address: address,
+        })
     }
 }
 
@@ -365,5 +474,54 @@ impl Quotas {
             Err(StoreError::Conflict { .. }) => Err(busy("(another request)")),
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use draughts_auth::Scopes;
+
+    use super::*;
+
+    fn caller(kind: PrincipalKind, scopes: Scopes) -> Caller {
+        let principal = Principal {
+            player_id: "x".into(),
+            display_name: "x".into(),
+            kind,
+            scopes,
+        };
+        Caller::new(&principal, None, "addr:unknown".into())
+    }
+
+    #[test]
+    fn best_moves_go_to_the_class_of_their_caller() {
+        // Guests (play scope only): their own class, after players' work.
+        assert_eq!(
+            caller(PrincipalKind::Guest, Scopes::PLAY).best_move_class(),
+            Class::Guest
+        );
+        // A player with the analysis scope: with the interactive work.
+        assert_eq!(
+            caller(PrincipalKind::Player, Scopes::ANALYSIS).best_move_class(),
+            Class::Interactive
+        );
+        assert_eq!(
+            caller(PrincipalKind::Account, Scopes::ANALYSIS).best_move_class(),
+            Class::Interactive
+        );
+        // A service's key (Games' computer players) and admins: the computer-move class.
+        assert_eq!(
+            caller(PrincipalKind::ApiKey, Scopes::ANALYSIS).best_move_class(),
+            Class::ComputerMove
+        );
+        assert_eq!(
+            caller(PrincipalKind::ApiKey, Scopes::ALL).best_move_class(),
+            Class::ComputerMove
+        );
+        // An API key without the analysis scope is a guest tier caller.
+        assert_eq!(
+            caller(PrincipalKind::ApiKey, Scopes::PLAY).best_move_class(),
+            Class::Guest
+        );
     }
 }

@@ -112,6 +112,8 @@ pub struct AnalysisCore {
     pub waiter: Waiter,
     /// Open WatchAnalysis streams on this replica, per caller and in all.
     pub watches: Arc<draughts_runtime::admission::Admission>,
+    /// Guests' BestMove calls in flight on this replica.
+    pub guests: crate::quota::GuestLimits,
 }
 
 impl AnalysisCore {
@@ -232,8 +234,11 @@ impl AnalysisCore {
         self.queue.cancel(job_id, Some(&caller.player_id)).await
     }
 
-    /// Chooses a move for the side to move after `line`: queued in the computer-move class, answered
-    /// when a worker has searched it (or DEADLINE_EXCEEDED, and the job is cancelled).
+    /// Chooses a move for the side to move after `line`: queued in the caller's class
+    /// ([`Caller::best_move_class`]: services' keys in the computer-move class, players with the
+    /// analysis scope in the interactive one, guests in theirs, bounded in flight per guest, per
+    /// address and in all), answered when a worker has searched it (or DEADLINE_EXCEEDED, and the job
+    /// is cancelled).
     pub async fn best_move(
         &self,
         caller: &Caller,
@@ -269,10 +274,16 @@ impl AnalysisCore {
             clock_cap_ms,
             seed,
         };
+        let class = caller.best_move_class();
+        // Held until the call is answered.
+        let _in_flight = match class {
+            Class::Guest => Some(self.guests.admit(caller)?),
+            _ => None,
+        };
         let job_id = Queue::new_job_id();
         // The quota is counted alongside the job's submission (a refused count cancels the job).
         let quota = self.quotas.count(caller, Counter::BestMoves);
-        self.run_best_move_gated(job_id, spec, Some(caller.player_id.clone()), quota)
+        self.run_best_move_gated(job_id, spec, class, Some(caller.player_id.clone()), quota)
             .await
     }
 
@@ -284,7 +295,7 @@ impl AnalysisCore {
         spec: JobSpec,
         owner: Option<String>,
     ) -> AnalysisResult<(JobRecord, BestMoveResult)> {
-        self.run_best_move_gated(job_id, spec, owner, async { Ok(()) })
+        self.run_best_move_gated(job_id, spec, Class::ComputerMove, owner, async { Ok(()) })
             .await
     }
 
@@ -294,6 +305,7 @@ impl AnalysisCore {
         &self,
         job_id: String,
         spec: JobSpec,
+        class: Class,
         owner: Option<String>,
         gate: impl Future<Output = AnalysisResult<()>>,
     ) -> AnalysisResult<(JobRecord, BestMoveResult)> {
@@ -303,7 +315,7 @@ impl AnalysisCore {
             .submit_gated(
                 NewJob {
                     job_id: job_id.clone(),
-                    class: Class::ComputerMove,
+                    class,
                     spec,
                     owner,
                     mergeable: false,

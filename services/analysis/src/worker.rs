@@ -28,6 +28,10 @@
 //!    lease (paused, partitioned) and was replaced cannot finish the job a second time. Then ack, cache
 //!    the result, free the fingerprint.
 //!
+//! The first `reserved_computer_slots` slots (default one, when there are two or more) read only the
+//! computer-move class: a live game's move finds a free slot even while guests' BestMoves and analyses
+//! fill every other slot. The others read every class, highest first.
+//!
 //! A read that finds the group gone (the store lost its data: NOGROUP) creates the groups again and
 //! reads once more ([`Queue::ensure_groups`]), so workers go on without a restart.
 //!
@@ -70,6 +74,9 @@ pub struct WorkerConfig {
     pub name: String,
     /// Searches at once.
     pub slots: usize,
+    /// Of those, slots that take only computer moves ([`Class::ComputerMove`]): a live game's move
+    /// never waits for a slot that guests' or analysis work holds.
+    pub reserved_computer_slots: usize,
     /// Transposition table per slot, MiB.
     pub hash_mb: usize,
     /// Wall-time cap of any one search (whatever the job asks).
@@ -83,14 +90,24 @@ pub struct WorkerConfig {
 impl WorkerConfig {
     /// A unique name, one slot per core.
     pub fn defaults() -> WorkerConfig {
+        let slots = default_slots();
         WorkerConfig {
             name: format!("worker-{}", hex::encode(rand::random::<[u8; 4]>())),
-            slots: default_slots(),
+            slots,
+            reserved_computer_slots: WorkerConfig::default_reserved(slots),
             hash_mb: 16,
             max_search: Duration::from_secs(600),
             shutdown_grace: Duration::from_secs(10),
             bitbases: None,
         }
+    }
+}
+
+impl WorkerConfig {
+    /// The reserved computer-move slots of `slots`: one when there are two or more, else none (a
+    /// single slot serves every class).
+    pub fn default_reserved(slots: usize) -> usize {
+        usize::from(slots >= 2)
     }
 }
 
@@ -107,9 +124,17 @@ pub async fn run(queue: Queue, config: WorkerConfig, shutdown: impl Future<Outpu
     // A JoinSet: when this future is dropped (the process dies or the task is aborted), every slot
     // goes with it.
     let mut tasks = tokio::task::JoinSet::new();
+    let reserved = config.reserved_computer_slots.min(config.slots.max(1) - 1);
     for slot in 0..config.slots.max(1) {
+        // The first `reserved` slots take only computer moves.
+        let classes: &'static [Class] = if slot < reserved {
+            &[Class::ComputerMove]
+        } else {
+            &Class::ALL
+        };
         let slot = Slot {
             queue: queue.clone(),
+            classes,
             consumer: format!("{}-{slot}", config.name),
             config: config.clone(),
             running: running.clone(),
@@ -125,7 +150,7 @@ pub async fn run(queue: Queue, config: WorkerConfig, shutdown: impl Future<Outpu
         running.clone(),
         stop_rx.clone(),
     ));
-    tracing::info!(worker = %config.name, slots = config.slots, "analysis worker started");
+    tracing::info!(worker = %config.name, slots = config.slots, reserved_computer_slots = reserved, "analysis worker started");
     shutdown.await;
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
@@ -177,6 +202,8 @@ enum Outcome {
 
 struct Slot {
     queue: Queue,
+    /// The classes this slot takes, highest first (a reserved slot: computer moves only).
+    classes: &'static [Class],
     consumer: String,
     config: WorkerConfig,
     running: Arc<AtomicU32>,
@@ -224,21 +251,14 @@ impl Slot {
     /// Waits up to [`IDLE_POLL`] for an entry of any class (one blocking read of every stream).
     async fn wait_for_entries(&self) -> AnalysisResult<Vec<(Class, Entry)>> {
         let live = self.queue.live();
+        let streams: Vec<&str> = self.classes.iter().map(|class| class.stream()).collect();
         let delivered = self
             .queue
-            .regrouped(|| {
-                live.read_groups(
-                    &Class::STREAMS,
-                    contract::GROUP,
-                    &self.consumer,
-                    1,
-                    IDLE_POLL,
-                )
-            })
+            .regrouped(|| live.read_groups(&streams, contract::GROUP, &self.consumer, 1, IDLE_POLL))
             .await?;
         let mut delivered: Vec<(Class, Entry)> = delivered
             .into_iter()
-            .filter_map(|(index, entry)| Class::ALL.get(index).map(|class| (*class, entry)))
+            .filter_map(|(index, entry)| self.classes.get(index).map(|class| (*class, entry)))
             .collect();
         delivered.sort_by_key(|(class, entry)| (*class, entry.id));
         Ok(delivered)
@@ -255,7 +275,7 @@ impl Slot {
         if reclaim {
             self.next_reclaim = Instant::now() + self.queue.config().visibility_timeout / 2;
         }
-        for class in Class::ALL {
+        for &class in self.classes {
             if let Some(at) = hand.iter().position(|(held, _)| *held == class) {
                 return Ok(Some(hand.remove(at)));
             }
@@ -773,7 +793,12 @@ impl Slot {
         self.jobs_done += 1;
         if self.jobs_done.is_multiple_of(256) {
             let caps = draughts_store::StreamCaps {
-                max_len: self.queue.config().max_queued.saturating_mul(4).max(1024),
+                max_len: self
+                    .queue
+                    .config()
+                    .capacity(class)
+                    .saturating_mul(4)
+                    .max(1024),
                 max_age: self.queue.config().result_ttl,
             };
             let _ = self.queue.live().trim_consumed(class.stream(), caps).await;

@@ -150,7 +150,7 @@ async fn who_may_call_what() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(status.classes.len(), 3);
+    assert_eq!(status.classes.len(), 4);
     // Guests: BestMove at low levels, no analysis jobs.
     let guest = guest_token().await;
     let denied = client
@@ -474,6 +474,101 @@ async fn a_pdn_game_streams_ply_by_ply_with_judgements() {
         .await
         .unwrap_err();
     assert_eq!(no_games.code(), tonic::Code::FailedPrecondition);
+    server.stop().await;
+}
+
+/// Guests' BestMoves wait in their own class and are bounded in flight per guest and per client
+/// address; a call's place is freed when it is answered (here: when it times out, as no worker
+/// runs, which keeps each call in flight for a known time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn guests_best_moves_are_bounded_in_flight() {
+    let mut config = Config::for_tests();
+    config.in_process_workers = false;
+    config.analysis.analysis_best_move_timeout_ms = 1_500;
+    config.analysis.quotas.guest_best_moves_in_flight = 1;
+    config
+        .analysis
+        .quotas
+        .guest_best_moves_in_flight_per_address = 2;
+    let (server, client) = start(config).await;
+    let (ann, bob, carl) = (
+        guest_token().await,
+        guest_token().await,
+        guest_token().await,
+    );
+    let in_flight = |token: String| {
+        let mut client = client.clone();
+        tokio::spawn(async move { client.best_move(authed(&token, best_move(1))).await })
+    };
+    let ann_first = in_flight(ann.clone());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The call waits in the guest class (no worker here), not with the computer's moves.
+    let status = client
+        .clone()
+        .queue_status(pb::QueueStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let queued = |class: pb::JobClass| {
+        status
+            .classes
+            .iter()
+            .find(|c| c.class == class as i32)
+            .map_or(0, |c| c.queued)
+    };
+    assert_eq!(queued(pb::JobClass::Guest), 1, "{status:?}");
+    assert_eq!(queued(pb::JobClass::ComputerMove), 0, "{status:?}");
+    // Ann has her one call in flight.
+    let refused = client
+        .clone()
+        .best_move(authed(&ann, best_move(1)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert!(
+        refused.message().contains("in flight"),
+        "{}",
+        refused.message()
+    );
+    assert!(refused.metadata().get("retry-after").is_some());
+    // Bob, from the same address: the address's second call.
+    let bob_first = in_flight(bob.clone());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Carl, from that address too: its two calls are in flight.
+    let refused = client
+        .clone()
+        .best_move(authed(&carl, best_move(1)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert!(
+        refused.message().contains("address"),
+        "{}",
+        refused.message()
+    );
+    // Answered (DEADLINE_EXCEEDED: nobody searched), the places are free again.
+    for call in [ann_first, bob_first] {
+        let answer = call.await.unwrap().unwrap_err();
+        assert_eq!(answer.code(), tonic::Code::DeadlineExceeded, "{answer:?}");
+    }
+    let answer = client
+        .clone()
+        .best_move(authed(&carl, best_move(1)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        answer.code(),
+        tonic::Code::DeadlineExceeded,
+        "admitted: {answer:?}"
+    );
     server.stop().await;
 }
 

@@ -52,6 +52,7 @@ fn start_workers(
     let config = WorkerConfig {
         name: name.into(),
         slots,
+        reserved_computer_slots: 0,
         hash_mb: 16,
         max_search: Duration::from_secs(60),
         shutdown_grace: Duration::from_secs(5),
@@ -122,6 +123,7 @@ async fn queue_overhead() {
         best_move_timeout: Duration::from_secs(10),
         waiter: draughts_analysis::service::Waiter::start(live),
         watches: draughts_runtime::admission::Admission::new(16, 100, None),
+        guests: quota::GuestLimits::new(&AnalysisConfig::defaults().quotas),
     };
     let (stop, handle) = start_workers(&queue, "overhead", 1);
     let commands_before = redis_commands(&_server);

@@ -66,6 +66,7 @@ macro_rules! queue_suite {
                 the_queue_refuses_jobs_when_a_class_is_full,
                 finished_rated_games_feed_the_bulk_class_once,
                 computer_moves_are_answered_while_bulk_work_is_queued,
+                a_reserved_slot_answers_computer_moves_while_guests_fill_the_rest,
                 a_job_changed_after_queueing_runs_from_its_current_record,
                 a_computer_move_s_finished_notice_carries_its_record,
                 a_job_cancelled_before_its_start_is_searched_by_nobody,
@@ -169,10 +170,22 @@ mod checks {
 
     impl TestWorker {
         pub fn start(queue: &Queue, name: &str, slots: usize, grace: Duration) -> TestWorker {
+            TestWorker::start_reserved(queue, name, slots, 0, grace)
+        }
+
+        /// [`start`](TestWorker::start) with `reserved` of the slots taking computer moves only.
+        pub fn start_reserved(
+            queue: &Queue,
+            name: &str,
+            slots: usize,
+            reserved: usize,
+            grace: Duration,
+        ) -> TestWorker {
             let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
             let config = WorkerConfig {
                 name: name.into(),
                 slots,
+                reserved_computer_slots: reserved,
                 hash_mb: 1,
                 max_search: Duration::from_secs(30),
                 shutdown_grace: grace,
@@ -911,6 +924,95 @@ mod checks {
     /// Under load: a backlog of bulk work keeps every slot busy, and computer moves submitted one
     /// after another while it runs are each taken by the next free slot, ahead of every waiting bulk
     /// job; the bulk backlog is still there when the last computer move is answered.
+    /// Guests' BestMoves fill every slot that is not reserved: a computer move waits for one of their
+    /// searches to end without a reserved slot (the contrast), and starts at once with one; the
+    /// reserved slot never runs a guest's job.
+    pub async fn a_reserved_slot_answers_computer_moves_while_guests_fill_the_rest(
+        store: Arc<dyn LiveStore>,
+    ) {
+        const SLOTS: usize = 2;
+        const GUEST_MS: u64 = 1_500;
+        let q = queue(store, QueueConfig::for_tests()).await;
+        for reserved in [0, 1] {
+            let name = format!("reserved{reserved}");
+            let w = TestWorker::start_reserved(&q, &name, SLOTS, reserved, Duration::from_secs(5));
+            let mut guests = Vec::new();
+            for n in 0..6 {
+                let moves: &[&str] = if n % 2 == 0 { &["9-13"] } else { &["10-14"] };
+                let submitted = q
+                    .submit(job(
+                        Class::Guest,
+                        position(moves, timed(GUEST_MS)),
+                        &format!("guest:g{n}"),
+                        false,
+                    ))
+                    .await
+                    .unwrap();
+                guests.push(submitted.record().job_id.clone());
+            }
+            // Every slot that takes guests is searching for one.
+            let started = Instant::now();
+            loop {
+                let mut running = 0;
+                for id in &guests {
+                    if q.load(id).await.unwrap().unwrap().0.state == JobState::Running {
+                        running += 1;
+                    }
+                }
+                if running == SLOTS - reserved {
+                    break;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "guests not running"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let submitted = q
+                .submit(job(
+                    Class::ComputerMove,
+                    best_move(&["11-15"]),
+                    "player:bob",
+                    false,
+                ))
+                .await
+                .unwrap();
+            let id = submitted.record().job_id.clone();
+            let done = wait_for(&q, &id, "computer move done", |r| r.state == JobState::Done).await;
+            let mut running_on = Vec::new();
+            for id in &guests {
+                let (record, _) = q.load(id).await.unwrap().unwrap();
+                if record.state == JobState::Running {
+                    running_on.extend(record.worker);
+                }
+            }
+            for id in &guests {
+                q.cancel(id, None).await.unwrap();
+            }
+            w.stop().await;
+            let waited = done.started_ms.saturating_sub(done.created_ms);
+            println!(
+                "{reserved} reserved slot(s) of {SLOTS}: the computer move waited {waited} ms"
+            );
+            if reserved == 0 {
+                assert!(
+                    waited >= 300,
+                    "without a reserved slot the move waits for a guest's search, waited {waited} ms"
+                );
+            } else {
+                assert!(
+                    waited < 300,
+                    "the reserved slot starts the computer move at once, waited {waited} ms"
+                );
+                assert!(
+                    !running_on.contains(&format!("{name}-0")),
+                    "the reserved slot ran a guest's job: {running_on:?}"
+                );
+                assert_eq!(running_on.len(), SLOTS - reserved, "{running_on:?}");
+            }
+        }
+    }
+
     pub async fn computer_moves_are_answered_while_bulk_work_is_queued(store: Arc<dyn LiveStore>) {
         const BULK: usize = 60;
         const BULK_MS: u64 = 60;
@@ -1005,17 +1107,17 @@ mod checks {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
         let status = q.status().await.unwrap();
-        assert_eq!(status.classes.len(), 3);
-        assert_eq!(status.classes[2].0, Class::Bulk);
-        assert_eq!(status.classes[2].1.queued, 2);
-        assert!(status.classes[2].1.oldest_wait_ms >= 40, "{status:?}");
+        assert_eq!(status.classes.len(), 4);
+        assert_eq!(status.classes[3].0, Class::Bulk);
+        assert_eq!(status.classes[3].1.queued, 2);
+        assert!(status.classes[3].1.oldest_wait_ms >= 40, "{status:?}");
         assert_eq!(status.classes[0].1.queued, 0);
         assert_eq!(status.live_workers, 0);
         let w = TestWorker::start(&q, "counted", 2, Duration::from_secs(5));
         let start = Instant::now();
         loop {
             let status = q.status().await.unwrap();
-            if status.classes[2].1.queued == 0 && status.live_workers == 1 {
+            if status.classes[3].1.queued == 0 && status.live_workers == 1 {
                 assert_eq!(status.worker_slots, 2);
                 break;
             }
@@ -1120,7 +1222,7 @@ mod checks {
         feed.await.unwrap();
         let status = q.status().await.unwrap();
         assert_eq!(
-            status.classes[2].1.queued, 1,
+            status.classes[3].1.queued, 1,
             "one bulk job for g1, merged on redelivery: {status:?}"
         );
         assert_eq!(

@@ -84,6 +84,7 @@ impl Config {
             analysis: draughts_analysis::AnalysisConfig::defaults(),
             analysis_workers: draughts_analysis::WorkerArgs {
                 analysis_slots: 1,
+                analysis_reserved_computer_slots: None,
                 analysis_hash_mb: 1,
                 analysis_worker_name: None,
                 analysis_shutdown_grace_ms: 1_000,

@@ -6,7 +6,7 @@
 //!
 //! | name | kind | payload | writer | readers |
 //! |---|---|---|---|---|
-//! | `analysis.{jobs}.computer`, `analysis.{jobs}.interactive`, `analysis.{jobs}.bulk` | streams, group `analysis-workers`, one hash tag (an idle worker blocks on all three in one read) | [`JobEntry`] (a new job's with its first record) | the queue (enqueue, hand back) | workers |
+//! | `analysis.{jobs}.computer`, `analysis.{jobs}.interactive`, `analysis.{jobs}.guest`, `analysis.{jobs}.bulk` | streams, group `analysis-workers`, one hash tag (an idle worker blocks on all three in one read) | [`JobEntry`] (a new job's with its first record) | the queue (enqueue, hand back) | workers |
 //! | `analysis-job:{<job id>}` | versioned key, TTL = result TTL | [`JobRecord`] | the queue, the worker running it | the edge (Get/Watch), workers |
 //! | `analysis-events:<job id>` | pub/sub | [`JobEvent`] | whoever changes the record | watchers, BestMove callers, the running worker (cancel) |
 //! | `analysis.finished` | pub/sub | [`Finished`] (a computer move's with its final record) | whoever makes a record final | BestMove callers (one subscription per process) |
@@ -33,26 +33,38 @@ pub const FINISHED_CHANNEL: &str = "analysis.finished";
 /// Heartbeats of the workers.
 pub const WORKERS_STREAM: &str = "analysis.workers";
 
-/// The queue classes, in priority order.
+/// The queue classes, in priority order (the order of the variants).
+///
+/// `guest` is newer than the others: a worker of an older build does not read its stream, and an
+/// older reader refuses a record of that class (a version-1 reader knows three classes), so guests'
+/// BestMove jobs run only on workers of this build; deploy workers before the API.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum Class {
-    /// Computer opponents' moves and BestMove.
+    /// Computer opponents' moves in live games (and BestMove of services' API keys).
     ComputerMove,
-    /// Users' AnalyzePosition and AnalyzeGame.
+    /// Users' AnalyzePosition and AnalyzeGame, and BestMove of players with the analysis scope.
     Interactive,
+    /// Guests' BestMove.
+    Guest,
     /// Background work.
     Bulk,
 }
 
 impl Class {
     /// Highest priority first.
-    pub const ALL: [Class; 3] = [Class::ComputerMove, Class::Interactive, Class::Bulk];
+    pub const ALL: [Class; 4] = [
+        Class::ComputerMove,
+        Class::Interactive,
+        Class::Guest,
+        Class::Bulk,
+    ];
 
     /// Every class's stream, in priority order: one hash tag, so one read can wait on all of them.
-    pub const STREAMS: [&'static str; 3] = [
+    pub const STREAMS: [&'static str; 4] = [
         Class::ComputerMove.stream(),
         Class::Interactive.stream(),
+        Class::Guest.stream(),
         Class::Bulk.stream(),
     ];
 
@@ -61,6 +73,7 @@ impl Class {
         match self {
             Class::ComputerMove => "analysis.{jobs}.computer",
             Class::Interactive => "analysis.{jobs}.interactive",
+            Class::Guest => "analysis.{jobs}.guest",
             Class::Bulk => "analysis.{jobs}.bulk",
         }
     }
@@ -69,6 +82,7 @@ impl Class {
         match self {
             Class::ComputerMove => "computer_move",
             Class::Interactive => "interactive",
+            Class::Guest => "guest",
             Class::Bulk => "bulk",
         }
     }
