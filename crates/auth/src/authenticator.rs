@@ -182,6 +182,27 @@ struct IssuerPeek {
     iss: Option<String>,
 }
 
+/// Where a caller stands in its rate-limit window after a call, as the `x-ratelimit-*` response
+/// metadata tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateState {
+    /// Calls allowed per window (a minute).
+    pub limit: u32,
+    /// Calls left in this window.
+    pub remaining: u32,
+    /// Seconds until the window ends and the count starts again (at least 1).
+    pub reset_secs: u64,
+}
+
+impl RateState {
+    /// Adds `x-ratelimit-limit`, `x-ratelimit-remaining` and `x-ratelimit-reset` to `headers`.
+    pub fn write(&self, headers: &mut http::HeaderMap) {
+        headers.insert("x-ratelimit-limit", self.limit.into());
+        headers.insert("x-ratelimit-remaining", self.remaining.into());
+        headers.insert("x-ratelimit-reset", self.reset_secs.into());
+    }
+}
+
 /// A new guest identity and its token.
 #[derive(Clone, Debug)]
 pub struct IssuedGuest {
@@ -435,7 +456,7 @@ impl Authenticator {
         bucket: &str,
         limit: u32,
         kind: CallKind,
-    ) -> Result<(), AuthError> {
+    ) -> Result<Option<RateState>, AuthError> {
         let window_ms = RATE_WINDOW.as_millis() as u64;
         let now_ms = now_unix_ms();
         let window = now_ms / window_ms;
@@ -456,18 +477,22 @@ impl Authenticator {
                 );
                 return match kind {
                     CallKind::Write => Err(AuthError::LimiterUnavailable(e)),
-                    CallKind::Read => {
-                        self.inner
-                            .fallback
-                            .hit(bucket, limit, window, retry_after_secs)
-                    }
+                    CallKind::Read => self
+                        .inner
+                        .fallback
+                        .hit(bucket, limit, window, retry_after_secs)
+                        .map(|()| None),
                 };
             }
         };
         if count > u64::from(limit) {
             return Err(AuthError::RateLimited { retry_after_secs });
         }
-        Ok(())
+        Ok(Some(RateState {
+            limit,
+            remaining: u64::from(limit).saturating_sub(count) as u32,
+            reset_secs: retry_after_secs,
+        }))
     }
 
     /// The rate limit of anonymous calls.

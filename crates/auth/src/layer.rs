@@ -10,6 +10,7 @@ use tonic::server::NamedService;
 use tonic::transport::server::TcpConnectInfo;
 use tower::{Layer, Service};
 
+use super::authenticator::RateState;
 use super::limits::{CallKind, CallPolicy};
 use super::{AuthError, Authenticator, Principal};
 
@@ -94,15 +95,29 @@ where
         let (mut head, body) = req.into_parts();
         Box::pin(async move {
             match admit(&auth, &head, kind).await {
-                Ok(principal) => {
+                Ok((principal, rate)) => {
                     let address = address_bucket(&head, auth.trust_forwarded_for());
                     head.extensions.insert(ClientAddress(address));
                     head.extensions.insert(principal);
-                    inner.call(http::Request::from_parts(head, body)).await
+                    let mut response = inner.call(http::Request::from_parts(head, body)).await?;
+                    if let Some(rate) = rate {
+                        rate.write(response.headers_mut());
+                    }
+                    Ok(response)
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, method = head.uri.path(), "call refused");
-                    Ok(e.into_status().into_http())
+                    let retry_after = match &e {
+                        AuthError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
+                        _ => None,
+                    };
+                    let mut response = e.into_status().into_http();
+                    if let Some(reset_secs) = retry_after {
+                        let headers = response.headers_mut();
+                        headers.insert("x-ratelimit-remaining", 0u32.into());
+                        headers.insert("x-ratelimit-reset", reset_secs.into());
+                    }
+                    Ok(response)
                 }
             }
         })
@@ -118,18 +133,20 @@ async fn admit(
     auth: &Authenticator,
     head: &http::request::Parts,
     kind: CallKind,
-) -> Result<Option<Principal>, AuthError> {
+) -> Result<(Option<Principal>, Option<RateState>), AuthError> {
     let address_bucket = || address_bucket(head, auth.trust_forwarded_for());
     match auth.caller(&head.headers).await {
         Ok(Some(caller)) => {
-            auth.count_call(&caller.rate_bucket, caller.rate_limit_per_minute, kind)
+            let rate = auth
+                .count_call(&caller.rate_bucket, caller.rate_limit_per_minute, kind)
                 .await?;
-            Ok(Some(caller.principal))
+            Ok((Some(caller.principal), rate))
         }
         Ok(None) => {
-            auth.count_call(&address_bucket(), auth.anonymous_limit(), kind)
+            let rate = auth
+                .count_call(&address_bucket(), auth.anonymous_limit(), kind)
                 .await?;
-            Ok(None)
+            Ok((None, rate))
         }
         Err(refused) if refused.kind() == ErrorKind::Unauthenticated => {
             // Counted as a read: a store that cannot count falls back to this replica's limiter.

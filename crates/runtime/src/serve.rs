@@ -194,6 +194,9 @@ pub async fn serve(
             http::HeaderName::from_static("grpc-message"),
             http::HeaderName::from_static("grpc-status-details-bin"),
             http::HeaderName::from_static("retry-after"),
+            http::HeaderName::from_static("x-ratelimit-limit"),
+            http::HeaderName::from_static("x-ratelimit-remaining"),
+            http::HeaderName::from_static("x-ratelimit-reset"),
         ])
         .max_age(std::time::Duration::from_secs(24 * 3600));
 

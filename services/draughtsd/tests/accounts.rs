@@ -185,6 +185,27 @@ async fn the_account_flows(channel: Channel) -> Secrets {
         vec![pb::AuthScope::Play as i32, pb::AuthScope::Analysis as i32]
     );
     assert_eq!(me.player.unwrap().id, player.id);
+    // Every answer tells the caller where it stands in its rate-limit window.
+    let rate = |r: &tonic::metadata::MetadataMap, name: &str| -> u64 {
+        r.get(name).unwrap().to_str().unwrap().parse().unwrap()
+    };
+    let first = auth
+        .who_am_i(authed(&session.access_token, pb::WhoAmIRequest {}))
+        .await
+        .unwrap();
+    let second = auth
+        .who_am_i(authed(&session.access_token, pb::WhoAmIRequest {}))
+        .await
+        .unwrap();
+    assert_eq!(rate(first.metadata(), "x-ratelimit-limit"), 600);
+    // (Unless the minute's window ended between the two calls.)
+    if rate(second.metadata(), "x-ratelimit-reset") <= rate(first.metadata(), "x-ratelimit-reset") {
+        assert_eq!(
+            rate(second.metadata(), "x-ratelimit-remaining") + 1,
+            rate(first.metadata(), "x-ratelimit-remaining"),
+        );
+    }
+    assert!((1..=60).contains(&rate(second.metadata(), "x-ratelimit-reset")));
 
     // Usernames: unique in any letter case; reserved names and bad shapes refused, naming the field.
     let e = sign_up(&mut auth, "192.0.2.10", "", "anna_k", "another pass")
