@@ -74,8 +74,8 @@ async function pickPools(page, ids) {
 }
 
 async function identityOf(page) {
-  await page.waitForFunction(() => /\((guest|player), [^)]+\)/.test(document.querySelector("[data-testid=identity]")?.textContent ?? ""));
-  return (await page.textContent("[data-testid=identity]")).match(/\((?:guest|player), ([^)]+)\)/)[1];
+  await page.waitForFunction(() => /\((guest|player|account), [^)]+\)/.test(document.querySelector("[data-testid=identity]")?.textContent ?? ""));
+  return (await page.textContent("[data-testid=identity]")).match(/\((?:guest|player|account), ([^)]+)\)/)[1];
 }
 
 let redis;
@@ -464,8 +464,9 @@ describe("web client", () => {
 
   test("analysis of a finished game: evaluation graph and mistakes marked", async () => {
     const page = await newPage(browser);
-    await page.goto(`${server.url}/#/`);
-    await page.click("summary");
+    // A pasted identity-provider token: the sign-in page's advanced option.
+    await page.goto(`${server.url}/#/signin`);
+    await page.click("[data-testid=token-sign-in] summary");
     await page.fill("[data-testid=player-token]", playerToken("e2e-analyst", "Analyst"));
     await page.click("[data-testid=sign-in]");
     await page.waitForFunction(() => document.querySelector("[data-testid=identity]").textContent.includes("player:e2e-analyst"));
@@ -497,6 +498,9 @@ describe("web client", () => {
     const guest = await newPage(browser);
     await guest.goto(`${server.url}/#/analysis/${page.url().split("#/analysis/")[1]}`);
     await guest.waitForSelector("[data-testid=analysis-state][data-error=PermissionDenied]");
+    // ... and offers an account in one click (accounts carry the analysis scope).
+    assert.match(await guest.textContent("[data-testid=analysis-state]"), /Sign up to analyse/);
+    assert.doesNotMatch(await guest.textContent("[data-testid=analysis-state]"), /identity provider/);
     await guest.context().close();
     await page.context().close();
   });
@@ -541,5 +545,305 @@ describe("web client", () => {
       srv.cleanup();
       await own.stop();
     }
+  });
+});
+
+/** Console errors and uncaught exceptions of a page (the account flows must have none). */
+function consoleErrors(page) {
+  const errors = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(m.text());
+  });
+  page.on("pageerror", (e) => errors.push(e.message));
+  return errors;
+}
+
+/** Who the lobby says this page plays as: kind (guest, account, player) and player id. */
+async function whoIs(page, kind) {
+  await page.goto(`${server.url}/#/`);
+  const want = kind ?? "guest|player|account";
+  await page.waitForFunction((k) => new RegExp(`\\((${k}), [^)]+\\)`).test(document.querySelector("[data-testid=identity]")?.textContent ?? ""), want, { timeout: 15_000 }).catch(async (e) => {
+    const seen = await page.evaluate(() => ({
+      identity: document.querySelector("[data-testid=identity]")?.textContent,
+      notice: document.querySelector("#notice")?.textContent,
+      refreshes: window.__draughtsRefreshes,
+      calls: window.__draughtsCalls,
+      session: localStorage.getItem("draughts.session"),
+    }));
+    throw new Error(`not ${want}: ${JSON.stringify(seen)}`, { cause: e });
+  });
+  const m = (await page.textContent("[data-testid=identity]")).match(/\((guest|player|account), ([^)]+)\)/);
+  return { kind: m[1], id: m[2] };
+}
+
+const storedSession = (page) => page.evaluate(() => JSON.parse(localStorage.getItem("draughts.session") ?? "null"));
+
+/** Makes the stored access token look about to expire: the next load refreshes the session. */
+const makeStale = (page, refreshToken) =>
+  page.evaluate((rt) => {
+    const s = JSON.parse(localStorage.getItem("draughts.session"));
+    s.accessExpiresAtMs = Date.now() + 5_000;
+    s.obtainedAtMs = Date.now() - 900_000;
+    if (rt) s.refreshToken = rt;
+    localStorage.setItem("draughts.session", JSON.stringify(s));
+  }, refreshToken);
+
+const refreshCalls = (page) => page.evaluate(() => window.__draughtsRefreshes ?? 0);
+
+describe("accounts", () => {
+  const username = `ann${Date.now() % 1_000_000}`;
+  let password = "correct horse battery";
+  const ctx = {};
+
+  test("accounts: a guest who played signs up from the analysis button and keeps the game; the session survives a reload", async () => {
+    const page = await newPage(browser);
+    const errors = consoleErrors(page);
+    const guest = await whoIs(page, "guest");
+    // A finished game as a guest (against the computer: casual).
+    await choose(page, { variant: "english", color: "white", level: "1" });
+    await page.click("[data-testid=play-ai]");
+    const id = await gameId(page);
+    await playOwnMoves(page, 2);
+    if ((await statusOf(page)).outcome === ONGOING) await page.click("[data-testid=resign]");
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=status]").dataset.outcome) > 1);
+    // A guest may not analyse: the button offers an account instead, and comes back to the analysis.
+    assert.equal(await page.locator("[data-testid=analyse]").count(), 0);
+    await page.click("[data-testid=signup-to-analyse]");
+    await page.waitForSelector("[data-testid=signup]");
+    assert.match(await page.textContent("[data-testid=adopt-note]"), /move to the new account/);
+    await page.fill("[data-testid=username]", username);
+    await page.fill("[data-testid=password]", password);
+    await page.fill("[data-testid=display-name]", "Ann");
+    await page.click("[data-testid=signup-submit]");
+    await page.waitForURL(new RegExp(`#/analysis/${id}`));
+    await page.waitForSelector("[data-testid=analysis-state][data-done=true]", { timeout: 30_000 });
+    const account = await whoIs(page, "account");
+    assert.match(account.id, /^user:/);
+    assert.notEqual(account.id, guest.id);
+    assert.equal(await page.textContent("[data-testid=nav-profile]"), "Ann");
+    // The guest's game is the account's now (the server moves finished games within a few seconds:
+    // the lobby reads the list once per visit, so look again).
+    for (let i = 0; i < 20 && !(await page.locator(`.my-games a[href="#/game/${id}"]`).count()); i++) {
+      await page.waitForTimeout(500);
+      await page.reload();
+      await page.waitForSelector(".my-games h3");
+    }
+    assert.ok((await page.locator(`.my-games a[href="#/game/${id}"]`).count()) > 0, "the adopted game is listed");
+    const s = await storedSession(page);
+    assert.match(s.refreshToken, /\S/);
+    assert.equal(s.id, account.id);
+    // A reload keeps the session.
+    await page.reload();
+    assert.deepEqual(await whoIs(page, "account"), account);
+    assert.equal(await page.locator("[data-testid=notice]").count(), 0);
+    ctx.page = page;
+    ctx.account = account;
+    ctx.aiGame = id;
+    ctx.errors = errors;
+  });
+
+  test("accounts: the access token is refreshed once for two tabs, and a reused refresh token ends the session", async () => {
+    const { page, account } = ctx;
+    // Two tabs of one browser, both holding a session that is about to expire, loaded at once: one
+    // refresh (the refresh token is single-use: a second use would end the session).
+    const before = await storedSession(page);
+    await makeStale(page);
+    const other = await page.context().newPage();
+    const otherErrors = consoleErrors(other);
+    await Promise.all([page.reload(), other.goto(`${server.url}/#/`)]);
+    for (const p of [page, other]) assert.deepEqual(await whoIs(p, "account"), account);
+    await page.waitForFunction((rt) => JSON.parse(localStorage.getItem("draughts.session")).refreshToken !== rt, before.refreshToken);
+    assert.equal((await refreshCalls(page)) + (await refreshCalls(other)), 1, "one RefreshSession for both tabs");
+    const after = await storedSession(page);
+    assert.ok(after.accessExpiresAtMs > Date.now() + 60_000, "a fresh access token");
+    // Both tabs still work with the new tokens (no reuse was detected).
+    await page.reload();
+    assert.deepEqual(await whoIs(page, "account"), account);
+    await other.close();
+    assert.deepEqual(otherErrors, []);
+    // An old refresh token sent again (a thief's replay): the server ends the session, the page says so
+    // and plays as a guest.
+    await makeStale(page, before.refreshToken);
+    await page.reload();
+    await page.waitForSelector("[data-testid=notice]", { timeout: 15_000 });
+    assert.match(await page.textContent("[data-testid=notice]"), /session has ended/);
+    assert.equal((await whoIs(page, "guest")).kind, "guest");
+    assert.equal(await storedSession(page), null);
+  });
+
+  test("accounts sign out, sign in again, a rated game shown on the profile, the game page and the leaderboard", async () => {
+    const { page, account } = ctx;
+    await page.click("[data-testid=nav-signin]");
+    await page.fill("[data-testid=username]", username.toUpperCase()); // any letter case
+    await page.fill("[data-testid=password]", password);
+    await page.click("[data-testid=signin-submit]");
+    assert.deepEqual(await whoIs(page, "account"), account);
+    await page.click("[data-testid=nav-signout]");
+    const guest = await whoIs(page, "guest");
+    assert.notEqual(guest.id, account.id);
+    assert.equal(await storedSession(page), null);
+    // A wrong password is refused with the server's message.
+    await page.click("[data-testid=nav-signin]");
+    await page.fill("[data-testid=username]", username);
+    await page.fill("[data-testid=password]", "not the password");
+    await page.click("[data-testid=signin-submit]");
+    await page.waitForFunction(() => document.querySelector("[data-testid=signin-error]")?.textContent);
+    assert.match(await page.textContent("[data-testid=signin-error]"), /wrong username or password/);
+    await page.fill("[data-testid=password]", password);
+    await page.click("[data-testid=signin-submit]");
+    assert.deepEqual(await whoIs(page, "account"), account);
+
+    // A rated game against a guest (by link), resigned by the guest.
+    await choose(page, { variant: "english", color: "white" });
+    await page.check("[data-testid=rated]");
+    await page.click("[data-testid=challenge-link]");
+    await page.waitForSelector("[data-testid=challenge-url]");
+    // The opponent is signed in too (games with a guest are not rated): an identity-provider player.
+    const bob = await newPage(browser);
+    const bobErrors = consoleErrors(bob);
+    await bob.goto(`${server.url}/#/signin`);
+    await bob.click("[data-testid=token-sign-in] summary");
+    await bob.fill("[data-testid=player-token]", playerToken("e2e-bob", "Bob"));
+    await bob.click("[data-testid=sign-in]");
+    assert.equal((await whoIs(bob, "player")).id, "player:e2e-bob");
+    await bob.goto(await page.inputValue("[data-testid=challenge-url]"));
+    await bob.click("[data-testid=accept]");
+    const id = await gameId(bob);
+    assert.equal(await gameId(page), id);
+    // The names link to the profiles.
+    await page.waitForSelector(`[data-testid=name-white] a[href="#/profile/${encodeURIComponent(account.id)}"]`);
+    for (let i = 0; i < 2; i++) {
+      for (const p of [bob, page]) {
+        assert.ok(await waitForTurn(p));
+        await playRandomMove(p);
+      }
+    }
+    await bob.click("[data-testid=resign]");
+    await page.waitForFunction(() => Number(document.querySelector("[data-testid=status]").dataset.outcome) === 2);
+    await bob.context().close();
+    assert.deepEqual(bobErrors, []);
+
+    // The profile: name, account, since, the provisional rating, one point in the history, the game.
+    let rows = 0;
+    for (let i = 0; i < 30 && rows === 0; i++) {
+      await page.goto(`${server.url}/#/profile/${encodeURIComponent(account.id)}`);
+      await page.waitForSelector("[data-testid=profile][data-loaded=true]");
+      rows = await page.locator("[data-testid=profile-rating]").count();
+      if (!rows) await page.waitForTimeout(500);
+    }
+    assert.equal(await page.textContent("[data-testid=profile-name]"), "Ann");
+    assert.match(await page.textContent("[data-testid=profile-meta]"), /account · user:.* since .*rated games: 1 \(1 won, 0 drawn, 0 lost\)/);
+    const row = page.locator("[data-testid=profile-rating]").first();
+    assert.equal(await row.getAttribute("data-category"), "english");
+    assert.equal(await row.getAttribute("data-provisional"), "true");
+    assert.match(await row.textContent(), /provisional/);
+    await page.waitForSelector("[data-testid=rating-chart][data-loaded=true]");
+    assert.equal(await page.getAttribute("[data-testid=rating-chart]", "data-points"), "1");
+    assert.equal(await page.locator("[data-testid=rating-chart] svg polyline").count(), 1);
+    await page.screenshot({ path: join(outDir("accounts"), "profile.png"), fullPage: true });
+    await page.click(`[data-testid=profile-game][href="#/game/${id}"]`);
+    await page.waitForURL(new RegExp(`#/game/${id}`));
+    // The game page shows the rating next to the name (provisional: "?").
+    await page.reload();
+    await page.waitForSelector("[data-testid=rating-white]", { timeout: 15_000 });
+    assert.match(await page.textContent("[data-testid=rating-white]"), /\(\d+\?\)/);
+    assert.equal(await page.locator("[data-testid=analyse]").count(), 1, "an account may analyse");
+
+    // The leaderboard: established ratings only (nobody yet), then another category picked.
+    await page.click("[data-testid=nav-leaderboard]");
+    await page.selectOption("[data-testid=lb-variant]", "english");
+    await page.waitForURL(/#\/leaderboard\/english\/any-speed/);
+    await page.waitForSelector("[data-testid=lb-state][data-loaded=true]");
+    assert.equal(await page.getAttribute("[data-testid=lb-state]", "data-entries"), "0");
+    assert.match(await page.textContent("[data-testid=lb-state]"), /Nobody has an established rating/);
+    await page.selectOption("[data-testid=lb-variant]", "international");
+    await page.waitForURL(/#\/leaderboard\/international\/blitz/);
+    await page.waitForSelector("[data-testid=lb-state][data-loaded=true]");
+    assert.equal(await page.isDisabled("[data-testid=lb-prev]"), true);
+    ctx.ratedGame = id;
+  });
+
+  test("accounts settings: display name, personal tokens, export, password, delete", async () => {
+    const { page, account } = ctx;
+    await page.click("[data-testid=nav-settings]");
+    await page.waitForSelector("[data-testid=account-username]");
+    assert.equal(await page.textContent("[data-testid=account-username]"), username);
+    await page.fill("[data-testid=settings-display-name]", "Ann Two");
+    await page.click("[data-testid=update-account-submit]");
+    await page.waitForFunction(() => document.querySelector("[data-testid=nav-profile]")?.textContent === "Ann Two");
+    // A personal token with the play scope: shown once, listed, usable, revoked.
+    await page.fill("[data-testid=token-label]", "my bot");
+    await page.click("[data-testid=create-token-submit]");
+    await page.waitForSelector("[data-testid=new-token]");
+    const token = await page.inputValue("[data-testid=new-token]");
+    assert.match(token, /^dp_[0-9a-f]{64}$/);
+    await page.waitForSelector("[data-testid=tokens][data-count='1']");
+    assert.match(await page.textContent("[data-testid=token]"), /my bot · play · .*never used/);
+    const script = await newPage(browser);
+    await script.goto(`${server.url}/#/signin`);
+    await script.click("[data-testid=token-sign-in] summary");
+    await script.fill("[data-testid=player-token]", token);
+    await script.click("[data-testid=sign-in]");
+    assert.equal((await whoIs(script)).id, account.id, "the token acts as the account");
+    await script.context().close();
+    await page.click("[data-testid=revoke-token]");
+    await page.waitForSelector("[data-testid=tokens][data-count='0']");
+    // Export: the account's finished games as one PDN file.
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click("[data-testid=export]")]);
+    await page.waitForSelector("[data-testid=export-state][data-games]");
+    assert.ok(Number(await page.getAttribute("[data-testid=export-state]", "data-games")) >= 2, "the adopted game and the rated one");
+    const file = join(outDir("accounts"), download.suggestedFilename());
+    await download.saveAs(file);
+    assert.match(readFileSync(file, "utf8"), /\[/);
+    assert.match(download.suggestedFilename(), new RegExp(`^draughts-${username}\\.pdn$`));
+    // A new password: a new session, still signed in.
+    const newPassword = "battery staple horse";
+    await page.fill("[data-testid=current-password]", password);
+    await page.fill("[data-testid=new-password]", newPassword);
+    await page.click("[data-testid=change-password-submit]");
+    await page.waitForSelector("[data-testid=toast]:has-text('Password changed')");
+    password = newPassword;
+    assert.deepEqual(await whoIs(page, "account"), account);
+    // Delete: confirmed with the password; back to a guest, and the username signs in no more.
+    await page.goto(`${server.url}/#/settings`);
+    await page.check("[data-testid=delete-confirm]");
+    await page.fill("[data-testid=delete-password]", password);
+    await page.click("[data-testid=delete-account-submit]");
+    assert.equal((await whoIs(page, "guest")).kind, "guest");
+    await page.goto(`${server.url}/#/signin`);
+    await page.fill("[data-testid=username]", username);
+    await page.fill("[data-testid=password]", password);
+    await page.click("[data-testid=signin-submit]");
+    await page.waitForFunction(() => document.querySelector("[data-testid=signin-error]")?.textContent);
+    // The finished games keep the player id, shown as a deleted player.
+    await page.goto(`${server.url}/#/profile/${encodeURIComponent(account.id)}`);
+    await page.waitForSelector("[data-testid=profile][data-loaded=true]");
+    assert.equal(await page.textContent("[data-testid=profile-name]"), "Deleted player");
+    assert.deepEqual(ctx.errors, [], "no console errors");
+    await page.context().close();
+  });
+
+  test("accounts first move's own countdown in a fresh game", async () => {
+    const page = await newPage(browser);
+    const errors = consoleErrors(page);
+    await choose(page, { variant: "international", time: "5+3" });
+    await page.click("[data-testid=hotseat]");
+    await gameId(page);
+    assert.ok(await waitForTurn(page));
+    // White to move first: its own countdown, next to its clock; none for Black yet.
+    await page.waitForFunction(() => /first move: \d+ s/.test(document.querySelector("[data-testid=first-move-white]")?.textContent ?? ""));
+    const left = Number(await page.getAttribute("[data-testid=first-move-white]", "data-left"));
+    assert.ok(left > 0 && left < 300, `first move: ${left} s, less than the 5 min clock`);
+    assert.equal(await page.textContent("[data-testid=first-move-black]"), "");
+    await page.screenshot({ path: join(outDir("accounts"), "first-move.png") });
+    await playRandomMove(page);
+    await page.waitForFunction(() => /first move: \d+ s/.test(document.querySelector("[data-testid=first-move-black]")?.textContent ?? ""));
+    assert.equal(await page.textContent("[data-testid=first-move-white]"), "");
+    assert.ok(await waitForTurn(page));
+    await playRandomMove(page);
+    // Both have moved: the clocks run, no countdown.
+    await page.waitForFunction(() => !document.querySelector("[data-testid=first-move-black]")?.textContent && !document.querySelector("[data-testid=first-move-white]")?.textContent);
+    assert.deepEqual(errors, []);
+    await page.context().close();
   });
 });

@@ -326,6 +326,9 @@ async function withRefreshLock<T>(f: () => Promise<T>): Promise<T> {
 }
 
 let inflight: Promise<StoredSession | null> | null = null;
+/** RefreshSession calls this page made (for a look from a test: one refresh across tabs). */
+const refreshes = { count: 0 };
+Object.defineProperty(window, "__draughtsRefreshes", { get: () => refreshes.count });
 
 /**
  * Trades the stored refresh token for a new session, unless the stored session is already fresh and is
@@ -340,6 +343,7 @@ export function refreshSession(failed?: string, early = false): Promise<StoredSe
     if (!s) return null;
     if (s.accessToken !== failed && s.accessExpiresAtMs > Date.now() + margin(s) * (early ? 1.2 : 0.5)) return s;
     try {
+      refreshes.count++;
       const r = await auth.refreshSession({ refreshToken: s.refreshToken });
       const next = { ...stored(r, s.scopes) };
       writeSession(next);

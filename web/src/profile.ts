@@ -52,17 +52,16 @@ export function ratingText(r: Rating | undefined): string {
   return `${Math.round(r.rating)}${r.provisional ? "?" : ""}`;
 }
 
-const ratingsCache = new Map<string, Promise<Rating[]>>();
+const ratingsCache = new Map<string, { at: number; p: Promise<Rating[]> }>();
 
-/** A player's ratings (one GetRatings per player and page load; none for the computer). */
+/** A player's ratings (GetRatings, read again after 30 s: a game just finished changes them; none for the computer). */
 export function ratingsOf(playerId: string): Promise<Rating[]> {
   if (!playerId || playerId.startsWith("ai:")) return Promise.resolve([]);
-  let p = ratingsCache.get(playerId);
-  if (!p) {
-    p = retrying(() => ratings.getRatings({ playerId }, bearer(currentIdentity()))).then((r) => r.ratings);
-    p.catch(() => ratingsCache.delete(playerId));
-    ratingsCache.set(playerId, p);
-  }
+  const had = ratingsCache.get(playerId);
+  if (had && had.at > Date.now() - 30_000) return had.p;
+  const p = retrying(() => ratings.getRatings({ playerId }, bearer(currentIdentity()))).then((r) => r.ratings);
+  p.catch(() => ratingsCache.delete(playerId));
+  ratingsCache.set(playerId, { at: Date.now(), p });
   return p;
 }
 
