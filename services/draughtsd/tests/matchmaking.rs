@@ -439,3 +439,57 @@ async fn pairing_and_lobby(redis_url: &str, pg_url: &str) {
     a.stop().await;
     b.stop().await;
 }
+
+/// Behind a proxy whose X-Forwarded-For is trusted, anonymous WatchLobby streams count per client
+/// address (IPv6 by its /64), not per proxy: every connection here comes from 127.0.0.1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_lobby_watchers_behind_a_proxy_count_per_client_address() {
+    let mut config = draughtsd::Config::for_tests("memory://", "sqlite::memory:");
+    config.auth.trust_forwarded_for = true;
+    let server = ServiceUnderTest::start(move |listener, shutdown| {
+        draughtsd::run(config, listener, shutdown)
+    })
+    .await;
+    let channel = server.channel().await;
+    let watch = |address: &'static str| {
+        let mut client = MatchmakingClient::new(channel.clone());
+        async move {
+            let mut request = tonic::Request::new(pb::WatchLobbyRequest {});
+            request
+                .metadata_mut()
+                .insert("x-forwarded-for", address.parse().unwrap());
+            client.watch_lobby(request).await.map(|r| r.into_inner())
+        }
+    };
+    let mut open = Vec::new();
+    for _ in 0..matchmaking_max_streams() {
+        open.push(
+            watch("203.0.113.7")
+                .await
+                .expect("within the per-caller bound"),
+        );
+    }
+    let refused = watch("203.0.113.7").await.unwrap_err();
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    // Another client through the same proxy has places of its own; one IPv6 /64 is one client.
+    open.push(watch("203.0.113.8").await.expect("another client"));
+    for _ in 0..matchmaking_max_streams() {
+        open.push(watch("2001:db8:1:2::1").await.expect("an IPv6 client"));
+    }
+    let refused = watch("2001:db8:1:2::77").await.unwrap_err();
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    drop(open);
+    server.stop().await;
+}
+
+fn matchmaking_max_streams() -> usize {
+    draughts_matchmaking::grpc::MAX_STREAMS_PER_CALLER
+}

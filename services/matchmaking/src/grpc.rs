@@ -387,15 +387,15 @@ impl pb::matchmaking_server::Matchmaking for MatchmakingService {
         &self,
         req: Request<pb::WatchLobbyRequest>,
     ) -> Result<Response<Self::WatchLobbyStream>, Status> {
-        // Anyone may watch; anonymous callers are counted by their address.
+        // Anyone may watch; anonymous callers are counted by their client address as the rate limits
+        // count it (the X-Forwarded-For entry behind a trusted proxy, whose own address every
+        // anonymous watcher would share; IPv6 by its network).
         let who = match draughts_auth::optional_principal(&req) {
             Some(p) => {
                 self.core.seen(&p.player_id).await;
                 p.player_id
             }
-            None => req
-                .remote_addr()
-                .map_or_else(|| "anonymous".to_owned(), |a| a.ip().to_string()),
+            None => draughts_auth::client_address(&req),
         };
         let slot = self.watches.take(&who, "WatchLobby")?;
         let first = self.core.read_lobby_stats().await?;

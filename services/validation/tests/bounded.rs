@@ -142,6 +142,41 @@ fn is_finished(e: &pb::GameEvent) -> bool {
     matches!(e.kind, Some(pb::game_event::Kind::Finished(_)))
 }
 
+/// Behind a proxy whose X-Forwarded-For is trusted, anonymous watchers count per client address (as
+/// the rate limits do: IPv6 by its /64), not per proxy: every TCP connection here comes from 127.0.0.1.
+#[tokio::test]
+async fn anonymous_watchers_behind_a_proxy_count_per_client_address() {
+    let mut c = config();
+    c.auth.trust_forwarded_for = true;
+    c.games.max_watchers_per_caller = 1;
+    let server = start(c).await;
+    let ch = server.channel().await;
+    let (w, b) = (guest(&ch, "W").await, guest(&ch, "B").await);
+    let id = game(&ch, &w, &b).await.unwrap();
+    let from = |address: &str| {
+        let mut request = tonic::Request::new(watch_req(&id));
+        request
+            .metadata_mut()
+            .insert("x-forwarded-for", address.parse().unwrap());
+        let mut games = GamesClient::new(ch.clone());
+        async move { games.watch_game(request).await.map(|r| r.into_inner()) }
+    };
+    let _first = from("203.0.113.7").await.unwrap();
+    // Another client through the same proxy has a place of its own.
+    let _other = from("203.0.113.8").await.unwrap();
+    let _v6 = from("2001:db8:1:2::1").await.unwrap();
+    // The first client's second watch, and another address of the same IPv6 /64: over the cap.
+    for again in ["203.0.113.7", "2001:db8:1:2::99"] {
+        let refused = from(again).await.unwrap_err();
+        assert_eq!(
+            refused.code(),
+            Code::ResourceExhausted,
+            "{again}: {refused:?}"
+        );
+    }
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn watch_streams_are_capped_per_caller_and_per_replica() {
     let mut c = config();

@@ -550,12 +550,13 @@ impl pb::games_server::Games for GamesService {
         &self,
         req: Request<pb::WatchGameRequest>,
     ) -> Result<Response<WatchStream>, Status> {
-        let caller = super::watch::caller_key(
-            auth::optional_principal(&req)
-                .as_ref()
-                .map(|p| p.player_id.as_str()),
-            req.remote_addr(),
-        );
+        // A player by id; an anonymous watcher by its client address as the rate limits count it
+        // (the X-Forwarded-For entry behind a trusted proxy, IPv6 by its network): behind an ingress
+        // the TCP peer is the proxy, and every anonymous watcher would share its one cap.
+        let caller = match auth::optional_principal(&req) {
+            Some(principal) => principal.player_id.clone(),
+            None => auth::client_address(&req),
+        };
         let id = req.into_inner().game_id;
         let stream = super::watch::watch(&self.core, &caller, &id).await?;
         Ok(Response::new(stream))
