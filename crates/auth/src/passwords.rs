@@ -5,13 +5,15 @@
 //! parameters, so stronger ones can be adopted later and old hashes still verify.
 //!
 //! Hashing costs tens of milliseconds of one core and 19 MiB, on purpose. So that sign-ins never stall
-//! games, at most `threads` hashes run at once on tokio's blocking threads (never on the runtime's
-//! workers), at most [`MAX_WAITING`] more wait for a turn, and any beyond are refused at once with
-//! UNAVAILABLE ([`AuthError::Busy`]). A password is at most [`MAX_PASSWORD_BYTES`] long, so one hash
-//! costs the same whatever a caller sends.
+//! games, hashes run on a pool of their own threads (never on the runtime's workers), which run at the
+//! lowest CPU priority the system gives (niceness 19 on Linux): they use the cores the games leave
+//! idle, and a game's move preempts them. At most `threads` hashes run at once, at most
+//! [`MAX_WAITING`] more wait for a turn, and any beyond are refused at once with UNAVAILABLE
+//! ([`AuthError::Busy`]). A password is at most [`MAX_PASSWORD_BYTES`] long, so one hash costs the
+//! same whatever a caller sends.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
@@ -37,11 +39,16 @@ pub const MAX_PASSWORD_BYTES: usize = 512;
 /// Hashes waiting for a turn beyond which new ones are refused.
 pub const MAX_WAITING: usize = 64;
 
-/// The password hasher: a bounded pool over tokio's blocking threads. Cheap to clone.
-#[derive(Clone, Debug)]
+/// A hashing job for the pool's threads.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The password hasher: a bounded pool of low-priority threads. Cheap to clone; the threads end when
+/// the last clone is dropped.
+#[derive(Clone)]
 pub struct Passwords {
     turns: Arc<Semaphore>,
     waiting: Arc<AtomicUsize>,
+    jobs: Arc<Mutex<mpsc::Sender<Job>>>,
     /// A hash of a random password, verified against when a username is unknown, so that an unknown
     /// username costs the same time as a wrong password.
     decoy: Arc<String>,
@@ -86,15 +93,52 @@ fn verify_now(password: &str, stored: &str) -> bool {
     }
 }
 
+impl std::fmt::Debug for Passwords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Passwords")
+            .field("free_turns", &self.turns.available_permits())
+            .field("waiting", &self.waiting.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// A pool thread: lowest priority, then jobs until the pool is dropped.
+fn worker(jobs: Arc<Mutex<mpsc::Receiver<Job>>>) {
+    if let Err(e) =
+        thread_priority::set_current_thread_priority(thread_priority::ThreadPriority::Min)
+    {
+        tracing::warn!(error = ?e, "password hashing runs at normal priority");
+    }
+    loop {
+        let job = match jobs.lock() {
+            Ok(receiver) => receiver.recv(),
+            Err(_) => return,
+        };
+        match job {
+            Ok(job) => job(),
+            Err(_) => return,
+        }
+    }
+}
+
 impl Passwords {
-    /// A pool hashing `threads` passwords at once (0 = half the cores, at least 1).
+    /// A pool hashing `threads` passwords at once (0 = one per core).
     pub fn new(threads: usize) -> Passwords {
         let threads = match threads {
-            0 => std::thread::available_parallelism()
-                .map_or(1, |n| n.get() / 2)
-                .max(1),
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
+        let (sender, receiver) = mpsc::channel::<Job>();
+        let receiver = Arc::new(Mutex::new(receiver));
+        for i in 0..threads {
+            let receiver = receiver.clone();
+            if let Err(e) = std::thread::Builder::new()
+                .name(format!("password-hash-{i}"))
+                .spawn(move || worker(receiver))
+            {
+                tracing::error!(error = %e, "a password hashing thread could not start");
+            }
+        }
         let decoy = {
             use rand::RngCore;
             let mut bytes = [0u8; 24];
@@ -104,6 +148,7 @@ impl Passwords {
         Passwords {
             turns: Arc::new(Semaphore::new(threads)),
             waiting: Arc::new(AtomicUsize::new(0)),
+            jobs: Arc::new(Mutex::new(sender)),
             decoy: Arc::new(decoy),
         }
     }
@@ -125,13 +170,17 @@ impl Passwords {
             .await
             .map_err(|_| AuthError::Busy)?;
         drop(guard);
-        let result = tokio::task::spawn_blocking(move || {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
             let _permit = permit;
-            work()
-        })
-        .await
-        .map_err(|_| AuthError::Hashing)?;
-        Ok(result)
+            let _ = tx.send(work());
+        });
+        self.jobs
+            .lock()
+            .map_err(|_| AuthError::Hashing)?
+            .send(job)
+            .map_err(|_| AuthError::Hashing)?;
+        rx.await.map_err(|_| AuthError::Hashing)
     }
 
     /// The PHC string of `password` (checked with [`check_new_password`] first).
