@@ -51,7 +51,12 @@ const PASSWORD: &str = "load-test password";
 fn from<T>(addr: u64, message: T) -> tonic::Request<T> {
     let mut req = tonic::Request::new(message);
     // 10.0.0.0/8: one address per attempt.
-    let ip = format!("10.{}.{}.{}", (addr >> 16) & 255, (addr >> 8) & 255, addr & 255);
+    let ip = format!(
+        "10.{}.{}.{}",
+        (addr >> 16) & 255,
+        (addr >> 8) & 255,
+        addr & 255
+    );
     if let Ok(v) = ip.parse() {
         req.metadata_mut().insert("x-forwarded-for", v);
     }
