@@ -265,7 +265,8 @@ pub fn start_round(mut state: Standings, number: u32, round: &SwissRound) -> Sta
 }
 
 /// Applies one finished game; a game id already applied changes nothing (see the module's
-/// documentation). A player the standings do not know is added (rating 0) rather than losing the game.
+/// documentation). A player the standings do not know is added (rating 0) rather than losing the game;
+/// a result with one player on both sides is refused (nothing changes, its id is not recorded).
 pub fn apply_result(mut state: Standings, result: &GameResult) -> Standings {
     if result.white == result.black || !state.applied.insert(result.game_id.clone()) {
         return state;

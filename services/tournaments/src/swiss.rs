@@ -370,12 +370,11 @@ fn match_subset(
             }
         }
     } else {
-        for x in 0..n {
+        for (x, &p) in places.iter().enumerate() {
             let near = (x + WINDOW).min(n - 1);
             for y in x + 1..=near {
                 add(x, y, &mut edges);
             }
-            let p = places[x];
             let half = p.size / 2;
             if p.pos < half {
                 let ideal = p.start + p.pos + half;
@@ -398,8 +397,8 @@ fn match_subset(
     }
     let mut pairs = Vec::new();
     let mut alone = Vec::new();
-    for x in 0..n {
-        match mate[x] {
+    for (x, &m) in mate.iter().enumerate() {
+        match m {
             usize::MAX => alone.push(x),
             m if x < m => pairs.push((x, m)),
             _ => {}
@@ -479,7 +478,7 @@ pub fn pair_round(players: &[SwissPlayer]) -> SwissRound {
                 repeated_bye: bye.is_some_and(|s| field.seats[s].src.had_bye),
             }
         };
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         let mut first = None;
         for relaxed in [false, true] {
             let (pairs, alone) = pair_seats(&field, &all, relaxed);
@@ -657,9 +656,12 @@ mod tests {
         assert!(round.relaxed_colours);
     }
 
+    /// Colours relaxed, the bye, the least (score, colour, order) sums.
+    type Expected = (bool, Option<PlayerRef>, (u32, u32, u32));
+
     /// The criteria as [`pair_round`] documents them, searched exhaustively: the stage (colours
     /// relaxed or not, bye repeated or not), the bye, and the least (score, colour, order) sums.
-    fn brute_force(players: &[SwissPlayer]) -> Option<(bool, Option<PlayerRef>, (u32, u32, u32))> {
+    fn brute_force(players: &[SwissPlayer]) -> Option<Expected> {
         let field = Field::new(players);
         let n = field.seats.len();
         let mut candidates: Vec<Option<usize>> = if n % 2 == 1 {
