@@ -293,14 +293,14 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
             };
             let result = run_command(command, channel, rules_client, token).await;
             match result {
-                Err(CallFailed::Status(status))
-                    if from_session
-                        && status.code() == tonic::Code::Unauthenticated
-                        && crate::session::has_session(&url) =>
+                Err(CallFailed::Unauthenticated(message))
+                    if from_session && crate::session::has_session(&url) =>
                 {
-                    Err(crate::session::session_refused(&url, &status))
+                    Err(crate::session::session_refused(&url, &message))
                 }
-                Err(CallFailed::Status(status)) => Err(status_error(status)),
+                Err(CallFailed::Unauthenticated(message)) => {
+                    Err(CliError(format!("Unauthenticated: {message}")))
+                }
                 Err(CallFailed::Other(e)) => Err(e),
                 Ok(()) => Ok(()),
             }
@@ -308,29 +308,26 @@ async fn run_async(args: ClientArgs) -> Result<(), CliError> {
     }
 }
 
-/// How a command failed: a refused call (kept whole, so that a refused saved session can be told
-/// apart), or anything else.
+/// How a command failed: refused as unauthenticated (kept apart, so that a refused saved session can
+/// be told so), or anything else.
 enum CallFailed {
-    Status(tonic::Status),
+    Unauthenticated(String),
     Other(CliError),
 }
 
 impl From<CliError> for CallFailed {
     fn from(e: CliError) -> CallFailed {
-        // The commands report refused calls as "Code: message" text.
-        if e.0.starts_with("Unauthenticated: ") {
-            CallFailed::Status(tonic::Status::unauthenticated(
-                e.0["Unauthenticated: ".len()..].to_owned(),
-            ))
-        } else {
-            CallFailed::Other(e)
+        // The commands report refused calls as "Code: message" text (`status_error`).
+        match e.0.strip_prefix("Unauthenticated: ") {
+            Some(message) => CallFailed::Unauthenticated(message.to_owned()),
+            None => CallFailed::Other(e),
         }
     }
 }
 
 impl From<tonic::Status> for CallFailed {
     fn from(status: tonic::Status) -> CallFailed {
-        CallFailed::Status(status)
+        status_error(status).into()
     }
 }
 

@@ -207,10 +207,10 @@ pub(crate) fn has_session(server: &str) -> bool {
     load().is_ok_and(|s| s.servers.contains_key(server))
 }
 
-/// The message for a call refused with UNAUTHENTICATED while using the saved session.
-pub(crate) fn session_refused(server: &str, status: &tonic::Status) -> CliError {
+/// The message for a call refused with UNAUTHENTICATED (`message`) while using the saved session.
+pub(crate) fn session_refused(server: &str, message: &str) -> CliError {
     let _ = forget(server);
-    CliError(format!("{} ({})", ended(server).0, status.message()))
+    CliError(format!("{} ({message})", ended(server).0))
 }
 
 pub(crate) async fn sign_up(
