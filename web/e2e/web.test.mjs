@@ -578,15 +578,23 @@ async function whoIs(page, kind) {
 
 const storedSession = (page) => page.evaluate(() => JSON.parse(localStorage.getItem("draughts.session") ?? "null"));
 
-/** Makes the stored access token look about to expire: the next load refreshes the session. */
-const makeStale = (page, refreshToken) =>
-  page.evaluate((rt) => {
+/**
+ * Makes the stored access token look about to expire: the next load refreshes the session. The page is
+ * first taken off the client (a page of the origin without it): a live client would refresh at once,
+ * and a reload that cuts off its answer loses the new refresh token (the server took the old one).
+ */
+const makeStale = async (page, refreshToken) => {
+  await page.route("**/e2e-no-client", (r) => r.fulfill({ status: 200, contentType: "text/html", body: "<!doctype html><title>no client</title>" }));
+  await page.goto(`${server.url}/e2e-no-client`);
+  await page.evaluate((rt) => {
     const s = JSON.parse(localStorage.getItem("draughts.session"));
     s.accessExpiresAtMs = Date.now() + 5_000;
     s.obtainedAtMs = Date.now() - 900_000;
     if (rt) s.refreshToken = rt;
+    s.savedAtMs = Date.now();
     localStorage.setItem("draughts.session", JSON.stringify(s));
   }, refreshToken);
+};
 
 const refreshCalls = (page) => page.evaluate(() => window.__draughtsRefreshes ?? 0);
 
@@ -650,7 +658,7 @@ describe("accounts", () => {
     await makeStale(page);
     const other = await page.context().newPage();
     const otherErrors = consoleErrors(other);
-    await Promise.all([page.reload(), other.goto(`${server.url}/#/`)]);
+    await Promise.all([page.goto(`${server.url}/#/`), other.goto(`${server.url}/#/`)]);
     for (const p of [page, other]) assert.deepEqual(await whoIs(p, "account"), account);
     await page.waitForFunction((rt) => JSON.parse(localStorage.getItem("draughts.session")).refreshToken !== rt, before.refreshToken);
     assert.equal((await refreshCalls(page)) + (await refreshCalls(other)), 1, "one RefreshSession for both tabs");
@@ -664,12 +672,13 @@ describe("accounts", () => {
     // An old refresh token sent again (a thief's replay): the server ends the session, the page says so
     // and plays as a guest.
     await makeStale(page, before.refreshToken);
-    await page.reload();
+    await page.goto(`${server.url}/#/`);
     await page.waitForSelector("[data-testid=notice]", { timeout: 15_000 });
     assert.match(await page.textContent("[data-testid=notice]"), /session has ended/);
     assert.equal((await whoIs(page, "guest")).kind, "guest");
     assert.equal(await storedSession(page), null);
   });
+
 
   test("accounts sign out, sign in again, a rated game shown on the profile, the game page and the leaderboard", async () => {
     const { page, account } = ctx;
@@ -678,6 +687,7 @@ describe("accounts", () => {
     await page.fill("[data-testid=password]", password);
     await page.click("[data-testid=signin-submit]");
     assert.deepEqual(await whoIs(page, "account"), account);
+    assert.equal(await page.locator("[data-testid=notice]").count(), 0, "signed in again: the notice is gone");
     await page.click("[data-testid=nav-signout]");
     const guest = await whoIs(page, "guest");
     assert.notEqual(guest.id, account.id);
@@ -784,7 +794,7 @@ describe("accounts", () => {
     await script.click("[data-testid=token-sign-in] summary");
     await script.fill("[data-testid=player-token]", token);
     await script.click("[data-testid=sign-in]");
-    assert.equal((await whoIs(script)).id, account.id, "the token acts as the account");
+    assert.equal((await whoIs(script, "player")).id, account.id, "the token acts as the account");
     await script.context().close();
     await page.click("[data-testid=revoke-token]");
     await page.waitForSelector("[data-testid=tokens][data-count='0']");
@@ -835,6 +845,10 @@ describe("accounts", () => {
     const left = Number(await page.getAttribute("[data-testid=first-move-white]", "data-left"));
     assert.ok(left > 0 && left < 300, `first move: ${left} s, less than the 5 min clock`);
     assert.equal(await page.textContent("[data-testid=first-move-black]"), "");
+    // The clock itself does not run before both sides have moved: it shows the whole time, still.
+    await page.waitForTimeout(1500);
+    assert.equal(await page.textContent("[data-testid=clock-white]"), "5:00");
+    assert.equal(await page.locator("[data-testid=clock-white].running").count(), 0);
     await page.screenshot({ path: join(outDir("accounts"), "first-move.png") });
     await playRandomMove(page);
     await page.waitForFunction(() => /first move: \d+ s/.test(document.querySelector("[data-testid=first-move-black]")?.textContent ?? ""));
@@ -843,6 +857,7 @@ describe("accounts", () => {
     await playRandomMove(page);
     // Both have moved: the clocks run, no countdown.
     await page.waitForFunction(() => !document.querySelector("[data-testid=first-move-black]")?.textContent && !document.querySelector("[data-testid=first-move-white]")?.textContent);
+    await page.waitForSelector("[data-testid=clock-white].running");
     assert.deepEqual(errors, []);
     await page.context().close();
   });

@@ -95,6 +95,8 @@ interface StoredSession {
   accessExpiresAtMs: number;
   refreshToken: string;
   refreshExpiresAtMs: number;
+  /** When this browser wrote it (the newest copy wins; see writeSession). */
+  savedAtMs?: number;
   /** When this browser got the access token (its lifetime decides how early it is refreshed). */
   obtainedAtMs: number;
   id: string;
@@ -105,6 +107,8 @@ interface StoredSession {
 
 const KEY = "draughts.identity";
 const SESSION = "draughts.session";
+/** When the session was last ended in this browser (so that an older copy of it is not used again). */
+const SIGNED_OUT = "draughts.signed-out";
 const HOTSEAT = "draughts.hotseat.";
 const LOCK = "draughts.refresh-lock";
 /** Refresh this long before the access token expires (a third of its lifetime when that is shorter). */
@@ -139,13 +143,85 @@ function readSession(): StoredSession | null {
 /** The account this tab last saw in storage ("" for none). */
 let seenAccount = "";
 
-function writeSession(s: StoredSession | null): void {
+/**
+ * Keeps the session: in localStorage (read synchronously by every call) and in IndexedDB, the copy the
+ * refresh trusts. localStorage is not kept consistent between a browser's processes at once: a tab in
+ * another process may read the old refresh token for a moment after this one wrote the new one, and
+ * using that old token would end the session. IndexedDB's transactions are committed in one place, so
+ * a tab that takes the refresh lock after this one let go of it reads what this one wrote.
+ */
+function writeSession(s: StoredSession | null): Promise<void> {
   seenAccount = s?.id ?? "";
+  const at = Date.now();
   if (s) {
+    s = { ...s, savedAtMs: at };
     accessTokens.add(s.accessToken);
     localStorage.setItem(SESSION, JSON.stringify(s));
-  } else localStorage.removeItem(SESSION);
+  } else {
+    localStorage.removeItem(SESSION);
+    localStorage.setItem(SIGNED_OUT, String(at));
+  }
   scheduleRefresh();
+  return idbPut(SESSION, { at, session: s }).catch(() => {});
+}
+
+/**
+ * The session as last written by any tab: the newer of IndexedDB's copy and this tab's localStorage
+ * (which may lag behind another process's write, or be ahead of a write to IndexedDB that a closed page
+ * did not finish).
+ */
+async function latestSession(): Promise<StoredSession | null> {
+  const kept = await idbGet<{ at: number; session: StoredSession | null }>(SESSION).catch(() => undefined);
+  let local: StoredSession | null = null;
+  try {
+    local = JSON.parse(localStorage.getItem(SESSION) ?? "null") as StoredSession | null;
+  } catch {
+    local = null;
+  }
+  const localAt = local?.savedAtMs ?? Number(localStorage.getItem(SIGNED_OUT) ?? 0);
+  if (kept && kept.at > localAt) {
+    // This tab's localStorage lags behind: bring it up to date.
+    if (kept.session) localStorage.setItem(SESSION, JSON.stringify(kept.session));
+    else {
+      localStorage.removeItem(SESSION);
+      localStorage.setItem(SIGNED_OUT, String(kept.at));
+    }
+  }
+  return readSession();
+}
+
+let db: Promise<IDBDatabase> | null = null;
+function idb(): Promise<IDBDatabase> {
+  if (!db) {
+    db = new Promise((resolve, reject) => {
+      const open = indexedDB.open("draughts", 1);
+      open.onupgradeneeded = () => open.result.createObjectStore("kv");
+      open.onsuccess = () => resolve(open.result);
+      open.onerror = () => reject(open.error);
+    });
+    db.catch(() => (db = null));
+  }
+  return db;
+}
+
+async function idbGet<T>(key: string): Promise<T | undefined> {
+  const d = await idb();
+  return new Promise((resolve, reject) => {
+    const r = d.transaction("kv", "readonly").objectStore("kv").get(key);
+    r.onsuccess = () => resolve(r.result as T | undefined);
+    r.onerror = () => reject(r.error);
+  });
+}
+
+async function idbPut(key: string, value: unknown): Promise<void> {
+  const d = await idb();
+  return new Promise((resolve, reject) => {
+    const tx = d.transaction("kv", "readwrite");
+    tx.objectStore("kv").put(value, key);
+    tx.oncomplete = () => resolve();
+    tx.onerror = () => reject(tx.error);
+    tx.onabort = () => reject(tx.error);
+  });
 }
 
 function stored(s: Session, scopes?: AuthScope[]): StoredSession {
@@ -231,12 +307,16 @@ let checking = false;
 export function ensureIdentity(): Promise<Identity> {
   if (pending) return pending;
   checking = true;
+  const gen = generation;
   pending = (async () => {
     const have = readSession() ? await freshSession().then((s) => (s ? accountIdentity(s) : null)) : currentIdentity();
     if (have) {
       try {
         const who = await retrying(() => auth.whoAmI({}, bearer(have)));
         const checked = { ...have, id: who.player?.id ?? have.id, name: who.player?.displayName ?? have.name, scopes: who.scopes };
+        // Signed in or out meanwhile (e.g. on the sign-in page before this first check ended): that wins.
+        const now = gen !== generation ? currentIdentity() : null;
+        if (now) return now;
         setIdentity(checked);
         return checked.kind === "account" ? (currentIdentity() ?? checked) : checked;
       } catch (e) {
@@ -246,6 +326,8 @@ export function ensureIdentity(): Promise<Identity> {
       }
     }
     const guest = await newGuest(localStorage.getItem("draughts.name") ?? "");
+    const now = gen !== generation ? currentIdentity() : null;
+    if (now) return now;
     setIdentity(guest);
     return guest;
   })().finally(() => (checking = false));
@@ -273,8 +355,12 @@ export async function identityRefused(id: Identity): Promise<void> {
   resetIdentity();
 }
 
+/** Counts the identity's changes: an identity check that began before one does not overwrite it. */
+let generation = 0;
+
 /** Tells the page that the identity changed (sign-in, sign-out, a session ended, another tab). */
 function identityChanged(): void {
+  generation++;
   window.dispatchEvent(new CustomEvent("draughts:identity"));
 }
 
@@ -339,21 +425,30 @@ Object.defineProperty(window, "__draughtsRefreshes", { get: () => refreshes.coun
 export function refreshSession(failed?: string, early = false): Promise<StoredSession | null> {
   if (inflight) return inflight;
   inflight = withRefreshLock(async () => {
-    const s = readSession();
-    if (!s) return null;
+    const s = await latestSession();
+    if (!s) {
+      // Another tab signed out (or the session lapsed) and this tab's localStorage has yet to show it.
+      if (readSession()) endSession("Your session has ended: you play as a guest now.");
+      return null;
+    }
     if (s.accessToken !== failed && s.accessExpiresAtMs > Date.now() + margin(s) * (early ? 1.2 : 0.5)) return s;
     try {
       refreshes.count++;
       const r = await auth.refreshSession({ refreshToken: s.refreshToken });
       const next = { ...stored(r, s.scopes) };
-      writeSession(next);
+      // Written (committed) before the lock is let go: the next holder reads this refresh token.
+      await writeSession(next);
       return next;
     } catch (e) {
       const err = ConnectError.from(e);
       if (err.code !== Code.Unauthenticated && err.code !== Code.InvalidArgument) throw err;
       // Refused (reused, revoked or expired): the session is over, unless another tab replaced it.
-      if (readSession()?.refreshToken === s.refreshToken) endSession(`Your session has ended (${err.rawMessage || "refused"}): you play as a guest now. Sign in again to use your account.`);
-      return readSession();
+      const now = await latestSession();
+      if (!now || now.refreshToken === s.refreshToken) {
+        endSession(`Your session has ended (${err.rawMessage || "refused"}): you play as a guest now. Sign in again to use your account.`);
+        return null;
+      }
+      return now;
     }
   }).finally(() => (inflight = null));
   return inflight;

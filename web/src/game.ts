@@ -95,8 +95,16 @@ export function gamePage(root: HTMLElement, gameId: string): () => void {
     const k = view?.clocks;
     if (!k) return 0;
     const ms = Number(c === Color.WHITE ? k.whiteMs : k.blackMs);
-    if (k.running === c && ongoing()) return ms - (Date.now() - Number(k.atMs));
+    if (clockRuns(c)) return ms - (Date.now() - Number(k.atMs));
     return ms;
+  }
+
+  /**
+   * Whether a side's clock is running. Before both sides have moved no clock runs (the server names the
+   * side to move all the same): the first move has its own limit, `first_move_deadline_ms`.
+   */
+  function clockRuns(c: Color): boolean {
+    return view?.clocks?.running === c && ongoing() && !Number(view.firstMoveDeadlineMs);
   }
 
   // Each side's bar: built when the game changes, its clock and first-move countdown updated by the tick
@@ -150,7 +158,7 @@ export function gamePage(root: HTMLElement, gameId: string): () => void {
     const corr = view.timeControl?.kind.case === "correspondence";
     const deadline = Number(view.firstMoveDeadlineMs);
     for (const [c, { clock, first }] of bars) {
-      const running = view.clocks?.running === c && ongoing();
+      const running = clockRuns(c);
       clock.className = `clock${running ? " running" : ""}`;
       clock.textContent = corr ? `${(clockOf(c) / 3_600_000).toFixed(1)} h` : clockText(clockOf(c));
       // Before both sides have moved the clock does not run, but the first move has its own limit.

@@ -75,6 +75,8 @@ function renderNav() {
 /** A message about the session (e.g. it ended) that stays until dismissed. */
 function showNotice() {
   const text = takeNotice();
+  // Signed in again: the notice about the ended session is done with.
+  if (!text && currentIdentity()?.kind === "account") noticeBox.replaceChildren();
   if (!text) return;
   noticeBox.replaceChildren(
     h("span", { "data-testid": "notice" }, text),
