@@ -7,19 +7,20 @@
 //! Absolute (never broken when a pairing that keeps them exists; the pairer finds one if it exists):
 //! - two players meet at most once (C.04.1 b; never relaxed);
 //! - nobody's colour difference (whites minus blacks) goes beyond +2 or -2, and nobody gets the same
-//!   colour three times in a row (C.04.3 A.6 absolute preferences, C.04.3 C.3);
+//!   colour three times in a row (C.04.3 A.6 a, absolute colour preferences, and the absolute
+//!   criteria at the head of section C; FIDE waives them for topscorers in the last round, not here);
 //! - at most one player, when the number of players is odd, gets the bye, and never one who already
 //!   had one (C.04.1 c); see [`pair_round`] for who.
 //!
 //! Then, as a cost to minimise (lexicographically, in this order, for rounds of up to 10 players, and
-//! as one weighted sum beyond: see [`pair_cost`]):
+//! as one weighted sum beyond: each term in fixed units, score 2^16, colour 2^9, order 1):
 //! 1. score differences between opponents: the sum over the pairs of the squared difference in
 //!    half-points (so players meet their own score group first, and a float goes to the nearest
-//!    group; C.04.3 C.6-C.7 count the floaters and their scores);
-//! 2. colour preferences not granted: 1 for a mild preference, 3 for a strong one (C.04.3 A.6,
-//!    C.10-C.13), 8 for an absolute one, which only a relaxed round (below) may leave unmet;
+//!    group; the Dutch quality criteria count the downfloaters and their score differences);
+//! 2. colour preferences not granted: 1 for a mild preference, 3 for a strong one (C.04.3 A.6 and
+//!    the colour quality criteria of section C), 8 for an absolute one, which only a relaxed round (below) may leave unmet;
 //! 3. the Dutch order inside a score group: the top half meets the bottom half, first against first
-//!    (C.04.3 B.2-B.3, the pair `S1[i]`-`S2[i]`), as the distance of each pair from that; a float is
+//!    (C.04.3 section B, the pair `S1[i]`-`S2[i]`), as the distance of each pair from that; a float is
 //!    best from the bottom of the upper group to the top of the lower one.
 //!
 //! When no pairing keeps the colour criteria (possible in late rounds of small events), the round is
@@ -34,9 +35,10 @@
 //! order (1st, 3rd, ... player in the ranking) and black on even ones (E.5, the initial colour being
 //! white).
 //!
-//! Speed: the matching is `mwmatching` (van Rantwijk's blossom algorithm), on a sparse graph: each
-//! player's [`WINDOW`] nearest neighbours in the ranking and the [`WINDOW`] players around their Dutch
-//! opponent in their score group; when that graph has no complete pairing, the graph of every allowed
+//! Speed: the matching is `mwmatching` (van Rantwijk's blossom algorithm). Up to [`DENSE_LIMIT`]
+//! players it runs over every allowed pair (exact); beyond, on a sparse graph first: each
+//! player's [`WINDOW`] nearest neighbours below them in the ranking and the players within [`WINDOW`]
+//! places of their Dutch opponent in their score group; when that graph has no complete pairing, the graph of every allowed
 //! pair. Rounds of more than [`BLOCK_LIMIT`] players are paired in blocks of [`BLOCK`] consecutive
 //! players, top down, each block's unpaired players carried into the next one (as the Dutch system's
 //! brackets carry downfloaters), then, if players are left over, over the whole field at once.
@@ -447,7 +449,7 @@ fn pair_seats(field: &Field, subset: &[usize], relaxed: bool) -> (Vec<(usize, us
 ///
 /// The bye, when the number of players is odd, goes to the player with the fewest points and, among
 /// those, the lowest-ranked, who has not had a bye yet and without whom the others can all be paired
-/// (C.04.1 c, C.04.3 C.2 and C.5): candidates are tried in that order. In order of fallback: the
+/// (C.04.1 c, and the completion criterion of C.04.3 section C): candidates are tried in that order. In order of fallback: the
 /// colour criteria relaxed; then the bye to a player who already had one (`repeated_bye`); then the
 /// best incomplete pairing, with `unpaired` players (only when rematches would be needed).
 ///
