@@ -76,8 +76,8 @@ function stopProcess(proc) {
   });
 }
 
-/** draughtsd on `port` serving web/dist, on the given Redis (or in memory) and its own SQLite file. */
-export async function startDraughtsd({ port, redisUrl, dataDir } = {}) {
+/** draughtsd on `port` serving web/dist, on the given Redis (or in memory) and its own SQLite file; `env` adds settings. */
+export async function startDraughtsd({ port, redisUrl, dataDir, env = {} } = {}) {
   port ??= await freePort();
   dataDir ??= mkdtempSync(join(tmpdir(), "draughts-e2e-"));
   const metrics = await freePort();
@@ -99,6 +99,7 @@ export async function startDraughtsd({ port, redisUrl, dataDir } = {}) {
       // A restart in the tests should not wait out the open watch streams.
       DRAUGHTS_SHUTDOWN_GRACE_MS: "300",
       RUST_LOG: process.env.RUST_LOG ?? "warn",
+      ...env,
     },
     stdio: ["ignore", "ignore", "pipe"],
   });

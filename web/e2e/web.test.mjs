@@ -469,7 +469,7 @@ describe("web client", () => {
     await page.click("[data-testid=token-sign-in] summary");
     await page.fill("[data-testid=player-token]", playerToken("e2e-analyst", "Analyst"));
     await page.click("[data-testid=sign-in]");
-    await page.waitForFunction(() => document.querySelector("[data-testid=identity]").textContent.includes("player:e2e-analyst"));
+    await page.waitForFunction(() => document.querySelector("[data-testid=identity]")?.textContent.includes("player:e2e-analyst"));
     await choose(page, { variant: "english", color: "white", level: "1" });
     await page.click("[data-testid=play-ai]");
     await gameId(page);
@@ -831,6 +831,82 @@ describe("accounts", () => {
     assert.equal(await page.textContent("[data-testid=profile-name]"), "Deleted player");
     assert.deepEqual(ctx.errors, [], "no console errors");
     await page.context().close();
+  });
+
+  test("accounts leaderboard: established ratings ranked, with names and profile links, page by page", async () => {
+    // A server of its own where one rated game makes a rating established (deviation under 340).
+    const srv = await startDraughtsd({ env: { DRAUGHTS_RATINGS_PROVISIONAL_DEVIATION: "340" } });
+    try {
+      const players = [];
+      for (const [sub, name] of [["lb-ann", "LB Ann"], ["lb-bob", "LB Bob"]]) {
+        const p = await newPage(browser);
+        const errors = consoleErrors(p);
+        await p.goto(`${srv.url}/#/signin`);
+        await p.click("[data-testid=token-sign-in] summary");
+        await p.fill("[data-testid=player-token]", playerToken(sub, name));
+        await p.click("[data-testid=sign-in]");
+        await p.waitForFunction((id) => document.querySelector("[data-testid=identity]")?.textContent.includes(id), `player:${sub}`);
+        players.push({ p, errors, id: `player:${sub}` });
+      }
+      const [ann, bob] = players;
+      await ann.p.selectOption("[data-testid=variant]", "english");
+      await ann.p.waitForSelector(".preview[data-variant=english] g[data-piece]");
+      await ann.p.selectOption("[data-testid=color]", "white");
+      await ann.p.check("[data-testid=rated]");
+      await ann.p.click("[data-testid=challenge-link]");
+      await ann.p.waitForSelector("[data-testid=challenge-url]");
+      await bob.p.goto(await ann.p.inputValue("[data-testid=challenge-url]"));
+      await bob.p.click("[data-testid=accept]");
+      const id = await gameId(bob.p);
+      await ann.p.waitForURL(new RegExp(id));
+      for (let i = 0; i < 2; i++) {
+        for (const p of [bob.p, ann.p]) {
+          assert.ok(await waitForTurn(p));
+          await playRandomMove(p);
+        }
+      }
+      await bob.p.click("[data-testid=resign]");
+      await ann.p.waitForFunction(() => Number(document.querySelector("[data-testid=status]").dataset.outcome) === 2);
+      // One player a page: the winner first, then the other; Next and Previous.
+      const page = ann.p;
+      let entries = 0;
+      for (let i = 0; i < 30 && entries < 1; i++) {
+        await page.goto(`${srv.url}/#/leaderboard/english/any-speed?size=1&try=${i}`);
+        await page.waitForSelector("[data-testid=lb-state][data-loaded=true]");
+        entries = Number(await page.getAttribute("[data-testid=lb-state]", "data-entries"));
+        if (!entries) await page.waitForTimeout(500);
+      }
+      const entry = async () => ({
+        rank: await page.textContent("[data-testid=lb-entry] td"),
+        player: await page.getAttribute("[data-testid=lb-entry]", "data-player"),
+        href: await page.getAttribute("[data-testid=lb-player]", "href"),
+      });
+      assert.deepEqual(await entry(), { rank: "1", player: ann.id, href: `#/profile/${encodeURIComponent(ann.id)}` });
+      await page.screenshot({ path: join(outDir("accounts"), "leaderboard.png") });
+      await page.click("[data-testid=lb-next]");
+      await page.waitForFunction(() => document.querySelector("[data-testid=lb-entry] td")?.textContent === "2");
+      assert.equal((await entry()).player, bob.id);
+      await page.waitForFunction(() => document.querySelector("[data-testid=lb-state]")?.textContent === "Page 2");
+      assert.equal(await page.isDisabled("[data-testid=lb-next]"), true, "the last page");
+      await page.click("[data-testid=lb-prev]");
+      await page.waitForFunction(() => document.querySelector("[data-testid=lb-entry] td")?.textContent === "1");
+      // The winner's profile: ranked #1 (established), and the game page shows the rating with no "?".
+      await page.click("[data-testid=lb-player]");
+      await page.waitForSelector("[data-testid=profile][data-loaded=true]");
+      assert.equal(await page.getAttribute("[data-testid=profile-rating]", "data-provisional"), "false");
+      assert.match(await page.textContent("[data-testid=profile-rating]"), /#1/);
+      await page.goto(`${srv.url}/#/game/${id}`);
+      await page.reload();
+      await page.waitForSelector("[data-testid=rating-white]", { timeout: 15_000 });
+      assert.match(await page.textContent("[data-testid=rating-white]"), /^ \(\d+\)$/);
+      for (const { p, errors } of players) {
+        assert.deepEqual(errors, []);
+        await p.context().close();
+      }
+    } finally {
+      await srv.stop();
+      srv.cleanup();
+    }
   });
 
   test("accounts first move's own countdown in a fresh game", async () => {

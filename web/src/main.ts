@@ -62,8 +62,14 @@ function renderNav() {
         "Sign out",
       ),
     );
+  } else if (id?.kind === "player") {
+    // A pasted token: no session to end on the server, only this browser's copy to forget.
+    links.push(
+      h("a", { href: profileHref(id.id), "data-testid": "nav-profile", "data-player": id.id }, id.name || id.id),
+      h("button", { class: "link", "data-testid": "nav-signout", onclick: () => void signOut().then(() => (location.hash = "#/")) }, "Sign out"),
+    );
   } else {
-    if (id) links.push(h("a", { href: profileHref(id.id), "data-testid": "nav-profile", "data-player": id.id }, `${id.name || "guest"}${id.kind === "guest" ? " (guest)" : ""}`));
+    if (id) links.push(h("a", { href: profileHref(id.id), "data-testid": "nav-profile", "data-player": id.id }, `${id.name || "guest"} (guest)`));
     links.push(
       h("a", { href: `#/signin?next=${here}`, "data-testid": "nav-signin" }, "Sign in"),
       h("a", { href: `#/signup?next=${here}`, "data-testid": "nav-signup", class: "button primary" }, "Sign up"),

@@ -7,7 +7,7 @@ import type { TimeControl } from "./gen/draughts/v1/common_pb.js";
 import { Variant } from "./gen/draughts/v1/common_pb.js";
 import { RatingCategorySchema, SpeedClass, type Rating, type RatingCategory, type RatingHistoryEntry } from "./gen/draughts/v1/ratings_pb.js";
 import { bearer, Code, ConnectError, currentIdentity, describeError, ensureIdentity, profileHref, ratings, retrying, type Identity } from "./api.js";
-import { dateText, h } from "./dom.js";
+import { dateText, h, hashQuery } from "./dom.js";
 import { variantKey, variantLabel, VARIANTS } from "./variants.js";
 
 const SPEEDS: [SpeedClass, string][] = [
@@ -262,13 +262,14 @@ export function leaderboardPage(root: HTMLElement, variantArg?: string, speedArg
   const speedGiven = SPEEDS.find(([, t]) => t.replace(" ", "-") === speedArg)?.[0];
   const speed = speedGiven ?? (PER_SPEED.has(v.variant) ? SpeedClass.BLITZ : SpeedClass.UNSPECIFIED);
   const category = create(RatingCategorySchema, { variant: v.variant, speed });
-  const PAGE = 25;
+  // 25 a page; `?size=N` asks for another size (1 to 200, the API's bound).
+  const PAGE = Math.min(Math.max(Number(hashQuery().get("size")) || 25, 1), 200);
   const tokens: string[] = [""];
   let page = 0;
 
   const variantSel = h("select", { "data-testid": "lb-variant" }, ...VARIANTS.map((x) => h("option", { value: x.key, selected: x.key === v.key }, x.label)));
   const speedSel = h("select", { "data-testid": "lb-speed" }, ...SPEEDS.map(([s, t]) => h("option", { value: t.replace(" ", "-"), selected: s === speed }, t)));
-  const go = () => (location.hash = `#/leaderboard/${variantSel.value}/${speedSel.value}`);
+  const go = () => (location.hash = `#/leaderboard/${variantSel.value}/${speedSel.value}${location.hash.includes("?") ? "?" + location.hash.split("?")[1] : ""}`);
   variantSel.addEventListener("change", () => {
     // A variant rated per speed class starts at blitz; the others at their single rating.
     const nv = VARIANTS.find((x) => x.key === variantSel.value);
