@@ -10,7 +10,7 @@ use draughts_proto::convert;
 use draughts_proto::pb;
 use draughts_proto::pb::auth_client::AuthClient;
 use draughts_proto::pb::games_client::GamesClient;
-use draughts_testkit::{ServiceUnderTest, authed};
+use draughts_testkit::{RedisServer, ServiceUnderTest, authed};
 use draughts_validation::Config;
 use futures_util::StreamExt;
 use tonic::Code;
@@ -25,7 +25,10 @@ fn config() -> Config {
 }
 
 async fn start() -> (ServiceUnderTest, Channel) {
-    let config = config();
+    start_with(config()).await
+}
+
+async fn start_with(config: Config) -> (ServiceUnderTest, Channel) {
     let server = ServiceUnderTest::start(|listener, shutdown| {
         draughts_validation::run(config, listener, shutdown)
     })
@@ -538,15 +541,15 @@ async fn open_links_races_bounds_and_rematches() {
         .into_inner();
     assert_eq!(second.white.unwrap().id, black.id);
     assert_eq!(second.black.unwrap().id, ann.id);
-    // At most 20 pending invitations per inviter.
+    // At most 20 pending invitations per inviter (open ones here: one per invitee, below).
     for _ in 0..20 {
         games
-            .create_invitation(authed(&carl.token, invite(&bob.id)))
+            .create_invitation(authed(&carl.token, invite("")))
             .await
             .unwrap();
     }
     let e = games
-        .create_invitation(authed(&carl.token, invite(&bob.id)))
+        .create_invitation(authed(&carl.token, invite("")))
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::ResourceExhausted);
@@ -716,5 +719,435 @@ async fn games_against_the_computer_are_casual_and_say_so() {
             .await
             .unwrap();
     assert!(people.rated, "a rated game between people stays rated");
+    server.stop().await;
+}
+
+fn invite_ms(invitee: &str, expires_in_ms: u64) -> pb::CreateInvitationRequest {
+    let mut req = invite(invitee);
+    req.expires_in_ms = expires_in_ms;
+    req
+}
+
+async fn received(games: &mut GamesClient<Channel>, token: &str) -> Vec<pb::Invitation> {
+    games
+        .list_invitations(authed(token, pb::ListInvitationsRequest {}))
+        .await
+        .unwrap()
+        .into_inner()
+        .received
+}
+
+async fn state_of(games: &mut GamesClient<Channel>, token: &str, id: &str) -> pb::Invitation {
+    games
+        .get_invitation(inv_req(token, id))
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// The per-sender bound holds under concurrency: 60 CreateInvitation calls from one sender at once on
+/// a real redis-server (each step a real round trip, so the calls interleave) let exactly 20 through;
+/// the others are RESOURCE_EXHAUSTED, none ABORTED. Before the bound was counted and written in one
+/// compare-and-set on the sender's list, 27 of 60 got through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sixty_concurrent_invitations_from_one_sender_let_exactly_twenty_through() {
+    let redis = RedisServer::start().unwrap();
+    let mut config = config();
+    config.backends.redis_url = redis.url();
+    let (server, ch) = start_with(config).await;
+    let ann = guest(&ch, "Ann").await;
+    let mut invitees = Vec::new();
+    for i in 0..30 {
+        invitees.push(guest(&ch, &format!("P{i}")).await.id);
+    }
+    let calls = (0..60).map(|i| {
+        let mut games = GamesClient::new(ch.clone());
+        // Half named (each invitee twice: the per-pair rule refuses one of each pair at most), half open.
+        let invitee = if i % 2 == 0 {
+            invitees[i / 2 % 30].clone()
+        } else {
+            String::new()
+        };
+        let token = ann.token.clone();
+        tokio::spawn(async move {
+            games
+                .create_invitation(authed(&token, invite(&invitee)))
+                .await
+        })
+    });
+    let results: Vec<_> = futures_util::future::join_all(calls)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    let ok = results.iter().filter(|r| r.is_ok()).count();
+    let codes: Vec<Code> = results
+        .iter()
+        .filter_map(|r| r.as_ref().err().map(|e| e.code()))
+        .collect();
+    assert_eq!(
+        ok, 20,
+        "exactly 20 of 60 concurrent invitations pass: {codes:?}"
+    );
+    assert!(
+        codes.iter().all(|c| *c == Code::ResourceExhausted),
+        "the others are refused for the bound: {codes:?}"
+    );
+    let mut games = GamesClient::new(ch.clone());
+    let sent = games
+        .list_invitations(authed(&ann.token, pb::ListInvitationsRequest {}))
+        .await
+        .unwrap()
+        .into_inner()
+        .sent;
+    assert_eq!(sent.len(), 20);
+    // A cancelled one frees its place at once.
+    games
+        .cancel_invitation(inv_req(&ann.token, &sent[0].invitation_id))
+        .await
+        .unwrap();
+    games
+        .create_invitation(authed(&ann.token, invite("")))
+        .await
+        .unwrap();
+    server.stop().await;
+}
+
+/// An invitee holds at most N pending invitations from strangers: the newest is kept, the oldest from a
+/// stranger declined TOO_MANY; invitations from a player they have played are neither counted nor
+/// dropped. One pending invitation per inviter and invitee.
+#[tokio::test]
+async fn invitations_from_strangers_are_bounded_per_invitee_newest_kept() {
+    let mut config = config();
+    config.games.max_pending_from_strangers = 3;
+    let (server, ch) = start_with(config).await;
+    let mut games = GamesClient::new(ch.clone());
+    let vic = guest(&ch, "Victim").await;
+    let friend = guest(&ch, "Friend").await;
+    // Victim and Friend have played: a game accepted, then resigned before the first move (aborted,
+    // archived like any finished game).
+    let inv = games
+        .create_invitation(authed(&friend.token, invite(&vic.id)))
+        .await
+        .unwrap()
+        .into_inner();
+    let game = games
+        .accept_invitation(inv_req(&vic.token, &inv.invitation_id))
+        .await
+        .unwrap()
+        .into_inner();
+    games
+        .resign(action(&friend.token, &game.game_id))
+        .await
+        .unwrap();
+    let archived = async {
+        loop {
+            let list = games
+                .list_games(authed(
+                    &vic.token,
+                    pb::ListGamesRequest {
+                        player_id: vic.id.clone(),
+                        limit: 5,
+                        page_token: String::new(),
+                    },
+                ))
+                .await
+                .unwrap()
+                .into_inner();
+            if list.recent.iter().any(|g| g.game_id == game.game_id) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), archived)
+        .await
+        .expect("the finished game is archived");
+    let from_friend = games
+        .create_invitation(authed(&friend.token, invite(&vic.id)))
+        .await
+        .unwrap()
+        .into_inner();
+    // One pending invitation per inviter and invitee.
+    let e = games
+        .create_invitation(authed(&friend.token, invite(&vic.id)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    let mut strangers = Vec::new();
+    for i in 0..5 {
+        let s = guest(&ch, &format!("S{i}")).await;
+        let inv = games
+            .create_invitation(authed(&s.token, invite(&vic.id)))
+            .await
+            .unwrap()
+            .into_inner();
+        strangers.push((s, inv.invitation_id));
+    }
+    // The two oldest strangers' invitations were pushed out, declined TOO_MANY, and their senders
+    // may see why; the friend's stands.
+    for (s, id) in &strangers[..2] {
+        let inv = state_of(&mut games, &s.token, id).await;
+        assert_eq!(inv.state, pb::InvitationState::Declined as i32, "{inv:?}");
+        assert_eq!(inv.decline_reason, pb::DeclineReason::TooMany as i32);
+    }
+    let mut listed: Vec<String> = received(&mut games, &vic.token)
+        .await
+        .into_iter()
+        .map(|i| i.invitation_id)
+        .collect();
+    listed.sort();
+    let mut expected: Vec<String> = strangers[2..].iter().map(|(_, id)| id.clone()).collect();
+    expected.push(from_friend.invitation_id.clone());
+    expected.sort();
+    assert_eq!(listed, expected);
+    // A declined stranger's place is free again: a new stranger takes it without pushing anyone out.
+    games
+        .decline_invitation(authed(
+            &vic.token,
+            pb::DeclineInvitationRequest {
+                invitation_id: strangers[2].1.clone(),
+                reason: pb::DeclineReason::Later as i32,
+            },
+        ))
+        .await
+        .unwrap();
+    let late = guest(&ch, "Late").await;
+    games
+        .create_invitation(authed(&late.token, invite(&vic.id)))
+        .await
+        .unwrap();
+    let inv = state_of(&mut games, &strangers[3].0.token, &strangers[3].1).await;
+    assert_eq!(inv.state, pb::InvitationState::Pending as i32);
+    assert_eq!(received(&mut games, &vic.token).await.len(), 4);
+    // Players cannot claim the server's reason.
+    let e = games
+        .decline_invitation(authed(
+            &vic.token,
+            pb::DeclineInvitationRequest {
+                invitation_id: strangers[3].1.clone(),
+                reason: pb::DeclineReason::TooMany as i32,
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    // Expired invitations leave the count by themselves.
+    let quick = guest(&ch, "Quick").await;
+    let short = games
+        .create_invitation(authed(&quick.token, invite_ms(&friend.id, 200)))
+        .await
+        .unwrap()
+        .into_inner();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    games
+        .create_invitation(authed(&quick.token, invite_ms(&friend.id, 0)))
+        .await
+        .expect("the expired invitation no longer stands in the way");
+    let inv = state_of(&mut games, &quick.token, &short.invitation_id).await;
+    assert_eq!(inv.state, pb::InvitationState::Expired as i32);
+    server.stop().await;
+}
+
+/// A block list: the blocked one can neither invite nor accept an open invitation of the blocker, nor
+/// offer a rematch, and is told only "not available"; pending invitations between them are settled;
+/// unblocking restores everything.
+#[tokio::test]
+async fn a_block_list_is_honoured_by_invitations_acceptances_and_rematches() {
+    let (server, ch) = start().await;
+    let mut games = GamesClient::new(ch.clone());
+    let ann = guest(&ch, "Ann").await;
+    let bob = guest(&ch, "Bob").await;
+    // A finished game between them (for the rematch), and a pending invitation each way.
+    let inv = games
+        .create_invitation(authed(&ann.token, invite(&bob.id)))
+        .await
+        .unwrap()
+        .into_inner();
+    let game = games
+        .accept_invitation(inv_req(&bob.token, &inv.invitation_id))
+        .await
+        .unwrap()
+        .into_inner();
+    games
+        .resign(action(&bob.token, &game.game_id))
+        .await
+        .unwrap();
+    let from_bob = games
+        .create_invitation(authed(&bob.token, invite(&ann.id)))
+        .await
+        .unwrap()
+        .into_inner();
+    let to_bob = games
+        .create_invitation(authed(&ann.token, invite(&bob.id)))
+        .await
+        .unwrap()
+        .into_inner();
+    let open = games
+        .create_invitation(authed(&ann.token, invite("")))
+        .await
+        .unwrap()
+        .into_inner();
+    let list = games
+        .block_player(authed(
+            &ann.token,
+            pb::BlockPlayerRequest {
+                player_id: bob.id.clone(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(list.blocked.len(), 1);
+    assert_eq!(list.blocked[0].player_id, bob.id);
+    assert_eq!(
+        state_of(&mut games, &bob.token, &from_bob.invitation_id)
+            .await
+            .state,
+        pb::InvitationState::Declined as i32
+    );
+    assert_eq!(
+        state_of(&mut games, &ann.token, &to_bob.invitation_id)
+            .await
+            .state,
+        pb::InvitationState::Cancelled as i32
+    );
+    let not_available = |e: tonic::Status| {
+        assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+        assert_eq!(e.message(), "this player is not available");
+    };
+    not_available(
+        games
+            .create_invitation(authed(&bob.token, invite(&ann.id)))
+            .await
+            .unwrap_err(),
+    );
+    not_available(
+        games
+            .accept_invitation(inv_req(&bob.token, &open.invitation_id))
+            .await
+            .unwrap_err(),
+    );
+    not_available(
+        games
+            .offer_rematch(action(&bob.token, &game.game_id))
+            .await
+            .unwrap_err(),
+    );
+    // The blocker is told what they did.
+    let e = games
+        .create_invitation(authed(&ann.token, invite(&bob.id)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    assert!(e.message().contains("you blocked"), "{e:?}");
+    let e = games
+        .offer_rematch(action(&ann.token, &game.game_id))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    // Oneself, the computer, a malformed or unknown id.
+    for (id, code) in [
+        (ann.id.as_str(), Code::InvalidArgument),
+        ("ai:3", Code::InvalidArgument),
+        ("guest:\0", Code::InvalidArgument),
+        ("guest:nobody", Code::NotFound),
+    ] {
+        let e = games
+            .block_player(authed(
+                &ann.token,
+                pb::BlockPlayerRequest {
+                    player_id: id.into(),
+                },
+            ))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), code, "{id}: {e:?}");
+    }
+    // Others are not affected: Carl accepts Ann's open invitation.
+    let carl = guest(&ch, "Carl").await;
+    games
+        .accept_invitation(inv_req(&carl.token, &open.invitation_id))
+        .await
+        .unwrap();
+    // Unblocked: invitations work again, and the list is empty.
+    let list = games
+        .unblock_player(authed(
+            &ann.token,
+            pb::BlockPlayerRequest {
+                player_id: bob.id.clone(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(list.blocked.is_empty());
+    games
+        .create_invitation(authed(&bob.token, invite(&ann.id)))
+        .await
+        .unwrap();
+    let listed = games
+        .list_blocked(authed(&ann.token, pb::ListBlockedRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.blocked.is_empty());
+    server.stop().await;
+}
+
+/// The block list's bound holds under concurrency (one compare-and-set per change, on a real
+/// redis-server): with 490 listed, 40 concurrent BlockPlayer calls for different players let exactly
+/// 10 in; the rest are RESOURCE_EXHAUSTED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_block_list_is_bounded_under_concurrency() {
+    let redis = RedisServer::start().unwrap();
+    let mut config = config();
+    config.backends.redis_url = redis.url();
+    let (server, ch) = start_with(config).await;
+    let mut games = GamesClient::new(ch.clone());
+    let ann = guest(&ch, "Ann").await;
+    let mut others = Vec::new();
+    for i in 0..530 {
+        others.push(guest(&ch, &format!("G{i}")).await.id);
+    }
+    for id in &others[..490] {
+        games
+            .block_player(authed(
+                &ann.token,
+                pb::BlockPlayerRequest {
+                    player_id: id.clone(),
+                },
+            ))
+            .await
+            .unwrap();
+    }
+    let calls = others[490..].iter().map(|id| {
+        let mut games = games.clone();
+        let (token, id) = (ann.token.clone(), id.clone());
+        tokio::spawn(async move {
+            games
+                .block_player(authed(&token, pb::BlockPlayerRequest { player_id: id }))
+                .await
+        })
+    });
+    let results: Vec<_> = futures_util::future::join_all(calls)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    let ok = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(ok, 10);
+    assert!(
+        results
+            .iter()
+            .filter_map(|r| r.as_ref().err())
+            .all(|e| e.code() == Code::ResourceExhausted)
+    );
+    let listed = games
+        .list_blocked(authed(&ann.token, pb::ListBlockedRequest {}))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.blocked.len(), 500);
     server.stop().await;
 }

@@ -4,8 +4,13 @@
 //!
 //! Names (built here):
 //! - `invitation:{id}`: the [`InvitationRec`] as JSON, versioned, expiring an hour after the invitation.
-//! - `player-invitations:{player}`: JSON list of the ids of the player's invitations (sent and received),
-//!   pruned of settled ones when read.
+//! - `player-invitations:{player}`: JSON list of the player's invitations, sent and received ([`Listed`]:
+//!   id, the other side, sent or received, from a stranger or not, expiry), oldest first. It is the one
+//!   record the bounds are counted on: a new invitation is added to the inviter's list and to the
+//!   invitee's by one compare-and-set each, which checks the bound on the list it writes, so concurrent
+//!   invitations cannot pass it (the count and the write are one step). Settled invitations leave both
+//!   lists when they settle (and any that stayed, when a bound is checked or the list is read).
+//!   Older lists (a JSON list of ids) are read and rewritten in this form.
 //! - `player-events:{player}` (pub/sub channel; contract [`draughts_proto::contract::player`]): a
 //!   signal whenever an invitation to or from the
 //!   player is created or changes, or one of the player's games starts or ends. A wake-up with the id
@@ -19,6 +24,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use draughts_engine::{Color, Position, RuleSet};
 use draughts_store::{Effect, StoreError};
+use serde::{Deserialize, Serialize};
 
 use super::invitation::{DeclineReason, InvitationRec, Standing};
 use super::record::{GameRecord, PlayerRec, TimeControlRec};
@@ -39,8 +45,46 @@ pub mod keys {
 
 /// Pending invitations one player may have sent at once.
 pub const MAX_PENDING_SENT: usize = 20;
-/// Invitation ids kept in one player's list (the oldest are dropped beyond it).
+/// Invitations kept in one player's list: beyond it the oldest received ones are declined
+/// ([`DeclineReason::TooMany`]) and leave the list (sent ones are at most [`MAX_PENDING_SENT`]).
 pub const MAX_LISTED: usize = 200;
+/// Compare-and-set attempts on one player's list before an invitation gives up (ABORTED). Each lost
+/// attempt means another writer of the list won, so many concurrent invitations of one player all
+/// get through or get their refusal well within it.
+const LIST_CAS_ATTEMPTS: usize = 128;
+
+/// One invitation in a player's list (`player-invitations:{player}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listed {
+    pub id: String,
+    /// The other side: the invitee of a sent invitation (empty for an open one), the inviter of a
+    /// received one.
+    #[serde(default)]
+    pub with: String,
+    /// Sent by the list's player.
+    #[serde(default)]
+    pub sent: bool,
+    /// Received from a player the list's player has no finished game with.
+    #[serde(default)]
+    pub stranger: bool,
+    /// When the invitation expires, Unix ms.
+    #[serde(default)]
+    pub expires_ms: u64,
+}
+
+/// A player's list as stored: entries, or the ids of lists written before the entries.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StoredList {
+    Entries(Vec<Listed>),
+    Ids(Vec<String>),
+}
+
+/// Why a new invitation cannot be listed.
+enum ListRefusal {
+    Sent(usize),
+    Pair,
+}
 /// How long a settled or expired invitation stays readable.
 const KEEP_AFTER_EXPIRY: Duration = Duration::from_secs(3600);
 
@@ -141,6 +185,9 @@ impl GamesCore {
             new.expires_in_ms,
         )?;
         inv.accept_key = new.accept_key;
+        if let Some(invitee) = &inv.invitee {
+            self.check_not_blocked(&inv.inviter.id, &invitee.id).await?;
+        }
         // The start position must be playable (the check a game makes when it starts).
         if draughts_engine::Game::new(new.start).status() != draughts_engine::GameStatus::Ongoing {
             return Err(GamesError::Invalid(
@@ -169,6 +216,7 @@ impl GamesCore {
                 "the computer needs no invitation: create a new game against it".into(),
             ));
         }
+        let opponent_id = opponent.id.clone();
         let rules = game.rules()?;
         let start = game.start_position()?;
         let mut inv = InvitationRec::new(
@@ -188,40 +236,327 @@ impl GamesCore {
             0,
         )?;
         inv.rematch_of = Some(game.id.clone());
+        self.check_not_blocked(player, &opponent_id).await?;
         self.store_new_invitation(&inv).await?;
         Ok(inv)
     }
 
-    /// Writes a new invitation (rematches included), within the inviter's bound of pending ones, and
-    /// signals and indexes it for both sides.
+    /// Writes a new invitation (rematches included), lists it for both sides within their bounds,
+    /// and signals it to both.
+    ///
+    /// Order: the record is written first (create-only, no signal: nobody knows its id yet), then the
+    /// inviter's list takes it by a compare-and-set that checks the inviter's bounds (refused: the
+    /// record is deleted, the caller gets the refusal), then the invitee's list by a compare-and-set
+    /// that keeps the invitee's bound on strangers (the oldest stranger's invitation leaves the list
+    /// and is declined `too_many`). Every id in a list therefore has its record when the list is
+    /// written, and a bound counted on a list is the bound of what that write leaves.
     async fn store_new_invitation(&self, inv: &InvitationRec) -> GamesResult<()> {
-        let sent = self
-            .pending_invitations(&inv.inviter.id)
-            .await?
-            .into_iter()
-            .filter(|i| i.inviter.id == inv.inviter.id)
-            .count();
-        if sent >= MAX_PENDING_SENT {
-            return Err(GamesError::Exhausted(format!(
-                "you have {sent} pending invitations (at most {MAX_PENDING_SENT}): cancel one or wait for answers"
-            )));
+        let stranger = match &inv.invitee {
+            // A rematch follows a game the two just played (its archive may still be on its way).
+            Some(invitee) if inv.rematch_of.is_none() => {
+                !self.have_played(&inv.inviter.id, &invitee.id).await?
+            }
+            _ => false,
+        };
+        self.live()
+            .put(
+                &keys::invitation(&inv.id),
+                encode(inv)?,
+                None,
+                Some(self.invitation_ttl(inv)),
+            )
+            .await?;
+        let sent = Listed {
+            id: inv.id.clone(),
+            with: inv
+                .invitee
+                .as_ref()
+                .map(|p| p.id.clone())
+                .unwrap_or_default(),
+            sent: true,
+            stranger: false,
+            expires_ms: inv.expires_ms,
+        };
+        let mut dropped = match self.list_checked(&inv.inviter.id, sent, true).await {
+            Ok(dropped) => dropped,
+            Err(refusal) => {
+                // Best effort: the record is unknown to everyone, and expires anyway.
+                let _ = self.live().delete(&keys::invitation(&inv.id)).await;
+                return Err(refusal);
+            }
+        };
+        if let Some(invitee) = &inv.invitee {
+            let received = Listed {
+                id: inv.id.clone(),
+                with: inv.inviter.id.clone(),
+                sent: false,
+                stranger,
+                expires_ms: inv.expires_ms,
+            };
+            dropped.extend(self.list_checked(&invitee.id, received, false).await?);
         }
         let mut effects = vec![signal(&inv.inviter.id, SignalKind::Invitation, &inv.id)];
         if let Some(invitee) = &inv.invitee {
             effects.push(signal(&invitee.id, SignalKind::Invitation, &inv.id));
         }
+        for effect in effects {
+            if let Effect::Publish { channel, payload } = effect {
+                // A lost signal costs latency only: the snapshot of a (re)connecting client has it.
+                let _ = self.live().publish(&channel, payload).await;
+            }
+        }
+        for id in dropped {
+            self.drop_as_too_many(&id).await;
+        }
+        Ok(())
+    }
+
+    /// Declines invitation `id` as [`DeclineReason::TooMany`] (it left its invitee's list).
+    async fn drop_as_too_many(&self, id: &str) {
+        let result = self
+            .change_invitation(id, |inv, now| {
+                if inv.standing(now) != Standing::Pending {
+                    return Ok(());
+                }
+                inv.state = super::invitation::InvitationState::Declined {
+                    reason: DeclineReason::TooMany,
+                    at_ms: now,
+                };
+                Ok(())
+            })
+            .await;
+        match result {
+            Ok(_) => metrics::counter!("draughts_invitations_dropped_total").increment(1),
+            Err(e) => {
+                tracing::warn!(invitation_id = id, error = %e, "invitation over the invitee's bound not declined")
+            }
+        }
+    }
+
+    /// Whether `a` and `b` have a finished game together (either colours).
+    pub async fn have_played(&self, a: &str, b: &str) -> GamesResult<bool> {
+        let row: Option<(String,)> = draughts_store::sqlx::query_as(
+            "SELECT game_id FROM finished_games
+             WHERE (white_id = $1 AND black_id = $2) OR (white_id = $3 AND black_id = $4) LIMIT 1",
+        )
+        .bind(a)
+        .bind(b)
+        .bind(b)
+        .bind(a)
+        .fetch_optional(self.db().pool())
+        .await
+        .map_err(StoreError::from)?;
+        Ok(row.is_some())
+    }
+
+    /// `player`'s list and its version (`None`: no list yet). A list in the older form (ids) is
+    /// turned into entries from the invitations' records.
+    async fn read_list(&self, player: &str) -> GamesResult<(Vec<Listed>, Option<u64>)> {
+        let Some((bytes, version)) = self.live().get(&keys::player_invitations(player)).await?
+        else {
+            return Ok((Vec::new(), None));
+        };
+        let entries = match serde_json::from_slice::<StoredList>(&bytes) {
+            Ok(StoredList::Entries(entries)) => entries,
+            Ok(StoredList::Ids(ids)) => {
+                let mut entries = Vec::new();
+                for id in ids {
+                    match self.load_invitation(&id).await {
+                        Ok((inv, _)) => entries.push(listed_for(player, &inv, false)),
+                        Err(GamesError::NotFound(_) | GamesError::Invalid(_)) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                entries
+            }
+            Err(e) => {
+                tracing::warn!(player, error = %e, "invitation list does not decode: started again");
+                Vec::new()
+            }
+        };
+        Ok((entries, Some(version)))
+    }
+
+    async fn write_list(
+        &self,
+        player: &str,
+        entries: &[Listed],
+        version: Option<u64>,
+    ) -> Result<u64, StoreError> {
+        let bytes = serde_json::to_vec(entries)
+            .map_err(|e| StoreError::InvalidArgument(format!("cannot encode a list: {e}")))?;
         self.live()
-            .put_with(
-                &keys::invitation(&inv.id),
-                encode(inv)?,
+            .put(
+                &keys::player_invitations(player),
+                Bytes::from(bytes),
+                version,
                 None,
-                Some(self.invitation_ttl(inv)),
-                &effects,
             )
-            .await?;
-        self.index_invitation(&inv.inviter.id, &inv.id).await?;
-        if let Some(invitee) = &inv.invitee {
-            self.index_invitation(&invitee.id, &inv.id).await?;
+            .await
+    }
+
+    /// Removes from `entries` those matching `which` whose invitation is no longer pending (one
+    /// read each): what is counted against a bound is then what stands.
+    async fn prune_settled(
+        &self,
+        entries: &mut Vec<Listed>,
+        which: impl Fn(&Listed) -> bool,
+    ) -> GamesResult<()> {
+        let now = self.now();
+        let mut settled = Vec::new();
+        for entry in entries.iter().filter(|e| which(e)) {
+            match self.load_invitation(&entry.id).await {
+                Ok((inv, _)) if inv.standing(now) == Standing::Pending => {}
+                Ok(_) | Err(GamesError::NotFound(_) | GamesError::Invalid(_)) => {
+                    settled.push(entry.id.clone())
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        entries.retain(|e| !settled.contains(&e.id));
+        Ok(())
+    }
+
+    /// Adds `entry` to `player`'s list in one compare-and-set that checks the bounds on the list
+    /// it writes. `check_sent`: `entry` is sent by `player`: at most [`MAX_PENDING_SENT`] pending,
+    /// one per invitee (refusals). Received from a stranger: the invitee keeps at most
+    /// [`GamesLimits::max_pending_from_strangers`](super::GamesLimits) of those, the newest; and at
+    /// most [`MAX_LISTED`] entries. Returns the ids of received invitations that left the list (to be
+    /// declined `too_many`).
+    async fn list_checked(
+        &self,
+        player: &str,
+        entry: Listed,
+        check_sent: bool,
+    ) -> GamesResult<Vec<String>> {
+        let max_strangers = self.limits().max_pending_from_strangers as usize;
+        for attempt in 0..LIST_CAS_ATTEMPTS {
+            let (mut entries, version) = self.read_list(player).await?;
+            let now = self.now();
+            entries.retain(|e| e.expires_ms > now);
+            if entries.iter().any(|e| e.id == entry.id) {
+                return Ok(Vec::new());
+            }
+            if check_sent {
+                let refusal = |entries: &[Listed]| {
+                    let sent = entries.iter().filter(|e| e.sent).count();
+                    if sent >= MAX_PENDING_SENT {
+                        Some(ListRefusal::Sent(sent))
+                    } else if !entry.with.is_empty()
+                        && entries.iter().any(|e| e.sent && e.with == entry.with)
+                    {
+                        Some(ListRefusal::Pair)
+                    } else {
+                        None
+                    }
+                };
+                if refusal(&entries).is_some() {
+                    self.prune_settled(&mut entries, |e| e.sent).await?;
+                    match refusal(&entries) {
+                        Some(ListRefusal::Sent(sent)) => {
+                            return Err(GamesError::Exhausted(format!(
+                                "you have {sent} pending invitations (at most {MAX_PENDING_SENT}): cancel one or wait for answers"
+                            )));
+                        }
+                        Some(ListRefusal::Pair) => {
+                            return Err(GamesError::Refused(
+                                "you already have a pending invitation to this player: cancel it or wait for an answer"
+                                    .into(),
+                            ));
+                        }
+                        None => {}
+                    }
+                }
+            }
+            let mut dropped = Vec::new();
+            if entry.stranger {
+                let strangers =
+                    |entries: &[Listed]| entries.iter().filter(|e| !e.sent && e.stranger).count();
+                if strangers(&entries) >= max_strangers {
+                    self.prune_settled(&mut entries, |e| !e.sent && e.stranger)
+                        .await?;
+                }
+                while strangers(&entries) >= max_strangers {
+                    let Some(oldest) = entries.iter().position(|e| !e.sent && e.stranger) else {
+                        break;
+                    };
+                    dropped.push(entries.remove(oldest).id);
+                }
+            }
+            entries.push(entry.clone());
+            while entries.len() > MAX_LISTED {
+                match entries.iter().position(|e| !e.sent) {
+                    Some(oldest) => dropped.push(entries.remove(oldest).id),
+                    None => break,
+                }
+            }
+            match self.write_list(player, &entries, version).await {
+                Ok(_) => return Ok(dropped),
+                Err(StoreError::Conflict { .. }) => {
+                    // Another writer of this list won: read it again, after a short random pause
+                    // that spreads the retries of many concurrent writers.
+                    let pause = {
+                        use rand::Rng;
+                        rand::rng().random_range(0..=(attempt as u64).min(8))
+                    };
+                    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(GamesError::Conflict)
+    }
+
+    /// Removes invitation `id` from `player`'s list (best effort: an entry left behind is pruned
+    /// when a bound is checked or the list read).
+    async fn unlist(&self, player: &str, id: &str) {
+        for _ in 0..8 {
+            let Ok((mut entries, Some(version))) = self.read_list(player).await else {
+                return;
+            };
+            let before = entries.len();
+            entries.retain(|e| e.id != id);
+            if entries.len() == before {
+                return;
+            }
+            match self.write_list(player, &entries, Some(version)).await {
+                Err(StoreError::Conflict { .. }) => continue,
+                _ => return,
+            }
+        }
+    }
+
+    /// Settles the pending invitations between `player` and `other` (when `player` blocks `other`):
+    /// those from `other` declined, those to `other` cancelled.
+    pub(crate) async fn settle_invitations_between(
+        &self,
+        player: &str,
+        other: &str,
+    ) -> GamesResult<()> {
+        let (entries, _) = self.read_list(player).await?;
+        for entry in entries.iter().filter(|e| e.with == other) {
+            let result = if entry.sent {
+                self.change_invitation(&entry.id, |inv, now| {
+                    if inv.standing(now) == Standing::Pending {
+                        inv.cancel(player, now)?;
+                    }
+                    Ok(())
+                })
+                .await
+            } else {
+                self.change_invitation(&entry.id, |inv, now| {
+                    if inv.standing(now) == Standing::Pending {
+                        inv.decline(player, DeclineReason::Generic, now)?;
+                    }
+                    Ok(())
+                })
+                .await
+            };
+            match result {
+                Ok(_) | Err(GamesError::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }
@@ -251,7 +586,15 @@ impl GamesCore {
                 )
                 .await
             {
-                Ok(_) => return Ok(inv),
+                Ok(_) => {
+                    if inv.standing(self.now()) != Standing::Pending {
+                        self.unlist(&inv.inviter.id, &inv.id).await;
+                        if let Some(invitee) = &inv.invitee {
+                            self.unlist(&invitee.id, &inv.id).await;
+                        }
+                    }
+                    return Ok(inv);
+                }
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(e.into()),
             }
@@ -283,6 +626,10 @@ impl GamesCore {
                  Matchmaking.Accept, which checks its terms)"
                     .into(),
             ));
+        }
+        if current.inviter.id != player.id {
+            self.check_not_blocked(&player.id, &current.inviter.id)
+                .await?;
         }
         let already_mine = matches!(
             &current.state,
@@ -396,28 +743,18 @@ impl GamesCore {
         .await
     }
 
+    /// Lists invitation `id` (already stored) for `player` without checking bounds: how the
+    /// invitations of a guest taken over by an account join the account's list.
     pub(crate) async fn index_invitation(&self, player: &str, id: &str) -> GamesResult<()> {
-        let key = keys::player_invitations(player);
-        for _ in 0..10 {
-            let (mut ids, version): (Vec<String>, Option<u64>) = match self.live().get(&key).await?
-            {
-                Some((b, v)) => (serde_json::from_slice(&b).unwrap_or_default(), Some(v)),
-                None => (Vec::new(), None),
-            };
-            if ids.iter().any(|i| i == id) {
+        let (inv, _) = self.load_invitation(id).await?;
+        let entry = listed_for(player, &inv, false);
+        for _ in 0..LIST_CAS_ATTEMPTS {
+            let (mut entries, version) = self.read_list(player).await?;
+            if entries.iter().any(|e| e.id == id) {
                 return Ok(());
             }
-            ids.push(id.to_owned());
-            if ids.len() > MAX_LISTED {
-                let drop = ids.len() - MAX_LISTED;
-                ids.drain(..drop);
-            }
-            let bytes = serde_json::to_vec(&ids).map_err(|e| GamesError::Invalid(e.to_string()))?;
-            match self
-                .live()
-                .put(&key, Bytes::from(bytes), version, None)
-                .await
-            {
+            entries.push(entry.clone());
+            match self.write_list(player, &entries, version).await {
                 Ok(_) => return Ok(()),
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(e.into()),
@@ -429,30 +766,46 @@ impl GamesCore {
     /// `player`'s pending invitations (sent and received), oldest first. Settled and expired ones are
     /// pruned from the player's list on the way.
     pub async fn pending_invitations(&self, player: &str) -> GamesResult<Vec<InvitationRec>> {
-        let key = keys::player_invitations(player);
-        let Some((bytes, version)) = self.live().get(&key).await? else {
+        let (entries, version) = self.read_list(player).await?;
+        let Some(version) = version else {
             return Ok(Vec::new());
         };
-        let ids: Vec<String> = serde_json::from_slice(&bytes).unwrap_or_default();
         let now = self.now();
         let mut pending = Vec::new();
-        for id in &ids {
-            match self.load_invitation(id).await {
-                Ok((inv, _)) if inv.standing(now) == Standing::Pending => pending.push(inv),
-                Ok(_) | Err(GamesError::NotFound(_)) => {}
+        let mut kept = Vec::new();
+        for entry in &entries {
+            match self.load_invitation(&entry.id).await {
+                Ok((inv, _)) if inv.standing(now) == Standing::Pending => {
+                    pending.push(inv);
+                    kept.push(entry.clone());
+                }
+                Ok(_) | Err(GamesError::NotFound(_) | GamesError::Invalid(_)) => {}
                 Err(e) => return Err(e),
             }
         }
-        if pending.len() < ids.len() {
-            let kept: Vec<&str> = pending.iter().map(|i| i.id.as_str()).collect();
-            let bytes =
-                serde_json::to_vec(&kept).map_err(|e| GamesError::Invalid(e.to_string()))?;
+        if kept.len() < entries.len() {
             // Best effort: a concurrent change keeps its own version of the list.
-            let _ = self
-                .live()
-                .put(&key, Bytes::from(bytes), Some(version), None)
-                .await;
+            let _ = self.write_list(player, &kept, Some(version)).await;
         }
         Ok(pending)
+    }
+}
+
+/// `player`'s entry for `inv`.
+fn listed_for(player: &str, inv: &InvitationRec, stranger: bool) -> Listed {
+    let sent = inv.inviter.id == player;
+    Listed {
+        id: inv.id.clone(),
+        with: if sent {
+            inv.invitee
+                .as_ref()
+                .map(|p| p.id.clone())
+                .unwrap_or_default()
+        } else {
+            inv.inviter.id.clone()
+        },
+        sent,
+        stranger,
+        expires_ms: inv.expires_ms,
     }
 }

@@ -466,6 +466,45 @@ impl pb::games_server::Games for GamesService {
         Ok(Response::new(stream))
     }
 
+    async fn block_player(
+        &self,
+        req: Request<pb::BlockPlayerRequest>,
+    ) -> Result<Response<pb::BlockedPlayers>, Status> {
+        let me = caller(&req)?;
+        let other = self
+            .block_target(&me, &req.get_ref().player_id, true)
+            .await
+            .map_err(err)?;
+        let list = self.core.block(&me.player_id, &other).await.map_err(err)?;
+        Ok(Response::new(blocked_wire(list)))
+    }
+
+    async fn unblock_player(
+        &self,
+        req: Request<pb::BlockPlayerRequest>,
+    ) -> Result<Response<pb::BlockedPlayers>, Status> {
+        let me = caller(&req)?;
+        let other = self
+            .block_target(&me, &req.get_ref().player_id, false)
+            .await
+            .map_err(err)?;
+        let list = self
+            .core
+            .unblock(&me.player_id, &other)
+            .await
+            .map_err(err)?;
+        Ok(Response::new(blocked_wire(list)))
+    }
+
+    async fn list_blocked(
+        &self,
+        req: Request<pb::ListBlockedRequest>,
+    ) -> Result<Response<pb::BlockedPlayers>, Status> {
+        let me = caller(&req)?;
+        let list = self.core.blocked_by(&me.player_id).await.map_err(err)?;
+        Ok(Response::new(blocked_wire(list)))
+    }
+
     async fn get_game(
         &self,
         req: Request<pb::GetGameRequest>,
@@ -609,7 +648,45 @@ impl pb::games_server::Games for GamesService {
     }
 }
 
+fn blocked_wire(list: Vec<super::blocks::Blocked>) -> pb::BlockedPlayers {
+    pb::BlockedPlayers {
+        blocked: list
+            .into_iter()
+            .rev()
+            .map(|b| pb::BlockedPlayer {
+                player_id: b.id,
+                blocked_at_ms: b.at_ms,
+            })
+            .collect(),
+    }
+}
+
 impl GamesService {
+    /// The player a block request names: a valid id (INVALID_ARGUMENT), known to the server when it
+    /// is being blocked (NOT_FOUND). Unblocking takes any valid id, so a list entry whose identity
+    /// expired can still be removed.
+    async fn block_target(
+        &self,
+        me: &Principal,
+        id: &str,
+        must_be_known: bool,
+    ) -> Result<String, GamesError> {
+        let id = id.trim();
+        if id.is_empty() {
+            return Err(GamesError::Invalid("player_id is required".into()));
+        }
+        if id == me.player_id {
+            return Err(GamesError::Invalid("you cannot block yourself".into()));
+        }
+        if must_be_known {
+            Ok(self.resolve_player(id, me, "player_id").await?.id)
+        } else {
+            PlayerId::parse(id)
+                .map(|p| p.to_string())
+                .map_err(|e| GamesError::Invalid(format!("player_id: {e}")))
+        }
+    }
+
     async fn create(
         &self,
         me: &Principal,
@@ -737,6 +814,11 @@ fn decline_reason(wire: i32) -> Result<DeclineReason, GamesError> {
         Ok(W::Rated) => DeclineReason::Rated,
         Ok(W::Casual) => DeclineReason::Casual,
         Ok(W::Variant) => DeclineReason::Variant,
+        Ok(W::TooMany) => {
+            return Err(GamesError::Invalid(
+                "reason: DECLINE_REASON_TOO_MANY is set by the server only".into(),
+            ));
+        }
         Err(_) => {
             return Err(GamesError::Invalid(format!(
                 "reason: {wire} is not a decline reason"
@@ -756,6 +838,7 @@ fn decline_reason_wire(r: DeclineReason) -> pb::DeclineReason {
         DeclineReason::Rated => W::Rated,
         DeclineReason::Casual => W::Casual,
         DeclineReason::Variant => W::Variant,
+        DeclineReason::TooMany => W::TooMany,
     }
 }
 

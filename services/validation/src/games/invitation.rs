@@ -36,6 +36,9 @@ pub enum DeclineReason {
     Rated,
     Casual,
     Variant,
+    /// Set by the server: the invitee held the most pending invitations from strangers and a newer
+    /// one pushed this one out (`consent`).
+    TooMany,
 }
 
 /// Where an invitation stands.

@@ -22,6 +22,15 @@ pub struct GamesLimits {
     /// Ongoing games one player may have at once; starting another one is RESOURCE_EXHAUSTED.
     #[arg(long, env = "DRAUGHTS_MAX_OPEN_GAMES_PER_PLAYER", default_value_t = 50)]
     pub max_open_games_per_player: u32,
+    /// Pending invitations one player may hold from strangers (players they have no finished game
+    /// with): a newer one is kept and the oldest from a stranger declined as "too many". Invitations
+    /// from players they have played are not counted and never dropped so.
+    #[arg(
+        long,
+        env = "DRAUGHTS_MAX_PENDING_FROM_STRANGERS",
+        default_value_t = 20
+    )]
+    pub max_pending_from_strangers: u32,
     /// Open WatchGame streams per caller on one replica: per player or API key, per client IP
     /// address for anonymous watchers. More are RESOURCE_EXHAUSTED.
     #[arg(long, env = "DRAUGHTS_MAX_WATCHERS_PER_CALLER", default_value_t = 32)]
@@ -54,6 +63,7 @@ impl GamesLimits {
             first_move_secs: super::record::DEFAULT_FIRST_MOVE_MS / 1000,
             archived_game_ttl_s: 3_600,
             max_open_games_per_player: 50,
+            max_pending_from_strangers: 20,
             max_watchers_per_caller: 32,
             max_watchers: 20_000,
             finished_stream_max_len: 100_000,
@@ -83,6 +93,12 @@ impl GamesLimits {
             self.max_open_games_per_player.into(),
             1,
             10_000,
+        )?;
+        in_range(
+            "max-pending-from-strangers",
+            self.max_pending_from_strangers.into(),
+            1,
+            200,
         )?;
         in_range(
             "max-watchers-per-caller",

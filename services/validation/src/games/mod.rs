@@ -4,11 +4,13 @@
 //! - [`service`]: the domain over the shared backends (compare-and-set, schedules, archive, events).
 //! - [`invitation`], [`consent`]: invitations (the consent step before a game between two people),
 //!   rematches, and the per-player signals behind `WatchPlayerEvents`.
+//! - [`blocks`]: players' block lists, honoured by every invitation and acceptance.
 //! - [`watch`]: `WatchGame`, one feed per watched game and replica, and the watchers' caps.
 //! - [`limits`]: the bounds of games, watchers and the Redis state they leave (flags).
 //! - [`pdn`]: PDN export.
 //! - [`grpc`]: the gRPC edge (authenticate, convert, call, convert back).
 
+pub mod blocks;
 pub mod computer;
 pub mod computer_grpc;
 pub mod consent;

@@ -126,6 +126,12 @@ pub const MIGRATIONS: &[Migration<'static>] = &[Migration {
     // archived before. The index serves readers that page by finish time.
     sql: "ALTER TABLE finished_games ADD COLUMN event TEXT;
         CREATE INDEX IF NOT EXISTS finished_games_finished_at ON finished_games (finished_at_ms, game_id);",
+}, Migration {
+    version: 3,
+    name: "finished_games_pair",
+    // Whether two players have played (an invitation from a stranger: `consent`), one index lookup
+    // per colour.
+    sql: "CREATE INDEX IF NOT EXISTS finished_games_pair ON finished_games (white_id, black_id);",
 }];
 
 /// Time source (Unix ms). Tests use [`TokioClock`] so that paused tokio time drives the clocks.
