@@ -833,6 +833,53 @@ describe("accounts", () => {
     await page.context().close();
   });
 
+  test("accounts expiry: the access token refreshed before it expires, and once after an UNAUTHENTICATED refusal", async () => {
+    // A server of its own with the shortest access tokens it allows (60 s).
+    const srv = await startDraughtsd({ env: { DRAUGHTS_ACCESS_TOKEN_TTL_SECS: "60" } });
+    try {
+      const page = await newPage(browser);
+      const errors = consoleErrors(page);
+      await page.goto(`${srv.url}/#/signup`);
+      await page.fill("[data-testid=username]", `exp${Date.now() % 1_000_000}`);
+      await page.fill("[data-testid=password]", "correct horse battery");
+      await page.click("[data-testid=signup-submit]");
+      await page.waitForFunction(() => /\(account, /.test(document.querySelector("[data-testid=identity]")?.textContent ?? ""));
+      const first = await storedSession(page);
+      // The page refreshes by itself about 20 s before the minute is up: no call failed meanwhile.
+      await page.waitForFunction((rt) => JSON.parse(localStorage.getItem("draughts.session") ?? "{}").refreshToken !== rt, first.refreshToken, { timeout: 60_000, polling: 500 });
+      const second = await storedSession(page);
+      assert.ok(Date.now() < first.accessExpiresAtMs, "refreshed before the first access token expired");
+      assert.equal(await refreshCalls(page), 1);
+      // Past the first token's minute: the page still acts as the account (GetAccount needs it).
+      await page.waitForTimeout(Math.max(first.accessExpiresAtMs + 2_000 - Date.now(), 0));
+      await page.goto(`${srv.url}/#/settings`);
+      await page.waitForSelector("[data-testid=account-username]");
+      // An access token the server refuses that this browser believes good (the server accepts an
+      // expired one for a minute of leeway, so a token with a broken signature stands in for it): the
+      // call is refused as UNAUTHENTICATED, the session refreshed once, the call sent again.
+      await page.route("**/e2e-no-client", (r) => r.fulfill({ status: 200, contentType: "text/html", body: "<!doctype html><title>no client</title>" }));
+      await page.goto(`${srv.url}/e2e-no-client`);
+      await page.evaluate((old) => {
+        const s = JSON.parse(localStorage.getItem("draughts.session"));
+        s.accessToken = old.slice(0, -4) + (old.endsWith("AAAA") ? "BBBB" : "AAAA");
+        s.accessExpiresAtMs = Date.now() + 600_000;
+        s.savedAtMs = Date.now();
+        localStorage.setItem("draughts.session", JSON.stringify(s));
+      }, first.accessToken);
+      await page.goto(`${srv.url}/#/settings`);
+      await page.waitForSelector("[data-testid=account-username]");
+      assert.equal(await refreshCalls(page), 1, "one refresh after the refusal");
+      const calls = await page.evaluate(() => window.__draughtsCalls.filter((c) => c.method === "WhoAmI" || c.method === "RefreshSession").map((c) => `${c.method}${c.error ? " refused" : ""}`));
+      assert.deepEqual(calls.slice(0, 3), ["WhoAmI refused", "RefreshSession", "WhoAmI"], calls.join());
+      assert.notEqual((await storedSession(page)).refreshToken, second.refreshToken);
+      assert.deepEqual(errors, []);
+      await page.context().close();
+    } finally {
+      await srv.stop();
+      srv.cleanup();
+    }
+  });
+
   test("accounts leaderboard: established ratings ranked, with names and profile links, page by page", async () => {
     // A server of its own where one rated game makes a rating established (deviation under 340).
     const srv = await startDraughtsd({ env: { DRAUGHTS_RATINGS_PROVISIONAL_DEVIATION: "340" } });

@@ -62,7 +62,7 @@ const sessionAuth: Interceptor = (next) => async (req) => {
     return await next(req);
   }
 };
-const transport = createGrpcWebTransport({ baseUrl: location.origin, interceptors: [recordCalls, sessionAuth] });
+const transport = createGrpcWebTransport({ baseUrl: location.origin, interceptors: [sessionAuth, recordCalls] });
 
 export const auth: Client<typeof Auth> = createClient(Auth, transport);
 export const games: Client<typeof Games> = createClient(Games, transport);
@@ -225,9 +225,13 @@ async function idbPut(key: string, value: unknown): Promise<void> {
 }
 
 function stored(s: Session, scopes?: AuthScope[]): StoredSession {
+  // The expiry on this browser's clock: the token's lifetime (its `exp` less its `iat`) from now, so
+  // that a clock set wrong does not make every token look expired, or never expiring.
+  const claims = jwtClaims(s.accessToken);
+  const lifetime = claims.exp && claims.iat ? (claims.exp - claims.iat) * 1000 : Number(s.accessExpiresAtMs) - Date.now();
   return {
     accessToken: s.accessToken,
-    accessExpiresAtMs: Number(s.accessExpiresAtMs),
+    accessExpiresAtMs: Date.now() + lifetime,
     refreshToken: s.refreshToken,
     refreshExpiresAtMs: Number(s.refreshExpiresAtMs),
     obtainedAtMs: Date.now(),
@@ -553,14 +557,18 @@ export async function signInWithPlayerToken(token: string): Promise<Identity> {
   return id;
 }
 
-function jwtExpiry(token: string): number {
+function jwtClaims(token: string): { exp?: number; iat?: number } {
   try {
     const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
-    const claims = JSON.parse(atob(part)) as { exp?: number };
-    return claims.exp ? claims.exp * 1000 : 0;
+    return JSON.parse(atob(part)) as { exp?: number; iat?: number };
   } catch {
-    return 0;
+    return {};
   }
+}
+
+function jwtExpiry(token: string): number {
+  const exp = jwtClaims(token).exp;
+  return exp ? exp * 1000 : 0;
 }
 
 /** Whether this identity may ask for analysis (the `analysis` scope). */

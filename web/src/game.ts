@@ -14,6 +14,7 @@ import {
   ensureIdentity,
   games,
   hotseatIdentity,
+  identityRefused,
   playerName,
   retrying,
   rules as rulesApi,
@@ -465,6 +466,8 @@ export function gamePage(root: HTMLElement, gameId: string): () => void {
       } catch (e) {
         if (closed) return;
         const err = ConnectError.from(e);
+        // An account's access token refused (expired): refresh it before coming back.
+        if (err.code === Code.Unauthenticated && me?.kind === "account") await identityRefused(me);
         // An invitation is reported accepted a moment before its game exists: a just-accepted game
         // may be NOT_FOUND for that moment, so look a few times before giving up.
         if (err.code === Code.InvalidArgument || (err.code === Code.NotFound && (view || ++notFound > 6))) {
