@@ -2,12 +2,13 @@
 // browser's identities (a guest token, an account's session, or a pasted token) and one retry rule.
 //
 // An account's session is a short-lived access token and a single-use refresh token (Auth.SignUp,
-// SignIn, RefreshSession). The session is kept in localStorage (it lives across reloads and is shared by
-// the tabs of this browser); the access token is refreshed shortly before it expires, and once more when
-// a call is refused as UNAUTHENTICATED. A refresh token works only once: one refresh at a time, across
-// tabs too (navigator.locks, or a lease in localStorage where that is missing), and storage is read again
-// once the lock is held (another tab may have refreshed meanwhile). A refresh the server refuses (the
-// token reused or revoked) ends the session: the browser becomes a guest again and says so.
+// SignIn, RefreshSession). The session is kept in localStorage and IndexedDB (it lives across reloads
+// and is shared by the tabs of this browser); the access token is refreshed shortly before it expires,
+// and once more when a call is refused as UNAUTHENTICATED. A refresh token works only once: one refresh
+// at a time, across tabs too (navigator.locks, or a lease in localStorage where that is missing), and the
+// session is read again once the lock is held (another tab may have refreshed meanwhile). A refresh the
+// server refuses (the token reused or revoked) ends the session: the browser becomes a guest again and
+// says so.
 import { Code, ConnectError, createClient, type CallOptions, type Client, type Interceptor } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { Auth, AuthScope, type Session } from "./gen/draughts/v1/auth_pb.js";
@@ -507,10 +508,18 @@ function useSession(s: Session): Identity {
   return id;
 }
 
+let adoptedAt = 0;
+
+/** When this page's sign-up adopted a guest (the server moves its finished games within seconds). */
+export function adoptedRecently(): boolean {
+  return Date.now() - adoptedAt < 15_000;
+}
+
 /** Registers an account; a guest playing in this browser becomes the account (its games move along). */
 export async function signUp(username: string, password: string, displayName: string): Promise<{ id: Identity; adoptedGuestId: string }> {
   const cur = currentIdentity();
   const s = await auth.signUp({ username, password, displayName }, cur?.kind === "guest" ? bearer(cur) : {});
+  if (s.adoptedGuestId) adoptedAt = Date.now();
   return { id: useSession(s), adoptedGuestId: s.adoptedGuestId };
 }
 

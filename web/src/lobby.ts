@@ -6,6 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import { Color } from "./gen/draughts/v1/common_pb.js";
 import { PlayerSchema } from "./gen/draughts/v1/common_pb.js";
 import {
+  adoptedRecently,
   bearer,
   canAnalyse,
   currentIdentity,
@@ -278,7 +279,9 @@ export function lobbyPage(root: HTMLElement): () => void {
     who.replaceChildren(...rows);
   }
 
-  async function renderMine() {
+  async function renderMine(again = 0) {
+    // Just signed up from a guest: its finished games reach the account within seconds; read twice more.
+    if (again < 2 && adoptedRecently()) setTimeout(() => !closed && void renderMine(again + 1), 2500);
     try {
       const me = await ensureIdentity();
       renderWho();
