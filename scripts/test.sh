@@ -52,7 +52,10 @@ if [ ${#web_missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${web_missing[@]}"
 fi
 cargo build --workspace --bins --locked
-(cd web && npm ci --no-audit --no-fund && npm run build && \
+(cd web && npm ci --no-audit --no-fund)
+step "API compatibility (buf breaking: proto/ against the last released set, proto/released/v1.binpb)"
+(cd proto && ../web/node_modules/.bin/buf breaking --against released/v1.binpb)
+(cd web && npm run build && \
   DRAUGHTSD_BIN="${CARGO_TARGET_DIR:-$PWD/../target}/debug/draughtsd" npm run test:e2e)
 
 step "container images (podman build; each binary run inside its image root)"
