@@ -960,6 +960,10 @@ async fn sustained_load_on_every_rpc_keeps_memory_flat() {
             ("DRAUGHTS_RATE_LIMIT_PLAYER_PER_MINUTE", "1000000"),
             ("DRAUGHTS_RATE_LIMIT_ANONYMOUS_PER_MINUTE", "1000000"),
             ("DRAUGHTS_RATE_LIMIT_API_KEY_PER_MINUTE", "1000000"),
+            // Games against the computer in loops from one address (games.rs quotas).
+            ("DRAUGHTS_AI_GAMES_PER_HOUR_GUEST", "1000000"),
+            ("DRAUGHTS_AI_GAMES_PER_HOUR_PLAYER", "1000000"),
+            ("DRAUGHTS_AI_GAMES_PER_HOUR_ADDRESS", "1000000"),
             ("DRAUGHTS_ANALYSIS_BEST_MOVES_PER_DAY_GUEST", "100000000"),
             ("DRAUGHTS_ANALYSIS_BEST_MOVES_PER_DAY_PLAYER", "100000000"),
             ("DRAUGHTS_ANALYSIS_JOBS_PER_DAY_PLAYER", "100000000"),

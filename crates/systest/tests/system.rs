@@ -490,6 +490,10 @@ async fn the_platform_survives_faults_and_loses_nothing() {
             ("DRAUGHTS_RATE_LIMIT_PLAYER_PER_MINUTE", "100000"),
             ("DRAUGHTS_RATE_LIMIT_ANONYMOUS_PER_MINUTE", "100000"),
             ("DRAUGHTS_RATE_LIMIT_API_KEY_PER_MINUTE", "100000"),
+            // Games against the computer in loops from one address (games.rs quotas).
+            ("DRAUGHTS_AI_GAMES_PER_HOUR_GUEST", "100000"),
+            ("DRAUGHTS_AI_GAMES_PER_HOUR_PLAYER", "100000"),
+            ("DRAUGHTS_AI_GAMES_PER_HOUR_ADDRESS", "100000"),
             ("DRAUGHTS_ANALYSIS_BEST_MOVES_PER_DAY_GUEST", "1000000"),
             ("DRAUGHTS_ANALYSIS_BEST_MOVES_PER_DAY_PLAYER", "1000000"),
             ("DRAUGHTS_ANALYSIS_JOBS_PER_DAY_PLAYER", "100000"),

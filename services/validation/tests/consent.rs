@@ -1151,3 +1151,67 @@ async fn the_block_list_is_bounded_under_concurrency() {
     assert_eq!(listed.blocked.len(), 500);
     server.stop().await;
 }
+
+/// Games against the computer are a quota per guest (levels 7-8 apart) and per client address, per
+/// clock hour: an aborted game counts as created, so the create-abort loop is refused with
+/// RESOURCE_EXHAUSTED and `retry-after` (the caller is slowed), while others go on.
+#[tokio::test]
+async fn computer_games_are_a_quota_and_aborts_count() {
+    let mut config = config();
+    config.games.ai_games_per_hour_guest = 3;
+    config.games.ai_strong_games_per_hour_guest = 1;
+    config.games.ai_games_per_hour_address = 6;
+    let (server, ch) = start_with(config).await;
+    let mut games = GamesClient::new(ch.clone());
+    let ann = guest(&ch, "Ann").await;
+    let create_abort = |token: String, level: u8| {
+        let mut games = games.clone();
+        async move {
+            // English: Black (the caller) moves first; nobody has moved, so the game may be aborted.
+            let game = games
+                .create_game(authed(&token, create(&format!("ai:{level}"), "")))
+                .await?
+                .into_inner();
+            games.abort(action(&token, &game.game_id)).await?;
+            Ok::<_, tonic::Status>(())
+        }
+    };
+    for _ in 0..3 {
+        create_abort(ann.token.clone(), 1).await.unwrap();
+    }
+    let refused = create_abort(ann.token.clone(), 1).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    let retry_after: u64 = refused
+        .metadata()
+        .get("retry-after")
+        .expect("retry-after")
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=3_600).contains(&retry_after), "{retry_after}");
+    // Levels 7-8 have a smaller quota of their own for guests.
+    let bob = guest(&ch, "Bob").await;
+    create_abort(bob.token.clone(), 8).await.unwrap();
+    let strong = create_abort(bob.token.clone(), 7).await.unwrap_err();
+    assert_eq!(strong.code(), Code::ResourceExhausted);
+    assert!(strong.message().contains("levels 7-8"), "{strong:?}");
+    create_abort(bob.token.clone(), 2).await.unwrap();
+    // Ann's three, Bob's two: the address has one game left this hour, whoever asks.
+    let carl = guest(&ch, "Carl").await;
+    create_abort(carl.token.clone(), 1).await.unwrap();
+    let e = create_abort(carl.token.clone(), 1).await.unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    assert!(e.message().contains("address"), "{e:?}");
+    // Games between people are not counted.
+    let inv = games
+        .create_invitation(authed(&carl.token, invite(&bob.id)))
+        .await
+        .unwrap()
+        .into_inner();
+    games
+        .accept_invitation(inv_req(&bob.token, &inv.invitation_id))
+        .await
+        .unwrap();
+    server.stop().await;
+}

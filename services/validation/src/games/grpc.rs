@@ -59,7 +59,16 @@ pub(crate) fn err(e: GamesError) -> Status {
     if e.kind() == draughts_proto::ErrorKind::Internal {
         tracing::error!(error = %e, "games: internal error");
     }
-    e.to_status()
+    let mut status = e.to_status();
+    if let GamesError::Quota {
+        retry_after_secs, ..
+    } = e
+    {
+        status
+            .metadata_mut()
+            .insert("retry-after", retry_after_secs.into());
+    }
+    status
 }
 
 /// The caller as a player of a game.
@@ -330,8 +339,9 @@ impl pb::games_server::Games for GamesService {
         req: Request<pb::CreateGameRequest>,
     ) -> Result<Response<pb::GameView>, Status> {
         let me = caller(&req)?;
+        let address = draughts_auth::client_address(&req);
         let req = req.into_inner();
-        let record = self.create(&me, req).await.map_err(err)?;
+        let record = self.create(&me, &address, req).await.map_err(err)?;
         tracing::Span::current().record("game_id", record.id.as_str());
         tracing::Span::current().record("variant", record.variant.as_str());
         Ok(Response::new(view(&record, self.core.now()).map_err(err)?))
@@ -690,6 +700,7 @@ impl GamesService {
     async fn create(
         &self,
         me: &Principal,
+        address: &str,
         req: pb::CreateGameRequest,
     ) -> Result<GameRecord, GamesError> {
         let rules: RuleSet = convert::rule_set(req.rules.as_ref()).map_err(api)?;
@@ -717,6 +728,18 @@ impl GamesService {
                     "a game against another player starts when they accept: send an invitation (CreateInvitation)".into(),
                 ));
             }
+            let level = match PlayerId::parse(&other.id).map(|id| id.kind()) {
+                Ok(draughts_proto::ids::PlayerKind::Computer { level }) => level,
+                _ => 0,
+            };
+            self.core
+                .count_computer_game(
+                    &me.player_id,
+                    me.kind == auth::PrincipalKind::Guest,
+                    address,
+                    level,
+                )
+                .await?;
         }
         let new = NewGame {
             rules,

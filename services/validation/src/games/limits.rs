@@ -31,6 +31,31 @@ pub struct GamesLimits {
         default_value_t = 20
     )]
     pub max_pending_from_strangers: u32,
+    /// Games against the computer (`ai:<level>`) one guest may create per clock hour (UTC). Every
+    /// creation counts, a game aborted at once included; past it CreateGame is RESOURCE_EXHAUSTED with
+    /// `retry-after` (seconds to the next hour).
+    #[arg(long, env = "DRAUGHTS_AI_GAMES_PER_HOUR_GUEST", default_value_t = 30)]
+    pub ai_games_per_hour_guest: u32,
+    /// Of those, games against levels 7-8 (the long searches) one guest may create per hour.
+    #[arg(
+        long,
+        env = "DRAUGHTS_AI_STRONG_GAMES_PER_HOUR_GUEST",
+        default_value_t = 6
+    )]
+    pub ai_strong_games_per_hour_guest: u32,
+    /// Games against the computer one signed-in player (account, identity-provider player, API key
+    /// without the admin scope) may create per hour.
+    #[arg(long, env = "DRAUGHTS_AI_GAMES_PER_HOUR_PLAYER", default_value_t = 120)]
+    pub ai_games_per_hour_player: u32,
+    /// Games against the computer created from one client address per hour, whoever asks (the address
+    /// as the rate limits count it: the trusted X-Forwarded-For entry, IPv6 by its /64), so that
+    /// fresh guests from one host share one quota.
+    #[arg(
+        long,
+        env = "DRAUGHTS_AI_GAMES_PER_HOUR_ADDRESS",
+        default_value_t = 240
+    )]
+    pub ai_games_per_hour_address: u32,
     /// Open WatchGame streams per caller on one replica: per player or API key, per client IP
     /// address for anonymous watchers. More are RESOURCE_EXHAUSTED.
     #[arg(long, env = "DRAUGHTS_MAX_WATCHERS_PER_CALLER", default_value_t = 32)]
@@ -64,6 +89,10 @@ impl GamesLimits {
             archived_game_ttl_s: 3_600,
             max_open_games_per_player: 50,
             max_pending_from_strangers: 20,
+            ai_games_per_hour_guest: 30,
+            ai_strong_games_per_hour_guest: 6,
+            ai_games_per_hour_player: 120,
+            ai_games_per_hour_address: 240,
             max_watchers_per_caller: 32,
             max_watchers: 20_000,
             finished_stream_max_len: 100_000,
@@ -100,6 +129,17 @@ impl GamesLimits {
             1,
             200,
         )?;
+        for (name, value) in [
+            ("ai-games-per-hour-guest", self.ai_games_per_hour_guest),
+            (
+                "ai-strong-games-per-hour-guest",
+                self.ai_strong_games_per_hour_guest,
+            ),
+            ("ai-games-per-hour-player", self.ai_games_per_hour_player),
+            ("ai-games-per-hour-address", self.ai_games_per_hour_address),
+        ] {
+            in_range(name, value.into(), 1, 1_000_000)?;
+        }
         in_range(
             "max-watchers-per-caller",
             self.max_watchers_per_caller.into(),

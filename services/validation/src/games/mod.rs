@@ -8,6 +8,7 @@
 //! - [`watch`]: `WatchGame`, one feed per watched game and replica, and the watchers' caps.
 //! - [`limits`]: the bounds of games, watchers and the Redis state they leave (flags).
 //! - [`pdn`]: PDN export.
+//! - [`quota`]: quotas on games against the computer.
 //! - [`grpc`]: the gRPC edge (authenticate, convert, call, convert back).
 
 pub mod blocks;
@@ -20,6 +21,7 @@ pub mod limits;
 pub mod links;
 pub mod pdn;
 pub mod player_events;
+pub mod quota;
 pub mod record;
 pub mod service;
 pub mod watch;

@@ -210,6 +210,10 @@ pub enum GamesError {
     /// A per-player bound is reached (pending invitations, open games).
     #[error("{0}")]
     Exhausted(String),
+    /// A quota over time is spent (games against the computer): RESOURCE_EXHAUSTED with
+    /// `retry-after` (whole seconds until the window that counts it ends).
+    #[error("{what}: retry in {retry_after_secs} s")]
+    Quota { what: String, retry_after_secs: u64 },
 }
 
 impl From<StoreError> for GamesError {
@@ -244,7 +248,7 @@ impl ServiceError for GamesError {
             }
             GamesError::Move(_) => ErrorKind::FailedPrecondition,
             GamesError::Corrupt(_) => ErrorKind::Internal,
-            GamesError::Exhausted(_) => ErrorKind::ResourceExhausted,
+            GamesError::Exhausted(_) | GamesError::Quota { .. } => ErrorKind::ResourceExhausted,
             GamesError::ShuttingDown => ErrorKind::Unavailable,
             GamesError::Store(e) => e.code().into(),
         }
