@@ -293,7 +293,19 @@ impl GamesCore {
                 stranger,
                 expires_ms: inv.expires_ms,
             };
-            dropped.extend(self.list_checked(&invitee.id, received, false).await?);
+            match self.list_checked(&invitee.id, received, false).await {
+                Ok(more) => dropped.extend(more),
+                Err(e) => {
+                    // The invitee would never hear of it: withdrawn (best effort; it expires anyway).
+                    let inviter = inv.inviter.id.clone();
+                    let _ = self
+                        .change_invitation(&inv.id, move |inv, now| {
+                            inv.cancel(&inviter, now).map_err(GamesError::from)
+                        })
+                        .await;
+                    return Err(e);
+                }
+            }
         }
         let mut effects = vec![signal(&inv.inviter.id, SignalKind::Invitation, &inv.id)];
         if let Some(invitee) = &inv.invitee {
