@@ -495,6 +495,16 @@ impl Authenticator {
         }))
     }
 
+    /// The rate limit of guests.
+    pub(crate) fn guest_limit(&self) -> u32 {
+        self.inner.config.rate_limit_guest_per_minute
+    }
+
+    /// The rate limit of players (accounts and identity-provider players).
+    pub(crate) fn player_limit(&self) -> u32 {
+        self.inner.config.rate_limit_player_per_minute
+    }
+
     /// The rate limit of anonymous calls.
     pub(crate) fn anonymous_limit(&self) -> u32 {
         self.inner.config.rate_limit_anonymous_per_minute

@@ -106,6 +106,7 @@ fn scope_to_wire(scope: Scope) -> pb::AuthScope {
         Scope::Play => pb::AuthScope::Play,
         Scope::Analysis => pb::AuthScope::Analysis,
         Scope::Admin => pb::AuthScope::Admin,
+        Scope::Service => pb::AuthScope::Service,
     }
 }
 
@@ -120,8 +121,9 @@ fn scopes_from_wire(values: &[i32]) -> Result<Scopes, AuthError> {
             Ok(pb::AuthScope::Play) => Ok(Scope::Play),
             Ok(pb::AuthScope::Analysis) => Ok(Scope::Analysis),
             Ok(pb::AuthScope::Admin) => Ok(Scope::Admin),
+            Ok(pb::AuthScope::Service) => Ok(Scope::Service),
             Ok(pb::AuthScope::Unspecified) | Err(_) => Err(AuthError::InvalidArgument(format!(
-                "scopes: {value} is not a scope (PLAY, ANALYSIS or ADMIN)"
+                "scopes: {value} is not a scope (PLAY, ANALYSIS, ADMIN or SERVICE)"
             ))),
         })
         .collect()

@@ -5,6 +5,7 @@ use std::net::IpAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use draughts_proto::ids::{PlayerId, PlayerKind};
 use draughts_proto::{ErrorKind, ServiceError};
 use tonic::server::NamedService;
 use tonic::transport::server::TcpConnectInfo;
@@ -12,7 +13,7 @@ use tower::{Layer, Service};
 
 use super::authenticator::RateState;
 use super::limits::{CallKind, CallPolicy};
-use super::{AuthError, Authenticator, Principal};
+use super::{AuthError, Authenticator, Principal, Scope};
 
 /// Wraps a generated tonic server (or anything serving `http::Request`s) so that each request is
 /// authenticated ([`Authenticator::authenticate`]) and counted against its caller's rate limit before it
@@ -95,10 +96,13 @@ where
         let (mut head, body) = req.into_parts();
         Box::pin(async move {
             match admit(&auth, &head, kind).await {
-                Ok((principal, rate)) => {
+                Ok((principal, rate, behalf)) => {
                     let address = address_bucket(&head, auth.trust_forwarded_for());
                     head.extensions.insert(ClientAddress(address));
                     head.extensions.insert(principal);
+                    if let Some(user) = behalf {
+                        head.extensions.insert(OnBehalfOf(user));
+                    }
                     let mut response = inner.call(http::Request::from_parts(head, body)).await?;
                     if let Some(rate) = rate {
                         rate.write(response.headers_mut());
@@ -133,20 +137,44 @@ async fn admit(
     auth: &Authenticator,
     head: &http::request::Parts,
     kind: CallKind,
-) -> Result<(Option<Principal>, Option<RateState>), AuthError> {
+) -> Result<(Option<Principal>, Option<RateState>, Option<PlayerId>), AuthError> {
     let address_bucket = || address_bucket(head, auth.trust_forwarded_for());
     match auth.caller(&head.headers).await {
         Ok(Some(caller)) => {
-            let rate = auth
-                .count_call(&caller.rate_bucket, caller.rate_limit_per_minute, kind)
-                .await?;
-            Ok((Some(caller.principal), rate))
+            // A service calling on a user's behalf spends that user's calls, not its own key's.
+            let behalf = if caller.principal.scopes.has(Scope::Service) {
+                on_behalf_of_header(head)?
+            } else {
+                None
+            };
+            let rate = match &behalf {
+                Some(user) => match user.kind() {
+                    // The server's own computer has no limit of its own: the service's key counts.
+                    PlayerKind::Computer { .. } => {
+                        auth.count_call(&caller.rate_bucket, caller.rate_limit_per_minute, kind)
+                            .await?
+                    }
+                    PlayerKind::Guest => {
+                        auth.count_call(user.as_str(), auth.guest_limit(), kind)
+                            .await?
+                    }
+                    _ => {
+                        auth.count_call(user.as_str(), auth.player_limit(), kind)
+                            .await?
+                    }
+                },
+                None => {
+                    auth.count_call(&caller.rate_bucket, caller.rate_limit_per_minute, kind)
+                        .await?
+                }
+            };
+            Ok((Some(caller.principal), rate, behalf))
         }
         Ok(None) => {
             let rate = auth
                 .count_call(&address_bucket(), auth.anonymous_limit(), kind)
                 .await?;
-            Ok((None, rate))
+            Ok((None, rate, None))
         }
         Err(refused) if refused.kind() == ErrorKind::Unauthenticated => {
             // Counted as a read: a store that cannot count falls back to this replica's limiter.
@@ -156,6 +184,32 @@ async fn admit(
         }
         Err(other) => Err(other),
     }
+}
+
+/// The metadata in which a service names the user it calls for (trusted only from callers with the
+/// `service` scope; ignored from others).
+pub const ON_BEHALF_OF: &str = "x-on-behalf-of";
+
+/// The user a service's call is made for (see [`ON_BEHALF_OF`]), in the request extensions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OnBehalfOf(pub PlayerId);
+
+/// The user a call of a service was made for, if it named one.
+pub fn on_behalf_of<T>(req: &tonic::Request<T>) -> Option<PlayerId> {
+    req.extensions().get::<OnBehalfOf>().map(|o| o.0.clone())
+}
+
+/// The user named in `x-on-behalf-of`, if any; INVALID_ARGUMENT for a value that is not a player id.
+fn on_behalf_of_header(head: &http::request::Parts) -> Result<Option<PlayerId>, AuthError> {
+    let Some(value) = head.headers.get(ON_BEHALF_OF) else {
+        return Ok(None);
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| AuthError::InvalidArgument(format!("{ON_BEHALF_OF} must be a player id")))?;
+    PlayerId::parse(text)
+        .map(Some)
+        .map_err(|e| AuthError::InvalidArgument(format!("{ON_BEHALF_OF}: {e}")))
 }
 
 /// The client's address as the rate limits count it (`addr:<ip>`), which a handler finds in the

@@ -70,7 +70,9 @@ pub use authenticator::{Authenticator, IssuedGuest, api_key_id, constant_time_eq
 pub use config::AuthConfig;
 pub use error::AuthError;
 pub use identity::{Identities, Identity};
-pub use layer::{AuthLayer, Authenticated, ClientAddress, client_address};
+pub use layer::{
+    AuthLayer, Authenticated, ClientAddress, OnBehalfOf, client_address, on_behalf_of,
+};
 pub use limits::{CallKind, CallPolicy};
 
 /// Who is calling, once their credentials are checked.
@@ -107,11 +109,13 @@ pub enum Scope {
     Analysis,
     /// Manage API keys; administrative calls.
     Admin,
+    /// A platform service calling on users' behalf (`x-on-behalf-of`, see [`layer`]).
+    Service,
 }
 
 impl Scope {
     /// Every scope, in order.
-    pub const ALL: [Scope; 3] = [Scope::Play, Scope::Analysis, Scope::Admin];
+    pub const ALL: [Scope; 4] = [Scope::Play, Scope::Analysis, Scope::Admin, Scope::Service];
 
     /// The stable name (`play`, `analysis`, `admin`), used in messages and stored key records.
     pub const fn name(self) -> &'static str {
@@ -119,6 +123,7 @@ impl Scope {
             Scope::Play => "play",
             Scope::Analysis => "analysis",
             Scope::Admin => "admin",
+            Scope::Service => "service",
         }
     }
 
@@ -127,6 +132,7 @@ impl Scope {
             Scope::Play => 1,
             Scope::Analysis => 2,
             Scope::Admin => 4,
+            Scope::Service => 8,
         }
     }
 }
@@ -139,7 +145,7 @@ impl fmt::Display for Scope {
 
 /// The text is not a scope name.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown scope '{0}' (expected play, analysis or admin)")]
+#[error("unknown scope '{0}' (expected play, analysis, admin or service)")]
 pub struct UnknownScope(pub String);
 
 impl FromStr for Scope {
@@ -162,7 +168,9 @@ impl Scopes {
     pub const PLAY: Scopes = Scopes(Scope::Play.bit());
     pub const ANALYSIS: Scopes = Scopes(Scope::Analysis.bit());
     pub const ADMIN: Scopes = Scopes(Scope::Admin.bit());
-    pub const ALL: Scopes = Scopes(Scope::Play.bit() | Scope::Analysis.bit() | Scope::Admin.bit());
+    pub const ALL: Scopes = Scopes(
+        Scope::Play.bit() | Scope::Analysis.bit() | Scope::Admin.bit() | Scope::Service.bit(),
+    );
 
     /// Whether `scope` is in the set.
     pub const fn has(self, scope: Scope) -> bool {

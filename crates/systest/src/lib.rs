@@ -280,10 +280,15 @@ impl Platform {
             .connect()
             .await
             .expect("bootstrap channel");
+        // Each service calls the others with a key of its own; `service` lets it name the player each
+        // call is for, so that the call counts against that player's limit, not the key's.
         let games_key = create_key(
             &channel,
             "games",
-            &[draughts_proto::pb::AuthScope::Analysis],
+            &[
+                draughts_proto::pb::AuthScope::Analysis,
+                draughts_proto::pb::AuthScope::Service,
+            ],
         )
         .await;
         // Matchmaking creates agreed games for others: Games.CreateGame needs `play`, and `admin` to
@@ -294,6 +299,7 @@ impl Platform {
             &[
                 draughts_proto::pb::AuthScope::Play,
                 draughts_proto::pb::AuthScope::Admin,
+                draughts_proto::pb::AuthScope::Service,
             ],
         )
         .await;

@@ -1,7 +1,10 @@
 //! What matchmaking asks of the rest of the platform, as traits (so the domain has no transport in it),
-//! and their implementations over the public gRPC API: `Games` (agreed games with a service credential
-//! of the `admin` scope; invitations on behalf of the caller, whose `authorization` is passed on) and
-//! `Ratings` (anyone may read a rating). No other service's crate is used.
+//! and their implementations over the public gRPC API: `Games` (agreed games and players' states with
+//! matchmaking's service credential, an API key with the `admin` and `service` scopes; invitations on
+//! behalf of the caller, whose `authorization` is passed on) and `Ratings` (ratings read with the
+//! service credential). Every call with the service credential names the player it is made for
+//! (`x-on-behalf-of`), so it counts against that player's own rate limit: no player can use up a
+//! shared bucket. No other service's crate is used.
 
 use std::fmt;
 
@@ -129,6 +132,23 @@ impl GrpcPlatform {
     }
 }
 
+/// `request` with the service credential, made for `user` (`x-on-behalf-of`: the call counts
+/// against that user's own rate limit, not against matchmaking's key; see `draughts_auth::layer`).
+fn service_request<T>(
+    message: T,
+    authorization: &str,
+    user: &str,
+) -> MatchmakingResult<tonic::Request<T>> {
+    let mut request = request(message, Some(authorization))?;
+    let value = user
+        .parse()
+        .map_err(|_| MatchmakingError::Invalid("malformed player id".into()))?;
+    request
+        .metadata_mut()
+        .insert(draughts_auth::layer::ON_BEHALF_OF, value);
+    Ok(request)
+}
+
 fn request<T>(message: T, authorization: Option<&str>) -> MatchmakingResult<tonic::Request<T>> {
     let mut request = tonic::Request::new(message);
     if let Some(value) = authorization {
@@ -219,8 +239,14 @@ impl GamesPort for GrpcPlatform {
             fen: String::new(),
             game_id: game.game_id.clone(),
         };
+        // For the player whose seek completed the pair (the later one of the two is as good as any:
+        // each player's own seeks are bounded by their own limit).
         self.games()
-            .create_game(request(message, Some(&self.service_authorization))?)
+            .create_game(service_request(
+                message,
+                &self.service_authorization,
+                &game.black,
+            )?)
             .await
             .map_err(|s| upstream("Games", s))?;
         Ok(())
@@ -234,7 +260,11 @@ impl GamesPort for GrpcPlatform {
         };
         let list = self
             .games()
-            .list_games(request(message, Some(&self.service_authorization))?)
+            .list_games(service_request(
+                message,
+                &self.service_authorization,
+                player,
+            )?)
             .await
             .map_err(|s| upstream("Games", s))?
             .into_inner();
@@ -359,7 +389,14 @@ impl RatingsPort for GrpcPlatform {
             }),
         };
         let mut client = pb::ratings_client::RatingsClient::new(self.ratings.clone());
-        match client.get_rating(request(message, None)?).await {
+        match client
+            .get_rating(service_request(
+                message,
+                &self.service_authorization,
+                player,
+            )?)
+            .await
+        {
             Ok(rating) => {
                 let rating = rating.into_inner();
                 #[allow(clippy::cast_possible_truncation)]

@@ -617,3 +617,89 @@ async fn rate_limits_answer_resource_exhausted_with_retry_after() {
     who_am_i(&mut client, &admin).await.unwrap();
     server.stop().await;
 }
+
+/// A service's key (scope `service`) naming a user in `x-on-behalf-of` spends that user's calls, not
+/// its own; the same metadata from a key without the scope is ignored; a malformed one is refused.
+#[tokio::test]
+async fn services_call_on_behalf_of_users() {
+    let mut config = AuthConfig::for_tests();
+    config.rate_limit_guest_per_minute = 3;
+    let server = Server::start(config).await;
+    let mut client = server.client().await;
+    let admin = server.admin_key();
+    let service = create_key(
+        &mut client,
+        &admin,
+        "matchmaking",
+        &[pb::AuthScope::Play, pb::AuthScope::Service],
+        1000,
+    )
+    .await
+    .unwrap();
+    let plain = create_key(&mut client, &admin, "plain", &[pb::AuthScope::Play], 1000)
+        .await
+        .unwrap();
+    let new_guest = async |client: &mut AuthClient<Channel>| {
+        client
+            .create_guest(pb::CreateGuestRequest::default())
+            .await
+            .unwrap()
+            .into_inner()
+    };
+    let gus = new_guest(&mut client).await;
+    let ivy = new_guest(&mut client).await;
+    let gus_id = gus.player.unwrap().id;
+    let ivy_id = ivy.player.unwrap().id;
+    let for_user = |key: &str, user: &str| {
+        let mut req = bearer(pb::WhoAmIRequest {}, key);
+        req.metadata_mut()
+            .insert("x-on-behalf-of", user.parse().unwrap());
+        req
+    };
+    away_from_window_end().await;
+    // The service's calls for Gus use up Gus's three calls of the minute...
+    for _ in 0..3 {
+        let me = client
+            .who_am_i(for_user(&service.key, &gus_id))
+            .await
+            .unwrap()
+            .into_inner();
+        // ...while the caller stays the service (the metadata names whom it acts for, nothing more).
+        assert_eq!(me.player.unwrap().id, "key:matchmaking");
+    }
+    let refused = client
+        .who_am_i(for_user(&service.key, &gus_id))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    // Gus himself is out of calls too: one bucket per user.
+    assert_eq!(
+        who_am_i(&mut client, &gus.token).await.unwrap_err().code(),
+        Code::ResourceExhausted
+    );
+    // Ivy's calls, and the service's own, are untouched.
+    client
+        .who_am_i(for_user(&service.key, &ivy_id))
+        .await
+        .unwrap();
+    who_am_i(&mut client, &service.key).await.unwrap();
+    // A key without the service scope cannot spend (or spare) someone else's calls: ignored.
+    for _ in 0..5 {
+        client
+            .who_am_i(for_user(&plain.key, &gus_id))
+            .await
+            .unwrap();
+    }
+    // A malformed user is refused.
+    let bad = client
+        .who_am_i(for_user(&service.key, "nobody"))
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), Code::InvalidArgument);
+    assert!(
+        bad.message().contains("x-on-behalf-of"),
+        "{}",
+        bad.message()
+    );
+    server.stop().await;
+}

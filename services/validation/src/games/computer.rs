@@ -38,6 +38,9 @@ pub struct ComputerTurn {
     pub white_ms: u64,
     pub black_ms: u64,
     pub increment_ms: u64,
+    /// The person the computer plays (its move is asked for them: in a deployment the call counts
+    /// against their rate limit, not the Games service's key); `None` when both sides are computers.
+    pub opponent: Option<String>,
 }
 
 /// Chooses the computer's moves (in a deployment: `Analysis.BestMove`).
@@ -142,6 +145,10 @@ impl GamesCore {
                 TimeControlRec::Fischer { increment_ms, .. } => increment_ms,
                 TimeControlRec::Correspondence { .. } => 0,
             },
+            opponent: [&record.white, &record.black]
+                .into_iter()
+                .find(|p| !p.computer)
+                .map(|p| p.id.clone()),
         };
         let ply = record.ply();
         let text = player.choose(turn).await?;

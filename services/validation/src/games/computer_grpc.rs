@@ -1,6 +1,8 @@
 //! The computer player of a separately deployed Games service: each `ai:<level>` move is asked of
 //! `Analysis.BestMove` over gRPC (`--analysis-url`), with an API key of the platform (`--analysis-api-key`,
-//! scope `analysis` or `admin`) so that the computer's moves are the server's own, not a player's quota.
+//! scopes `analysis` and `service`) so that the computer's moves are the server's own (the computer-move
+//! class, not a player's analysis quota), each named for the person the computer plays
+//! (`x-on-behalf-of`) so that it counts against that person's rate limit, not the key's.
 
 use std::time::Duration;
 
@@ -41,6 +43,7 @@ fn unavailable(e: tonic::Status) -> GamesError {
 #[tonic::async_trait]
 impl ComputerPlayer for GrpcComputer {
     async fn choose(&self, turn: ComputerTurn) -> GamesResult<String> {
+        let turn_opponent = turn.opponent.clone();
         let (fen, moves) = if turn.moves.len() <= MAX_MOVES {
             (turn.start_fen.clone(), turn.moves.clone())
         } else {
@@ -73,6 +76,13 @@ impl ComputerPlayer for GrpcComputer {
         });
         if let Ok(value) = format!("Bearer {}", self.api_key).parse() {
             request.metadata_mut().insert("authorization", value);
+        }
+        // For the person the computer plays: with a key of the `service` scope the call counts
+        // against their limit, so no player can use up the key's (draughts_auth::layer).
+        if let Some(value) = turn_opponent.and_then(|id| id.parse().ok()) {
+            request
+                .metadata_mut()
+                .insert(draughts_auth::layer::ON_BEHALF_OF, value);
         }
         let answer = pb::analysis_client::AnalysisClient::new(self.channel.clone())
             .best_move(request)
