@@ -393,7 +393,8 @@ async fn api_keys_carry_scopes_and_can_be_revoked() {
         scopes(&[
             pb::AuthScope::Play,
             pb::AuthScope::Analysis,
-            pb::AuthScope::Admin
+            pb::AuthScope::Admin,
+            pb::AuthScope::Service,
         ])
     );
 
