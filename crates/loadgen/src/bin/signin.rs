@@ -6,10 +6,16 @@
 //! per-address and per-account throttles (which are what they are for abuse, not for load) stay out
 //! of the measurement. Records `SignIn` latencies.
 //!
+//! Two shapes: a closed loop (default: every client signs in again as soon as it is answered, so
+//! `--concurrency` sign-ins are in flight at every moment and the hashing cores are saturated), or
+//! bursts (`--burst-every 1s`: at each tick every client starts one sign-in, so `--concurrency`
+//! sign-ins arrive at once; with answers faster than the tick, each burst is over before the next).
+//!
 //! ```sh
 //! draughtsd --trust-forwarded-for --rate-limit-anonymous-per-minute 100000000 \
 //!     --signups-per-address-per-hour 100000 &
 //! draughts-load-signin --server http://127.0.0.1:50051 --concurrency 20 --duration 30s
+//! draughts-load-signin --server http://127.0.0.1:50051 --concurrency 20 --burst-every 1s
 //! ```
 
 use std::sync::Arc;
@@ -41,6 +47,9 @@ struct Args {
     /// Stop after this long.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     duration: Duration,
+    /// Bursts instead of a closed loop: every this long, each client signs in once, all at once.
+    #[arg(long, value_parser = parse_duration)]
+    burst_every: Option<Duration>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -99,14 +108,26 @@ async fn main() -> anyhow::Result<()> {
     let total = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
+    let first_burst = tokio::time::Instant::now();
     for worker in 0..args.concurrency {
         let (stop, total, errors) = (stop.clone(), total.clone(), errors.clone());
         let (names, addresses) = (names.clone(), addresses.clone());
+        let burst_every = args.burst_every;
         let mut auth = AuthClient::new(channel.clone());
         tasks.push(tokio::spawn(async move {
             let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3)?;
             let mut i = worker;
+            let mut burst = 0u32;
             while !stop.load(Ordering::Relaxed) {
+                if let Some(every) = burst_every {
+                    // Every client starts at the tick: the burst's sign-ins arrive together (a
+                    // tick that passed while a burst was still answered starts the next at once).
+                    tokio::time::sleep_until(first_burst + every * burst).await;
+                    burst += 1;
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                }
                 let req = from(
                     addresses.fetch_add(1, Ordering::Relaxed),
                     pb::SignInRequest {
