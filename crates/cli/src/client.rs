@@ -85,6 +85,12 @@ enum ClientCommand {
     Signout,
     /// Auth.WhoAmI: who the server thinks you are.
     Whoami,
+    /// Games.BlockPlayer: no invitations, challenges, rematches or lobby games with this player.
+    Block { player_id: String },
+    /// Games.UnblockPlayer.
+    Unblock { player_id: String },
+    /// Games.ListBlocked: your block list, most recent first.
+    Blocked,
     /// Auth.CreateGuest: prints a guest token (use it with --token or DRAUGHTS_TOKEN).
     Guest {
         #[arg(long, default_value = "")]
@@ -341,6 +347,25 @@ async fn run_command(
     match command {
         ClientCommand::Signup(_) | ClientCommand::Signin(_) | ClientCommand::Signout => {
             unreachable!("handled before a token is chosen")
+        }
+        ClientCommand::Block { player_id } => {
+            let games = pb::games_client::GamesClient::new(channel);
+            let message = pb::BlockPlayerRequest { player_id };
+            let r = call!(caller, games, block_player, message)?;
+            println!("{} blocked", r.blocked.len());
+        }
+        ClientCommand::Unblock { player_id } => {
+            let games = pb::games_client::GamesClient::new(channel);
+            let message = pb::BlockPlayerRequest { player_id };
+            let r = call!(caller, games, unblock_player, message)?;
+            println!("{} blocked", r.blocked.len());
+        }
+        ClientCommand::Blocked => {
+            let games = pb::games_client::GamesClient::new(channel);
+            let r = call!(caller, games, list_blocked, pb::ListBlockedRequest {})?;
+            for b in &r.blocked {
+                println!("{}", b.player_id);
+            }
         }
         ClientCommand::Whoami => {
             let auth = pb::auth_client::AuthClient::new(channel);

@@ -113,6 +113,24 @@ async fn sessions_are_kept_refreshed_and_ended() {
     let (ok, out, err) = client(&server, &dir, &["whoami"], "").await;
     assert!(ok && out.contains("cli_user"), "{out} {err}");
 
+    // The block list, with the saved session.
+    let (ok, out, err) = client(&server, &dir, &["block", "ai:1"], "").await;
+    assert!(!ok && err.contains("InvalidArgument"), "{out} {err}");
+    let (ok, other, err) = client(&server, &dir, &["guest", "--name", "Pest"], "").await;
+    assert!(ok, "{err}");
+    let pest = {
+        let (ok, out, err) = client(&server, &dir, &["--token", other.trim(), "whoami"], "").await;
+        assert!(ok, "{err}");
+        let open = out.find("(guest:").unwrap();
+        out[open + 1..out.find("),").unwrap()].to_owned()
+    };
+    let (ok, out, err) = client(&server, &dir, &["block", &pest], "").await;
+    assert!(ok && out.contains("1 blocked"), "{out} {err}");
+    let (ok, out, _) = client(&server, &dir, &["blocked"], "").await;
+    assert!(ok && out.trim() == pest, "{out}");
+    let (ok, out, _) = client(&server, &dir, &["unblock", &pest], "").await;
+    assert!(ok && out.contains("0 blocked"), "{out}");
+
     // Signed out: the file forgets it and calls are anonymous again.
     let (ok, out, _) = client(&server, &dir, &["signout"], "").await;
     assert!(ok && out.contains("signed out"), "{out}");
