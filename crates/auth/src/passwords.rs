@@ -102,13 +102,35 @@ impl std::fmt::Debug for Passwords {
     }
 }
 
-/// A pool thread: lowest priority, then jobs until the pool is dropped.
-fn worker(jobs: Arc<Mutex<mpsc::Receiver<Job>>>) {
+/// Makes the calling thread yield to every other: on Linux the SCHED_IDLE policy (it runs only on a
+/// core nothing else wants, and any other thread that wakes takes the core at once), elsewhere the
+/// lowest priority the system gives.
+fn lowest_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        use thread_priority::unix::{
+            NormalThreadSchedulePolicy, ThreadSchedulePolicy, set_thread_priority_and_policy,
+            thread_native_id,
+        };
+        let idle = set_thread_priority_and_policy(
+            thread_native_id(),
+            thread_priority::ThreadPriority::Min,
+            ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle),
+        );
+        if idle.is_ok() {
+            return;
+        }
+    }
     if let Err(e) =
         thread_priority::set_current_thread_priority(thread_priority::ThreadPriority::Min)
     {
         tracing::warn!(error = ?e, "password hashing runs at normal priority");
     }
+}
+
+/// A pool thread: lowest priority, then jobs until the pool is dropped.
+fn worker(jobs: Arc<Mutex<mpsc::Receiver<Job>>>) {
+    lowest_priority();
     loop {
         let job = match jobs.lock() {
             Ok(receiver) => receiver.recv(),
@@ -256,6 +278,28 @@ mod tests {
         );
         // Two hashes of one password differ (salted).
         assert_ne!(hash, passwords.hash("correct horse").await.unwrap());
+    }
+
+    /// The hashing threads yield to every other thread (SCHED_IDLE needs no privilege on Linux).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn hashing_threads_run_when_nothing_else_wants_the_core() {
+        use thread_priority::unix::{
+            NormalThreadSchedulePolicy, ThreadSchedulePolicy, thread_native_id,
+            thread_schedule_policy,
+        };
+        let policy = std::thread::spawn(|| {
+            lowest_priority();
+            thread_schedule_policy().map(|p| (p, thread_native_id()))
+        })
+        .join()
+        .unwrap()
+        .unwrap()
+        .0;
+        assert_eq!(
+            policy,
+            ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle)
+        );
     }
 
     #[test]
