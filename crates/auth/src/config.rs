@@ -43,9 +43,10 @@ pub struct AuthConfig {
     /// How long an account's session lasts without being refreshed, in seconds (3600 to 31622400).
     #[arg(long, env = "DRAUGHTS_SESSION_TTL_SECS", default_value_t = 30 * 24 * 3600)]
     pub session_ttl_secs: u64,
-    /// Passwords hashed at once (Argon2id, about 19 MiB and tens of milliseconds of one core each),
-    /// on threads of the lowest CPU priority, so that they use what the games leave idle; 0 = one per
-    /// core. Sign-ins beyond that wait, and beyond 64 waiting are refused with UNAVAILABLE.
+    /// Passwords hashed at once (Argon2id, about 19 MiB and 20 ms of one core each), on threads that
+    /// run only when nothing else wants a core (SCHED_IDLE on Linux), so that they use what the games
+    /// leave idle; 0 = one per core. Sign-ins beyond that wait, and beyond 64 waiting are refused with
+    /// UNAVAILABLE.
     #[arg(long, env = "DRAUGHTS_PASSWORD_HASH_THREADS", default_value_t = 0)]
     pub password_hash_threads: usize,
     /// Accounts created per client address per hour.
