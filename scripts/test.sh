@@ -55,6 +55,11 @@ cargo build --workspace --bins --locked
 (cd web && npm ci --no-audit --no-fund)
 step "API compatibility (buf breaking: proto/ against the last released set, proto/released/v1.binpb)"
 (cd proto && ../web/node_modules/.bin/buf breaking --against released/v1.binpb)
+step "API reference (docs/api-reference.md is what the protos' comments give: cd web && npm run reference)"
+reference=$(mktemp -d)
+(cd web && ./node_modules/.bin/buf generate ../proto --template buf.reference.yaml -o "$reference/web")
+diff -u docs/api-reference.md "$reference/docs/api-reference.md"
+rm -rf "$reference"
 (cd web && npm run build && \
   DRAUGHTSD_BIN="${CARGO_TARGET_DIR:-$PWD/../target}/debug/draughtsd" npm run test:e2e)
 

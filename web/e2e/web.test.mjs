@@ -122,6 +122,14 @@ async function playOwnMoves(page, plies) {
 }
 
 describe("web client", () => {
+  test("the API reference is served beside the client", async () => {
+    const answer = await fetch(`${server.url}/api-reference.md`);
+    assert.equal(answer.status, 200);
+    const body = await answer.text();
+    assert.match(body, /^# API reference: `draughts\.v1`/);
+    assert.match(body, /#### rpc SignUp\(draughts\.v1\.SignUpRequest\) returns \(draughts\.v1\.Session\)/);
+  });
+
   test("first paint, and every variant's board drawn and kept as a screenshot", async () => {
     // First paint in five fresh browser contexts (no cache, a new guest each): the board of the lobby.
     const loads = [];
