@@ -37,6 +37,12 @@ cargo fmt --all -- --check
 step "lints (cargo clippy --all-targets -D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "docs (cargo doc --no-deps, warnings denied)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
+step "fuzz targets compile (crates/engine/fuzz, a workspace of its own)"
+cargo check --manifest-path crates/engine/fuzz/Cargo.toml --bins --locked
+
 step "tests (cargo test --workspace)"
 cargo test --workspace --locked
 

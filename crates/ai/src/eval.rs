@@ -169,7 +169,7 @@ pub static FRISIAN: Weights = Weights {
 pub static FRYSK: Weights = Weights { ..FRISIAN };
 
 /// Canadian (docs/rules.md §12): international rules on 12x12, international's table (its advancement rows
-/// spread over twelve rows, see [`crate::wide`]).
+/// spread over twelve rows, see `crate::wide`).
 pub static CANADIAN: Weights = Weights { ..INTERNATIONAL };
 
 impl Weights {

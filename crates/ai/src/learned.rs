@@ -1227,7 +1227,7 @@ impl LearnedWeights {
         (f32::from(w[0]) / UNIT as f32, f32::from(w[1]) / UNIT as f32)
     }
 
-    /// The weights file ([`MAGIC`], `DRW2`; [`MAGIC_PHASED`], `DRW3`, and a phase byte when the phases are
+    /// The weights file (`MAGIC`, `DRW2`; `MAGIC_PHASED`, `DRW3`, and a phase byte when the phases are
     /// blended by pip): the header (magic, the variant key's length and bytes, the
     /// number of tables, entries per table and global features, each a little-endian `u32`), then the
     /// weights' `2 * n` values (middlegame, endgame of each weight in turn) as runs: the number of zeros

@@ -13,7 +13,7 @@
 //! been used before (or raced another use of itself): the whole session ends, as OAuth 2.0 security
 //! practice recommends for refresh-token reuse. Ending a session (sign-out, reuse, a password change,
 //! deletion) writes the mark `auth:session-ended:{sid}` for as long as its access tokens live; every
-//! replica refuses them within seconds ([`Authenticator::is_retired`]).
+//! replica refuses them within seconds (`Authenticator::is_retired`).
 //!
 //! # Throttles
 //!

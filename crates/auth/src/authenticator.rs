@@ -3,8 +3,8 @@
 //!
 //! # Stored data
 //!
-//! Every name below is built in this file only ([`api_key_record_name`], [`guest_link_name`],
-//! [`rate_counter_name`]).
+//! Every name below is built in this file only (`api_key_record_name`, `guest_link_name`,
+//! `rate_counter_name`).
 //!
 //! | live store name | kind | contents |
 //! |---|---|---|
@@ -82,7 +82,7 @@ struct GuestLink {
     at_ms: u64,
 }
 
-/// The stored form of an API key, under [`api_key_record_name`]. JSON; readers ignore unknown fields
+/// The stored form of an API key, under `api_key_record_name`. JSON; readers ignore unknown fields
 /// and unknown scope names.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ApiKeyRecord {

@@ -18,7 +18,7 @@ use draughts_loadgen::{
     after_help = "Example:\n  draughts-load --method draughts.v1.Rules/ValidateMove \\\n    --request '{\"rules\":{\"variant\":\"VARIANT_ENGLISH\"},\"move\":{\"text\":\"11-15\"}}' \\\n    --concurrency 64 --duration 20s --compare"
 )]
 struct Cli {
-    /// Server to load: http://HOST:PORT with HOST in 127.0.0.0/8, [::1] or localhost (anything else is refused).
+    /// Server to load: http://HOST:PORT with HOST in 127.0.0.0/8, `[::1]` or localhost (anything else is refused).
     #[arg(long, default_value = "http://127.0.0.1:50051")]
     server: String,
     /// Unary method, package.Service/Method.

@@ -15,8 +15,16 @@ pub mod convert;
 pub mod error;
 pub mod ids;
 
-/// Generated code of `proto/draughts/v1`.
-#[allow(clippy::all, missing_debug_implementations)]
+/// Generated code of `proto/draughts/v1`. Its docs are the protos' comments as written for the
+/// protos (`<id>` placeholders, bare URLs), not rustdoc: their rustdoc lints are off here.
+#[allow(
+    clippy::all,
+    missing_debug_implementations,
+    rustdoc::invalid_html_tags,
+    rustdoc::bare_urls,
+    rustdoc::broken_intra_doc_links,
+    rustdoc::invalid_rust_codeblocks
+)]
 pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/draughts.v1.rs"));
 }

@@ -1,4 +1,4 @@
-//! The connection edge of [`serve`](crate::serve): a bound on concurrent connections, TCP keepalive,
+//! The connection edge of [`serve`](fn@crate::serve): a bound on concurrent connections, TCP keepalive,
 //! and an idle timeout counted in open requests.
 //!
 //! - Accepted sockets pass through [`incoming`]: each takes a permit of a semaphore of

@@ -3,7 +3,7 @@
 //!
 //! # How it works
 //!
-//! The task (see [`PubSubHub`]) owns the connection (a `redis::aio::PubSub` split into its sink, for
+//! The task (see `PubSubHub`) owns the connection (a `redis::aio::PubSub` split into its sink, for
 //! `SUBSCRIBE`/`UNSUBSCRIBE`/`PING`, and its message stream) and a map from channel name to a
 //! `tokio::sync::broadcast` sender and a count of local subscribers. Subscribers talk to it through
 //! one command queue, so subscriptions and unsubscriptions apply in order:

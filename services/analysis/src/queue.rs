@@ -636,7 +636,7 @@ impl Queue {
     }
 
     /// Jobs ahead of a queued job: every job waiting in a higher class, and those before it in its own
-    /// (scanned up to [`MAX_POSITION_SCAN`]). 0 for a job that is not queued.
+    /// (scanned up to `MAX_POSITION_SCAN`). 0 for a job that is not queued.
     pub async fn queue_position(&self, record: &JobRecord) -> AnalysisResult<u64> {
         if record.state != JobState::Queued {
             return Ok(0);

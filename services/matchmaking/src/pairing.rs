@@ -19,16 +19,16 @@
 //! How (all linear in the number of candidates, after one sort):
 //! 1. Guests and registered players apart; each group sorted by rating and cut into components wherever
 //!    two neighbours on the rating line are further apart than any allowance.
-//! 2. A component whose neighbour pairing (see [`along_the_line`]) is allowed throughout takes it: that
+//! 2. A component whose neighbour pairing (see `along_the_line`) is allowed throughout takes it: that
 //!    is provably the optimum (the usual case in a dense pool).
-//! 3. Otherwise [`band_matching`]: the exact maximum-weight matching over the allowed pairs at most
+//! 3. Otherwise `band_matching`: the exact maximum-weight matching over the allowed pairs at most
 //!    [`BAND`] places apart on the rating line, by dynamic programming.
 //! 4. Whoever stayed alone is paired again the same way, until a round adds no pair.
 //!
 //! The general blossom algorithm was measured first: `mwmatching` (an O(n^3) port of van Rantwijk's
 //! implementation, on windows of 32-64 consecutive ratings) took 180 ms for 10,000 players and
 //! `integer-blossom` needs an n x n weight matrix (10^8 cells at 10,000 players). It stays in the tests
-//! as the reference that [`band_matching`] is checked against, with brute force on small pools, where
+//! as the reference that `band_matching` is checked against, with brute force on small pools, where
 //! the result is exact: every pool whose components have at most `BAND + 1` candidates.
 //!
 //! ```
@@ -42,7 +42,7 @@
 use std::collections::HashSet;
 
 /// Pairs further apart than this many places on the rating line are not considered (see
-/// [`band_matching`]): seldom in an optimum, since the candidates in between are nearer to both.
+/// `band_matching`): seldom in an optimum, since the candidates in between are nearer to both.
 pub const BAND: usize = 6;
 
 /// One waiting seek as the pairing sees it.

@@ -11,7 +11,7 @@
 //!   them pending too (they were written once). Either way another consumer takes them over with
 //!   `claim_idle` once they have been idle for `--claim-idle-ms`, and applying them again is a no-op;
 //! - an entry that can never be applied (not JSON, unknown schema version or variant) is copied to
-//!   [`DEAD_LETTER_STREAM`](crate::event::DEAD_LETTER_STREAM) and acknowledged, so it cannot block the
+//!   [`DEAD_LETTER_STREAM`] and acknowledged, so it cannot block the
 //!   group;
 //! - backend failures (database or Redis down, Redis restarted) are retried with capped backoff; a batch
 //!   whose transaction failed is retried as it is, and acknowledgements that failed are sent again.

@@ -1,6 +1,6 @@
 //! Endgame bitbases: the exact win/draw/loss value, for the side to move, of every position with few
 //! pieces, built by our own retrograde generator ([`build`]) on the engine's move generator, stored one
-//! file per material slice ([`file`]) and probed by the search ([`Bitbases::probe`]).
+//! file per material slice (`file`) and probed by the search ([`Bitbases::probe`]).
 //!
 //! - **Value.** The game-theoretic value under the variant's move rules (mandatory and maximum capture,
 //!   flying or short kings, promotion, no legal move loses), **ignoring the move-count draw rules** (the
