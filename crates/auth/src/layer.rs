@@ -95,9 +95,10 @@ where
         // Only the head is looked at (and borrowed across awaits); the body is not `Sync`.
         let (mut head, body) = req.into_parts();
         Box::pin(async move {
-            match admit(&auth, &head, kind).await {
+            // The client's address: counted for anonymous calls, and kept for the handlers.
+            let address = address_bucket(&head, auth.trust_forwarded_for());
+            match admit(&auth, &head, &address, kind).await {
                 Ok((principal, rate, behalf)) => {
-                    let address = address_bucket(&head, auth.trust_forwarded_for());
                     head.extensions.insert(ClientAddress(address));
                     head.extensions.insert(principal);
                     if let Some(user) = behalf {
@@ -136,9 +137,9 @@ where
 async fn admit(
     auth: &Authenticator,
     head: &http::request::Parts,
+    address: &str,
     kind: CallKind,
 ) -> Result<(Option<Principal>, Option<RateState>, Option<PlayerId>), AuthError> {
-    let address_bucket = || address_bucket(head, auth.trust_forwarded_for());
     match auth.caller(&head.headers).await {
         Ok(Some(caller)) => {
             // A service calling on a user's behalf spends that user's calls, not its own key's.
@@ -172,13 +173,13 @@ async fn admit(
         }
         Ok(None) => {
             let rate = auth
-                .count_call(&address_bucket(), auth.anonymous_limit(), kind)
+                .count_call(address, auth.anonymous_limit(), kind)
                 .await?;
             Ok((None, rate, None))
         }
         Err(refused) if refused.kind() == ErrorKind::Unauthenticated => {
             // Counted as a read: a store that cannot count falls back to this replica's limiter.
-            auth.count_call(&address_bucket(), auth.anonymous_limit(), CallKind::Read)
+            auth.count_call(address, auth.anonymous_limit(), CallKind::Read)
                 .await?;
             Err(refused)
         }
