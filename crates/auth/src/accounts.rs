@@ -381,7 +381,6 @@ impl Authenticator {
         let hash = backend.passwords.hash(password).await?;
         let player_id = format!("user:{}", random_hex(ACCOUNT_ID_BYTES));
         let now = now_unix_ms();
-        let adopted = guest.as_ref().map(|g| g.to_string()).unwrap_or_default();
         let inserted = draughts_store::sqlx::query(
             "INSERT INTO auth_accounts (player_id, username, username_key, display_name, password_hash, created_at_ms, updated_at_ms, adopted_guests, deleted_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0)",
         )
@@ -392,7 +391,7 @@ impl Authenticator {
         .bind(hash)
         .bind(ms_i64(now))
         .bind(ms_i64(now))
-        .bind(adopted.clone())
+        .bind(String::new())
         .execute(backend.db.pool())
         .await;
         match inserted {
@@ -411,14 +410,36 @@ impl Authenticator {
             .record_account(&id, &display_name, now)
             .await
             .map_err(AuthError::Store)?;
-        tracing::info!(player_id, adopted_guest = %adopted, "account created");
-        if let Some(guest) = &guest {
-            self.link_guest_id(guest, &player_id, &display_name).await?;
-        }
+        tracing::info!(player_id, "account created");
+        // The account exists from here on: a guest that cannot be adopted (linked meanwhile by a
+        // concurrent sign-up with the same token) leaves an account without it, not a failed call
+        // that took the username anyway.
+        let adopted = match &guest {
+            Some(guest) => match self.link_guest_id(guest, &player_id, &display_name).await {
+                Ok(_) => {
+                    draughts_store::sqlx::query(
+                        "UPDATE auth_accounts SET adopted_guests = $1 WHERE player_id = $2",
+                    )
+                    .bind(guest.to_string())
+                    .bind(player_id.clone())
+                    .execute(backend.db.pool())
+                    .await
+                    .map_err(db_error)?;
+                    tracing::info!(player_id, guest_id = %guest, "guest adopted");
+                    Some(guest.to_string())
+                }
+                Err(AuthError::AlreadyLinked) => {
+                    tracing::warn!(player_id, guest_id = %guest, "guest already linked elsewhere: not adopted");
+                    None
+                }
+                Err(e) => return Err(e),
+            },
+            None => None,
+        };
         let mut session = self
             .open_session(&player_id, &display_name, username)
             .await?;
-        session.adopted_guest = guest.map(PlayerId::into_string);
+        session.adopted_guest = adopted;
         Ok(session)
     }
 
@@ -1114,23 +1135,23 @@ impl Authenticator {
         let mut after = String::new();
         let mut restored = 0usize;
         loop {
-            let rows: Vec<(String, String, String, String, i64)> = draughts_store::sqlx::query_as(
-                "SELECT t.token_id, t.player_id, t.token_hash, t.scopes, t.expires_at_ms FROM auth_personal_tokens t WHERE t.token_id > $1 ORDER BY t.token_id LIMIT 500",
-            )
-            .bind(after.clone())
-            .fetch_all(db.pool())
-            .await?;
+            // The tokens of live accounts with their names, a page at a time (one query a page).
+            let rows: Vec<(String, String, String, String, i64, String)> =
+                draughts_store::sqlx::query_as(
+                    "SELECT t.token_id, t.player_id, t.token_hash, t.scopes, t.expires_at_ms, a.display_name \
+                     FROM auth_personal_tokens t JOIN auth_accounts a ON a.player_id = t.player_id \
+                     WHERE t.token_id > $1 AND a.deleted_at_ms = 0 ORDER BY t.token_id LIMIT 500",
+                )
+                .bind(after.clone())
+                .fetch_all(db.pool())
+                .await?;
             let Some(last) = rows.last() else { break };
             after = last.0.clone();
-            for (token_id, player_id, token_hash, scopes, expires) in rows {
+            for (token_id, player_id, token_hash, scopes, expires, display_name) in rows {
                 let expires_at_ms = u64::try_from(expires).unwrap_or(0);
                 if expires_at_ms != 0 && expires_at_ms <= now_unix_ms() {
                     continue;
                 }
-                let display_name = match self.load_account_by("player_id", &player_id).await {
-                    Ok(Some(row)) if row.deleted_at_ms == 0 => row.display_name,
-                    _ => continue,
-                };
                 let record = PersonalTokenRecord {
                     v: 1,
                     token_hash,
