@@ -116,8 +116,10 @@ pub const SIGN_INS_PER_ADDRESS: u64 = 30;
 pub const SIGN_INS_PER_ACCOUNT_AND_ADDRESS: u64 = 10;
 /// Sign-in attempts per account per window, from every address.
 pub const SIGN_INS_PER_ACCOUNT: u64 = 100;
-/// The window of the sign-up throttle.
-const SIGN_UP_WINDOW: Duration = Duration::from_secs(3600);
+/// The window of the sign-up and export throttles.
+const HOUR: Duration = Duration::from_secs(3600);
+/// Data exports (`ExportAccountData`, up to 2,000 games read and sent each) per caller per hour.
+pub const EXPORTS_PER_HOUR: u64 = 10;
 
 /// Random bytes of a session id (shown as twice as many hex digits).
 const SESSION_ID_BYTES: usize = 16;
@@ -310,6 +312,17 @@ impl Authenticator {
         }
     }
 
+    /// Counts one data export of `caller`; [`AuthError::Throttled`] past [`EXPORTS_PER_HOUR`].
+    pub async fn count_export(&self, caller: &Principal) -> Result<(), AuthError> {
+        self.throttle(
+            "data exports this hour",
+            &format!("export:{}", caller.player_id),
+            EXPORTS_PER_HOUR,
+            HOUR,
+        )
+        .await
+    }
+
     async fn load_account_by(
         &self,
         column: &str,
@@ -372,7 +385,7 @@ impl Authenticator {
             "sign-ups from this address",
             &format!("signup-addr:{address}"),
             u64::from(self.config().signups_per_address_per_hour),
-            SIGN_UP_WINDOW,
+            HOUR,
         )
         .await?;
         if self.load_account_by("username_key", &key).await?.is_some() {

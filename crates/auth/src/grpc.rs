@@ -324,6 +324,7 @@ impl Auth for AuthApi {
         req: Request<pb::ExportAccountDataRequest>,
     ) -> Result<Response<pb::ExportAccountDataResponse>, Status> {
         let caller = principal(&req)?;
+        self.auth.count_export(&caller).await?;
         let account = match caller.kind {
             PrincipalKind::Account => Some(account_to_wire(self.auth.account(&caller).await?)),
             _ => None,

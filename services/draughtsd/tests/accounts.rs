@@ -795,6 +795,24 @@ async fn a_guest_becomes_an_account(channel: Channel) -> Secrets {
         export.account.unwrap().adopted_guest_ids,
         vec![gus_id.clone()]
     );
+    // Exports are bounded per caller: ten an hour.
+    for _ in 1..10 {
+        auth.export_account_data(authed(
+            &session.access_token,
+            pb::ExportAccountDataRequest {},
+        ))
+        .await
+        .unwrap();
+    }
+    let e = auth
+        .export_account_data(authed(
+            &session.access_token,
+            pb::ExportAccountDataRequest {},
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    assert!(e.metadata().get("retry-after").is_some());
     // The profile lists the rated game.
     let profile = ratings
         .get_profile(pb::GetProfileRequest {
