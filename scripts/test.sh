@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh machine: installs what is missing, then checks formatting, lints and
-# runs every test. Slow suites are opt-in: DRAUGHTS_PERFT_DEEP=1 runs every published perft depth.
+# The whole test suite, from a fresh machine (stock Debian 12 or Ubuntu 24.04 with a Rust toolchain from
+# rustup): installs what is missing, saying what (servers and chromium from apt; kubectl, the Python tools
+# and a recent enough Node.js into the project's virtual environment: scripts/tools/setup.sh), then checks
+# formatting, lints and runs every test. Slow suites are opt-in: DRAUGHTS_PERFT_DEEP=1 runs every published perft depth.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
+# apt_install and setup_tools.
+# shellcheck source=scripts/tools/setup.sh
+source scripts/tools/setup.sh
 
 step "toolchain"
 if ! command -v cargo >/dev/null 2>&1; then
@@ -22,14 +27,26 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  echo "installing: ${missing[*]} (apt)"
+  apt_install "${missing[@]}"
 fi
 redis-server --version
 ls -d /usr/lib/postgresql/*/bin | head -1
+
+step "tools (kubectl or kustomize, kubernetes-validate, Node.js; what is missing goes into the project's virtual environment, target/tools/venv: scripts/tools/setup.sh)"
+setup_tools
+
+step "supported Rust version (rust-version in Cargo.toml): the workspace's libraries and binaries build with it"
+msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
+if command -v rustup >/dev/null 2>&1; then
+  if rustup toolchain install "$msrv" --profile minimal --no-self-update >/dev/null; then
+    cargo "+$msrv" check --workspace --locked --target-dir target/msrv
+  else
+    echo "SKIPPED: Rust $msrv could not be installed here (no network to rustup's server?), so it is not checked"
+  fi
+else
+  echo "SKIPPED: rustup is missing, so Rust $msrv cannot be installed to check it"
+fi
 
 step "format (cargo fmt --check)"
 cargo fmt --all -- --check
@@ -47,15 +64,10 @@ step "tests (cargo test --workspace)"
 cargo test --workspace --locked
 
 step "web client (npm ci, build, end-to-end in headless Chromium)"
-web_missing=()
-command -v npm >/dev/null 2>&1 || web_missing+=(nodejs npm)
-[ -x /usr/bin/chromium ] || web_missing+=(chromium)
-if [ ${#web_missing[@]} -gt 0 ]; then
-  echo "installing: ${web_missing[*]}"
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${web_missing[@]}"
+# Node.js and npm: the tools step above.
+if [ ! -x /usr/bin/chromium ]; then
+  echo "installing: chromium (apt)"
+  apt_install chromium
 fi
 cargo build --workspace --bins --locked
 (cd web && npm ci --no-audit --no-fund)
@@ -71,10 +83,8 @@ rm -rf "$reference"
 
 step "container images (podman build; each binary run inside its image root)"
 if ! command -v podman >/dev/null 2>&1; then
-  echo "installing: podman"
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends podman ||
+  echo "installing: podman (apt)"
+  apt_install podman ||
     echo "podman could not be installed"
 fi
 if ! command -v podman >/dev/null 2>&1; then

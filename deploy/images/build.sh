@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     *) bins+=("$1"); shift ;;
   esac
 done
-[ ${#bins[@]} -gt 0 ] || bins=(draughtsd draughts-validation draughts-ratings draughts-analysis draughts-analysis-worker draughts-matchmaking)
+[ ${#bins[@]} -gt 0 ] || bins=(draughtsd draughts-validation draughts-ratings draughts-analysis draughts-analysis-worker draughts-matchmaking draughts-tournaments)
 
 if ! command -v podman >/dev/null 2>&1; then
   echo "podman is not installed: images not built (apt-get install podman)" >&2

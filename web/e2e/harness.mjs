@@ -90,6 +90,8 @@ export async function startDraughtsd({ port, redisUrl, dataDir, env = {} } = {})
       DRAUGHTS_REDIS_URL: redisUrl ?? "memory://",
       DRAUGHTS_DATABASE_URL: `sqlite://${join(dataDir, "draughts.sqlite3")}?mode=rwc`,
       DRAUGHTS_WEB_DIR: join(WEB, "dist"),
+      // No endgame tables built in the background of a debug server under test (minutes of a core).
+      DRAUGHTS_ANALYSIS_BITBASES_BUILD: "none",
       DRAUGHTS_TOKEN_SECRET: TOKEN_SECRET,
       DRAUGHTS_JWT_KEY: JWT_KEY,
       // The tests play fast: the per-minute limits of a real player would slow them down.
@@ -124,11 +126,40 @@ export async function launchBrowser() {
   return chromium.launch({ executablePath, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
 }
 
-/** A new browser context (its own localStorage, so its own guest) with a phone- or desktop-sized page. */
-export async function newPage(browser, { phone = false } = {}) {
-  const ctx = await browser.newContext(phone ? { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true } : { viewport: { width: 1100, height: 900 } });
+/** Console errors and uncaught exceptions of every page opened by `newPage` since the last `takeConsoleErrors`. */
+const consoleErrors = [];
+/** Console errors a test expects (e.g. a stopped server's refused connections), by pattern. */
+let expectedErrors = [];
+
+/** Lets console errors matching `pattern` pass until the next `takeConsoleErrors` (one test). */
+export function expectConsoleErrors(pattern) {
+  expectedErrors.push(pattern);
+}
+
+/** The unexpected console errors since the last call (each test's afterEach asserts there are none). */
+export function takeConsoleErrors() {
+  const out = consoleErrors.splice(0).filter((e) => !expectedErrors.some((p) => p.test(e)));
+  expectedErrors = [];
+  return out;
+}
+
+/**
+ * A new browser context (its own localStorage, so its own guest) with a phone- or desktop-sized page, in
+ * `locale` (navigator.languages; English unless asked). Console errors and page errors are recorded.
+ * `serviceWorkers: "block"` keeps the client's service worker out (`page.route` does not see the requests
+ * a worker makes).
+ */
+export async function newPage(browser, { phone = false, locale = "en-US", serviceWorkers = "allow" } = {}) {
+  const size = phone ? { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true } : { viewport: { width: 1100, height: 900 } };
+  const ctx = await browser.newContext({ ...size, locale, serviceWorkers });
   const page = await ctx.newPage();
-  page.on("pageerror", (e) => console.error("page error:", e.message));
+  page.on("pageerror", (e) => {
+    console.error("page error:", e.message);
+    consoleErrors.push(`page error at ${page.url()}: ${e.message}`);
+  });
+  page.on("console", (m) => {
+    if (m.type() === "error") consoleErrors.push(`console error at ${page.url()}: ${m.text()} ${m.location()?.url ?? ""}`);
+  });
   return page;
 }
 

@@ -5,8 +5,9 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { after, afterEach, before, describe, test } from "node:test";
 import {
+  expectConsoleErrors,
   launchBrowser,
   newPage,
   ONGOING,
@@ -16,6 +17,7 @@ import {
   startDraughtsd,
   startRedis,
   statusOf,
+  takeConsoleErrors,
   waitForTurn,
   WEB,
 } from "./harness.mjs";
@@ -102,6 +104,8 @@ async function choose(page, { variant, time = "5+3", color = "white", level = "1
   await page.goto(`${server.url}/#/`);
   await page.selectOption("[data-testid=variant]", variant);
   await page.waitForSelector(`.preview[data-variant=${variant}] g[data-piece]`);
+  // Levels 1-8, house rules, lobby offers and named challenges are under "more options".
+  await page.evaluate(() => (document.querySelector("[data-testid=more-options]").open = true));
   await page.selectOption("[data-testid=time]", time);
   await page.selectOption("[data-testid=color]", color);
   await page.selectOption("[data-testid=level]", level);
@@ -122,6 +126,9 @@ async function playOwnMoves(page, plies) {
 }
 
 describe("web client", () => {
+  // No console error in any test (a test that stops the server says which errors it expects).
+  afterEach(() => assert.deepEqual(takeConsoleErrors(), [], "console errors"));
+
   test("the API reference is served beside the client", async () => {
     const answer = await fetch(`${server.url}/api-reference.md`);
     assert.equal(answer.status, 200);
@@ -336,9 +343,18 @@ describe("web client", () => {
     assert.equal(await pieces(spectator), await pieces(ann), "the spectator sees the players' position");
     assert.equal(await spectator.locator("circle.piece.movable").count(), 0, "a spectator cannot move");
     assert.equal(await spectator.locator("[data-testid=resign]").count(), 0);
+    // Counted by the server (GetGame's spectators: this one, not the players).
+    await spectator.waitForFunction(() => document.querySelector("[data-testid=watching]").dataset.spectators === "1");
+    assert.equal(await spectator.textContent("[data-testid=watching]"), "You are watching this game · 1 watching");
+    assert.equal(await ann.isHidden("[data-testid=watching]"), true);
     await ann.click("[data-testid=resign]");
     await spectator.waitForFunction(() => Number(document.querySelector("[data-testid=status]").dataset.outcome) > 1);
-    assert.match((await statusOf(spectator)).text, /white wins/);
+    // The result in the client's words, on the status line and the banner (the spectator is no player).
+    assert.equal((await statusOf(spectator)).text, "White wins · resignation");
+    await spectator.waitForSelector("[data-testid=result-banner]:not([hidden])");
+    assert.equal(await spectator.getAttribute("[data-testid=result-banner]", "data-kind"), "neutral");
+    await bob.waitForSelector("[data-testid=result-banner][data-kind=won]");
+    assert.match(await bob.textContent("[data-testid=result-text]"), /^You won · White wins · resignation/);
     await ann.click("[data-testid=rematch]");
     await bob.click("[data-testid=accept-invitation]");
     await bob.waitForURL((u) => u.hash.startsWith("#/game/") && !u.hash.endsWith(id));
@@ -514,6 +530,8 @@ describe("web client", () => {
   });
 
   test("the game goes on after the server restarts", async () => {
+    // While the server is down the browser logs the refused connections.
+    expectConsoleErrors(/ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|ERR_CONNECTION_RESET|Failed to load resource|Failed to fetch/);
     const own = await startRedis();
     let srv = await startDraughtsd({ redisUrl: own.url });
     try {
@@ -539,7 +557,9 @@ describe("web client", () => {
       assert.match(await page.textContent("[data-testid=connection]"), /reconnecting/);
       await seeker.waitForSelector("[data-testid=seek-state][data-state=reconnecting]");
       srv = await startDraughtsd({ redisUrl: own.url, port: srv.port, dataDir: srv.dataDir });
-      await page.waitForSelector("[data-testid=connection][data-state=live]", { state: "attached", timeout: 20_000 });
+      // Back: the page says so for a moment.
+      await page.waitForSelector("[data-testid=connection][data-state=restored]", { state: "attached", timeout: 20_000 });
+      assert.match(await page.textContent("[data-testid=connection]"), /Connection restored/);
       assert.ok(await waitForTurn(page));
       await playRandomMove(page);
       assert.equal((await statusOf(page)).ply, 3);
@@ -592,6 +612,7 @@ const storedSession = (page) => page.evaluate(() => JSON.parse(localStorage.getI
  * and a reload that cuts off its answer loses the new refresh token (the server took the old one).
  */
 const makeStale = async (page, refreshToken) => {
+  // (The page's context blocks the service worker: a worker's requests bypass page.route.)
   await page.route("**/e2e-no-client", (r) => r.fulfill({ status: 200, contentType: "text/html", body: "<!doctype html><title>no client</title>" }));
   await page.goto(`${server.url}/e2e-no-client`);
   await page.evaluate((rt) => {
@@ -607,12 +628,13 @@ const makeStale = async (page, refreshToken) => {
 const refreshCalls = (page) => page.evaluate(() => window.__draughtsRefreshes ?? 0);
 
 describe("accounts", () => {
+  afterEach(() => assert.deepEqual(takeConsoleErrors(), [], "console errors"));
   const username = `ann${Date.now() % 1_000_000}`;
   let password = "correct horse battery";
   const ctx = {};
 
   test("accounts: a guest who played signs up from the analysis button and keeps the game; the session survives a reload", async () => {
-    const page = await newPage(browser);
+    const page = await newPage(browser, { serviceWorkers: "block" });
     const errors = consoleErrors(page);
     const guest = await whoIs(page, "guest");
     // A finished game as a guest (against the computer: casual).
@@ -845,7 +867,8 @@ describe("accounts", () => {
     // A server of its own with the shortest access tokens it allows (60 s).
     const srv = await startDraughtsd({ env: { DRAUGHTS_ACCESS_TOKEN_TTL_SECS: "60" } });
     try {
-      const page = await newPage(browser);
+      // No service worker: its requests would bypass page.route below.
+      const page = await newPage(browser, { serviceWorkers: "block" });
       const errors = consoleErrors(page);
       await page.goto(`${srv.url}/#/signup`);
       await page.fill("[data-testid=username]", `exp${Date.now() % 1_000_000}`);
@@ -922,6 +945,15 @@ describe("accounts", () => {
       }
       await bob.p.click("[data-testid=resign]");
       await ann.p.waitForFunction(() => Number(document.querySelector("[data-testid=status]").dataset.outcome) === 2);
+      // The result banner of a rated game: who won, and each player's rating change once rated.
+      for (const [p, won] of [[ann.p, true], [bob.p, false]]) {
+        await p.waitForSelector(`[data-testid=result-banner][data-kind=${won ? "won" : "lost"}]`);
+        await p.waitForSelector("[data-testid=rating-change][data-change]", { timeout: 20_000 });
+        const change = Number(await p.getAttribute("[data-testid=rating-change]", "data-change"));
+        assert.ok(won ? change > 0 : change < 0, `rating change ${change}`);
+        assert.match(await p.textContent("[data-testid=rating-change]"), won ? /^Rating \+\d+ → \d+$/ : /^Rating −\d+ → \d+$/);
+      }
+      await ann.p.screenshot({ path: join(outDir("screens"), "result-rated-en.png") });
       // One player a page: the winner first, then the other; Next and Previous.
       const page = ann.p;
       let entries = 0;

@@ -19,6 +19,7 @@ import {
   type Identity,
 } from "./api.js";
 import { dateText, h, hashQuery, toast } from "./dom.js";
+import { t } from "./i18n.js";
 
 /** Where to go after signing in: the page that sent the player here (`?next=#/...`), else the lobby. */
 function nextPage(): string {
@@ -26,11 +27,11 @@ function nextPage(): string {
   return n.startsWith("#/") && !/^#\/(signin|signup)/.test(n) ? n : "#/";
 }
 
-const SCOPES: [AuthScope, string][] = [
-  [AuthScope.PLAY, "play"],
-  [AuthScope.ANALYSIS, "analysis"],
+const SCOPES: [AuthScope, string, () => string][] = [
+  [AuthScope.PLAY, "play", () => t("account.scopePlay")],
+  [AuthScope.ANALYSIS, "analysis", () => t("account.scopeAnalysis")],
 ];
-const scopeText = (s: AuthScope[]) => s.map((x) => SCOPES.find(([v]) => v === x)?.[1] ?? AuthScope[x]?.toLowerCase() ?? String(x)).join(", ");
+const scopeText = (s: AuthScope[]) => s.map((x) => SCOPES.find(([v]) => v === x)?.[2]() ?? AuthScope[x]?.toLowerCase() ?? String(x)).join(", ");
 
 /** A form whose submit button is disabled while `f` runs; errors go to its error line. */
 function form(testid: string, fields: HTMLElement[], submit: string, f: () => Promise<void>): { el: HTMLFormElement; error: HTMLElement } {
@@ -72,36 +73,36 @@ export function accountPage(root: HTMLElement, mode: "signin" | "signup"): () =>
   const other = `${mode === "signup" ? "#/signin" : "#/signup"}?next=${encodeURIComponent(next)}`;
   let body: (HTMLElement | string)[];
   if (mode === "signup") {
-    const display = h("input", { maxlength: 32, placeholder: "empty: your username", value: me?.kind === "guest" ? (localStorage.getItem("draughts.name") ?? "") : "", "data-testid": "display-name" });
-    const f = form("signup", [field("Username (3-20 letters, digits, _ or -)", username), field("Password (at least 8 characters)", password), field("Display name (optional)", display)], "Create account", async () => {
+    const display = h("input", { maxlength: 32, placeholder: t("account.displayNamePlaceholder"), value: me?.kind === "guest" ? (localStorage.getItem("draughts.name") ?? "") : "", "data-testid": "display-name" });
+    const f = form("signup", [field(t("account.usernameRule"), username), field(t("account.passwordRule"), password), field(t("account.displayNameOptional"), display)], t("account.createAccount"), async () => {
       const r = await signUp(username.value.trim(), password.value, display.value.trim());
-      toast(r.adoptedGuestId ? `Welcome, ${r.id.name}: your games as a guest are now your account's` : `Welcome, ${r.id.name}`);
+      toast(r.adoptedGuestId ? t("account.welcomeAdopted", { name: r.id.name }) : t("account.welcome", { name: r.id.name }));
       location.hash = next;
     });
     body = [
-      h("h2", {}, "Create an account"),
-      h("p", { class: "hint" }, "An account keeps your games and ratings, works in every browser, and may ask for analysis of its games."),
-      me?.kind === "guest" ? h("p", { "data-testid": "adopt-note" }, `You play as the guest ${me.name || me.id}: its games, games in progress and ratings move to the new account.`) : "",
+      h("h2", {}, t("account.createTitle")),
+      h("p", { class: "hint" }, t("account.createHint")),
+      me?.kind === "guest" ? h("p", { "data-testid": "adopt-note" }, t("account.adoptNote", { name: me.name || me.id })) : "",
       f.el,
-      h("p", {}, "Have an account? ", h("a", { href: other, "data-testid": "to-signin" }, "Sign in")),
+      h("p", {}, t("account.haveAccount"), " ", h("a", { href: other, "data-testid": "to-signin" }, t("nav.signIn"))),
     ];
   } else {
-    const f = form("signin", [field("Username", username), field("Password", password)], "Sign in", async () => {
+    const f = form("signin", [field(t("account.username"), username), field(t("account.password"), password)], t("nav.signIn"), async () => {
       const id = await signIn(username.value.trim(), password.value);
-      toast(`Signed in as ${id.name}`);
+      toast(t("account.signedInAs", { name: id.name }));
       location.hash = next;
     });
-    const token = h("input", { placeholder: "player token or personal token (dp_…)", autocomplete: "off", "data-testid": "player-token" });
+    const token = h("input", { placeholder: t("account.tokenPlaceholder"), autocomplete: "off", "data-testid": "player-token" });
     body = [
-      h("h2", {}, "Sign in"),
-      me?.kind === "guest" ? h("p", { class: "hint" }, `You play as the guest ${me.name || me.id}; its games stay with the guest. To keep them, `, h("a", { href: other }, "create an account"), " instead.") : "",
+      h("h2", {}, t("nav.signIn")),
+      me?.kind === "guest" ? h("p", { class: "hint" }, t("account.guestStays", { name: me.name || me.id }), " ", h("a", { href: other }, t("account.createInstead"))) : "",
       f.el,
-      h("p", {}, "No account? ", h("a", { href: other, "data-testid": "to-signup" }, "Create one")),
+      h("p", {}, t("account.noAccount"), " ", h("a", { href: other, "data-testid": "to-signup" }, t("account.createOne"))),
       h(
         "details",
         { "data-testid": "token-sign-in" },
-        h("summary", {}, "Advanced: sign in with a token"),
-        h("p", { class: "hint" }, "A signed player token of the platform's identity provider, or a personal token of an account (for testing scripts' scopes)."),
+        h("summary", {}, t("account.tokenSummary")),
+        h("p", { class: "hint" }, t("account.tokenHint")),
         h(
           "div",
           { class: "row" },
@@ -119,7 +120,7 @@ export function accountPage(root: HTMLElement, mode: "signin" | "signup"): () =>
                 }
               },
             },
-            "Use this token",
+            t("account.useToken"),
           ),
         ),
       ),
@@ -133,7 +134,7 @@ export function accountPage(root: HTMLElement, mode: "signin" | "signup"): () =>
 /** #/settings: the signed-in account's settings. */
 export function settingsPage(root: HTMLElement): () => void {
   let closed = false;
-  const box = h("div", { class: "account-page settings", "data-testid": "settings" }, "Loading…");
+  const box = h("div", { class: "account-page settings", "data-testid": "settings" }, t("common.loading"));
   root.replaceChildren(box);
 
   void (async () => {
@@ -147,8 +148,8 @@ export function settingsPage(root: HTMLElement): () => void {
     if (closed) return;
     if (me.kind !== "account") {
       box.replaceChildren(
-        h("h2", {}, "Settings"),
-        h("p", {}, "Settings are for accounts. ", h("a", { href: "#/signup?next=%23%2Fsettings" }, "Create an account"), " or ", h("a", { href: "#/signin?next=%23%2Fsettings" }, "sign in"), "."),
+        h("h2", {}, t("nav.settings")),
+        h("p", {}, t("account.settingsForAccounts"), " ", h("a", { href: "#/signup?next=%23%2Fsettings" }, t("account.createTitle")), " · ", h("a", { href: "#/signin?next=%23%2Fsettings" }, t("nav.signIn"))),
         exportSection(me),
       );
       return;
@@ -160,52 +161,53 @@ export function settingsPage(root: HTMLElement): () => void {
     if (!account || closed) return;
 
     const name = h("input", { value: account.player?.displayName ?? "", maxlength: 32, required: true, "data-testid": "settings-display-name" });
-    const nameForm = form("update-account", [field("Display name", name)], "Save", async () => {
+    const nameForm = form("update-account", [field(t("account.displayName"), name)], t("common.save"), async () => {
       const a = await auth.updateAccount({ displayName: name.value.trim() }, bearer(me));
       setIdentity({ ...me, name: a.player?.displayName ?? me.name });
       me = currentIdentity() ?? me;
       window.dispatchEvent(new CustomEvent("draughts:name"));
-      toast("Display name saved");
+      toast(t("account.nameSaved"));
     });
 
     const current = h("input", { type: "password", autocomplete: "current-password", required: true, "data-testid": "current-password" });
     const fresh = h("input", { type: "password", autocomplete: "new-password", required: true, minlength: 8, maxlength: 128, "data-testid": "new-password" });
-    const pwForm = form("change-password", [field("Current password", current), field("New password (at least 8 characters)", fresh)], "Change password", async () => {
+    const pwForm = form("change-password", [field(t("account.currentPassword"), current), field(t("account.newPassword"), fresh)], t("account.changePassword"), async () => {
       const s = await auth.changePassword({ currentPassword: current.value, newPassword: fresh.value }, bearer(me));
       replaceSession(s);
-      toast("Password changed: your other sessions have ended");
+      toast(t("account.passwordChanged"));
     });
 
     const delPassword = h("input", { type: "password", autocomplete: "current-password", required: true, "data-testid": "delete-password" });
     const delSure = h("input", { type: "checkbox", required: true, "data-testid": "delete-confirm" });
-    const delForm = form("delete-account", [h("label", {}, delSure, " I understand: my sign-in, sessions, tokens and personal data are removed; my finished games stay, shown as “Deleted player”."), field("Password, to confirm", delPassword)], "Delete my account", async () => {
+    const delForm = form("delete-account", [h("label", {}, delSure, " ", t("account.deleteUnderstand")), field(t("account.passwordConfirm"), delPassword)], t("account.deleteMine"), async () => {
       await auth.deleteAccount({ password: delPassword.value }, bearer(me));
       forgetAccount();
       location.hash = "#/";
-      toast("Your account was deleted");
+      toast(t("account.deleted"));
     });
 
     box.replaceChildren(
-      h("h2", {}, "Settings"),
+      h("h2", {}, t("nav.settings")),
       h(
         "section",
         {},
-        h("h3", {}, "Account"),
+        h("h3", {}, t("account.account")),
         h(
           "p",
           { "data-testid": "account-info" },
-          "Username ",
+          t("account.username"),
+          " ",
           h("b", { "data-testid": "account-username" }, account.username),
-          ` · id ${account.player?.id} · since ${dateText(account.createdAtMs)} · `,
-          h("a", { href: profileHref(account.player?.id ?? "") }, "public profile"),
+          ` · id ${account.player?.id} · ${t("account.since", { date: dateText(account.createdAtMs) })} · `,
+          h("a", { href: profileHref(account.player?.id ?? "") }, t("account.publicProfile")),
         ),
-        account.adoptedGuestIds.length ? h("p", { class: "hint" }, `Guests that became this account: ${account.adoptedGuestIds.join(", ")}`) : "",
+        account.adoptedGuestIds.length ? h("p", { class: "hint" }, t("account.adoptedGuests", { ids: account.adoptedGuestIds.join(", ") })) : "",
         nameForm.el,
       ),
-      h("section", {}, h("h3", {}, "Password"), pwForm.el),
+      h("section", {}, h("h3", {}, t("account.password")), pwForm.el),
       tokensSection(me),
       exportSection(me),
-      h("section", { class: "danger" }, h("h3", {}, "Delete the account"), delForm.el),
+      h("section", { class: "danger" }, h("h3", {}, t("account.deleteTitle")), delForm.el),
     );
   })();
 
@@ -217,26 +219,26 @@ export function settingsPage(root: HTMLElement): () => void {
 /** Personal tokens: create (label, scopes, expiry; the token shown once), list with last use, revoke. */
 function tokensSection(me: Identity): HTMLElement {
   const list = h("ul", { class: "tokens", "data-testid": "tokens" });
-  const label = h("input", { required: true, maxlength: 40, placeholder: "e.g. my bot", "data-testid": "token-label" });
-  const checks = SCOPES.map(([scope, text]) => ({ scope, box: h("input", { type: "checkbox", checked: scope === AuthScope.PLAY, "data-testid": `token-scope-${text}` }), text }));
+  const label = h("input", { required: true, maxlength: 40, placeholder: t("account.tokenLabelPlaceholder"), "data-testid": "token-label" });
+  const checks = SCOPES.map(([scope, key, text]) => ({ scope, box: h("input", { type: "checkbox", checked: scope === AuthScope.PLAY, "data-testid": `token-scope-${key}` }), text: text() }));
   const expiry = h(
     "select",
     { "data-testid": "token-expiry" },
     ...[
-      ["0", "never expires"],
-      [String(30 * 86400), "30 days"],
-      [String(365 * 86400), "1 year"],
-    ].map(([v, t]) => h("option", { value: v }, t)),
+      ["0", t("account.neverExpires")],
+      [String(30 * 86400), t("account.days30")],
+      [String(365 * 86400), t("account.year1")],
+    ].map(([v, text]) => h("option", { value: v }, text)),
   );
   const created = h("div", { class: "token-created", "data-testid": "token-created" });
 
-  const row = (t: PersonalToken) =>
+  const row = (tok: PersonalToken) =>
     h(
       "li",
-      { "data-testid": "token", "data-token-id": t.tokenId },
-      h("b", {}, t.label),
-      ` · ${scopeText(t.scopes)} · created ${dateText(t.createdAtMs)} · ${t.expiresAtMs ? `expires ${dateText(t.expiresAtMs)}` : "never expires"} · `,
-      h("span", { "data-testid": "token-last-used" }, t.lastUsedAtMs ? `last used ${dateText(t.lastUsedAtMs, true)}` : "never used"),
+      { "data-testid": "token", "data-token-id": tok.tokenId },
+      h("b", {}, tok.label),
+      ` · ${scopeText(tok.scopes)} · ${t("account.created", { date: dateText(tok.createdAtMs) })} · ${tok.expiresAtMs ? t("account.expires", { date: dateText(tok.expiresAtMs) }) : t("account.neverExpires")} · `,
+      h("span", { "data-testid": "token-last-used" }, tok.lastUsedAtMs ? t("account.lastUsed", { date: dateText(tok.lastUsedAtMs, true) }) : t("account.neverUsed")),
       " ",
       h(
         "button",
@@ -244,22 +246,22 @@ function tokensSection(me: Identity): HTMLElement {
           "data-testid": "revoke-token",
           onclick: async () => {
             try {
-              await auth.revokePersonalToken({ tokenId: t.tokenId }, bearer(me));
-              toast(`Token “${t.label}” revoked`);
+              await auth.revokePersonalToken({ tokenId: tok.tokenId }, bearer(me));
+              toast(t("account.tokenRevoked", { label: tok.label }));
               await load();
             } catch (e) {
               toast(describeError(e), "error");
             }
           },
         },
-        "Revoke",
+        t("account.revoke"),
       ),
     );
 
   async function load() {
     try {
       const r = await retrying(() => auth.listPersonalTokens({}, bearer(me)));
-      list.replaceChildren(...(r.tokens.length ? r.tokens.map(row) : [h("li", { class: "hint" }, "No personal tokens.")]));
+      list.replaceChildren(...(r.tokens.length ? r.tokens.map(row) : [h("li", { class: "hint" }, t("account.noTokens"))]));
       list.dataset.count = String(r.tokens.length);
     } catch (e) {
       list.replaceChildren(h("li", { class: "error" }, describeError(e)));
@@ -268,24 +270,24 @@ function tokensSection(me: Identity): HTMLElement {
 
   const f = form(
     "create-token",
-    [field("Label", label), h("div", { class: "row" }, "Scopes: ", ...checks.map((c) => h("label", { class: "inline" }, c.box, ` ${c.text}`)), expiry)],
-    "Create token",
+    [field(t("account.label"), label), h("div", { class: "row" }, t("account.scopes"), " ", ...checks.map((c) => h("label", { class: "inline" }, c.box, ` ${c.text}`)), expiry)],
+    t("account.createToken"),
     async () => {
       const scopes = checks.filter((c) => c.box.checked).map((c) => c.scope);
-      if (!scopes.length) throw new Error("pick at least one scope");
+      if (!scopes.length) throw new Error(t("account.pickScope"));
       const r = await auth.createPersonalToken({ label: label.value.trim(), scopes, expiresInSecs: BigInt(expiry.value) }, bearer(me));
       const shown = h("input", { readonly: true, class: "link", "data-testid": "new-token", onclick: (e: Event) => (e.target as HTMLInputElement).select() });
       shown.value = r.token;
       created.replaceChildren(
-        h("p", {}, `Token “${r.info?.label}” (${scopeText(r.info?.scopes ?? [])}): copy it now, it is not shown again. Send it as `, h("code", {}, "authorization: Bearer <token>"), "."),
-        h("div", { class: "row" }, shown, h("button", { type: "button", onclick: () => void navigator.clipboard?.writeText(r.token).then(() => toast("Token copied")) }, "Copy")),
+        h("p", {}, t("account.tokenShownOnce", { label: r.info?.label ?? "", scopes: scopeText(r.info?.scopes ?? []) }), " ", h("code", {}, "authorization: Bearer <token>")),
+        h("div", { class: "row" }, shown, h("button", { type: "button", onclick: () => void navigator.clipboard?.writeText(r.token).then(() => toast(t("account.tokenCopied"))) }, t("common.copy"))),
       );
       label.value = "";
       await load();
     },
   );
   void load();
-  return h("section", {}, h("h3", {}, "Personal tokens"), h("p", { class: "hint" }, "For your scripts and bots: they act as your account with the scopes you choose (at most 20)."), f.el, created, list);
+  return h("section", {}, h("h3", {}, t("account.tokensTitle")), h("p", { class: "hint" }, t("account.tokensHint")), f.el, created, list);
 }
 
 /** Everything the server keeps about the caller, downloaded as PDN. */
@@ -305,7 +307,7 @@ function exportSection(me: Identity): HTMLElement {
           a.click();
           a.remove();
           setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
-          state.textContent = `${r.games} game(s) exported`;
+          state.textContent = t("account.exported", { count: Number(r.games) });
           state.dataset.games = String(r.games);
         } catch (e) {
           state.textContent = describeError(e);
@@ -314,7 +316,7 @@ function exportSection(me: Identity): HTMLElement {
         }
       },
     },
-    "Export my data (PDN)",
+    t("account.export"),
   );
-  return h("section", {}, h("h3", {}, "Your data"), h("p", { class: "hint" }, "Every finished game of yours as one PDN file. Ratings are on your profile."), h("div", { class: "row" }, button, state));
+  return h("section", {}, h("h3", {}, t("account.yourData")), h("p", { class: "hint" }, t("account.exportHint")), h("div", { class: "row" }, button, state));
 }

@@ -6,6 +6,7 @@ import type { GameView } from "./gen/draughts/v1/games_pb.js";
 import { analysis, bearer, Code, ConnectError, currentIdentity, describeError, ensureIdentity, games, retrying, rules as rulesApi } from "./api.js";
 import { BoardView } from "./board.js";
 import { h } from "./dom.js";
+import { t, tDynamic } from "./i18n.js";
 import { geometryOf, variantLabel } from "./variants.js";
 
 /** Nodes searched per ply: a few milliseconds each on the server. */
@@ -34,14 +35,14 @@ const JCLASS: Record<number, string> = {
 
 export function analysisPage(root: HTMLElement, gameId: string): () => void {
   const abort = new AbortController();
-  const title = h("h2", {}, "Analysis");
-  const state = h("div", { class: "status", "data-testid": "analysis-state" }, "Starting…");
+  const title = h("h2", {}, t("analysis.title"));
+  const state = h("div", { class: "status", "data-testid": "analysis-state" }, t("analysis.starting"));
   const graph = h("div", { class: "graph", "data-testid": "eval-graph" });
   const summary = h("div", { class: "summary", "data-testid": "analysis-summary" });
   const list = h("ol", { class: "moves analysis-moves", "data-testid": "analysis-moves" });
   const boardBox = h("div", { class: "board-box" });
   root.replaceChildren(
-    h("div", { class: "game" }, h("div", { class: "left" }, boardBox), h("div", { class: "right" }, title, h("a", { href: `#/game/${gameId}` }, "back to the game"), state, graph, summary, list)),
+    h("div", { class: "game" }, h("div", { class: "left" }, boardBox), h("div", { class: "right" }, title, h("a", { href: `#/game/${gameId}` }, t("analysis.backToGame")), state, graph, summary, list)),
   );
   const board = new BoardView(boardBox);
   let plies: PlyAnalysis[] = [];
@@ -63,6 +64,8 @@ export function analysisPage(root: HTMLElement, gameId: string): () => void {
     const svg = document.createElementNS(svgNS, "svg");
     svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
     svg.setAttribute("class", "eval");
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", t("analysis.graph"));
     const mk = (name: string, attrs: Record<string, string | number>) => {
       const e = document.createElementNS(svgNS, name);
       for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
@@ -75,6 +78,9 @@ export function analysisPage(root: HTMLElement, gameId: string): () => void {
     plies.forEach((p, i) => {
       if (p.judgement === Judgement.GOOD || p.judgement === Judgement.UNSPECIFIED) return;
       const c = mk("circle", { cx: pts[i + 1][0], cy: pts[i + 1][1], r: 3.5, class: `mark ${JCLASS[p.judgement]}`, "data-ply": p.ply });
+      const title = document.createElementNS(svgNS, "title");
+      title.textContent = `${p.played?.notation ?? "?"}: ${tDynamic(`analysis.judgement.${JCLASS[p.judgement]}`, JCLASS[p.judgement] ?? "")}`;
+      c.append(title);
       c.addEventListener("click", () => void show(p.ply));
     });
     if (selected) mk("line", { x1: x(selected), y1: 0, x2: x(selected), y2: H, class: "cursor" });
@@ -92,7 +98,7 @@ export function analysisPage(root: HTMLElement, gameId: string): () => void {
             { class: `mv${selected === p.ply ? " at" : ""}`, "data-ply": p.ply, "data-judgement": JCLASS[p.judgement] ?? "", onclick: () => void show(p.ply) },
             `${p.played?.notation ?? "?"}${MARK[p.judgement] ?? ""}`,
           ),
-          p.judgement !== Judgement.GOOD && p.best ? h("span", { class: "best" }, ` best ${p.best.notation} (−${p.lossCentiMen})`) : "",
+          p.judgement !== Judgement.GOOD && p.best ? h("span", { class: "best" }, ` ${t("analysis.best", { move: p.best.notation, loss: p.lossCentiMen })}`) : "",
         ),
       ),
     );
@@ -104,8 +110,8 @@ export function analysisPage(root: HTMLElement, gameId: string): () => void {
         h(
           "div",
           {},
-          h("b", {}, x.side === Color.WHITE ? "White" : "Black"),
-          `: ${x.inaccuracies} inaccuracies, ${x.mistakes} mistakes, ${x.blunders} blunders, average loss ${x.averageLossCentiMen} centi-men`,
+          h("b", {}, x.side === Color.WHITE ? t("color.white") : t("color.black")),
+          `: ${t("analysis.summary", { inaccuracies: x.inaccuracies, mistakes: x.mistakes, blunders: x.blunders, loss: x.averageLossCentiMen })}`,
         ),
       ),
     );
@@ -130,20 +136,20 @@ export function analysisPage(root: HTMLElement, gameId: string): () => void {
     try {
       const me = await ensureIdentity();
       game = await retrying(() => games.getGame({ gameId }, bearer(me)));
-      title.textContent = `Analysis · ${variantLabel(game.rules?.variant)}`;
+      title.textContent = `${t("analysis.title")} · ${variantLabel(game.rules?.variant)}`;
       const { geometry, start } = await geometryOf(game.rules!.variant);
       board.setGeometry(geometry);
       board.setPosition(game.position?.pieces ?? start.position?.pieces ?? []);
       const job = await retrying(() =>
         analysis.analyzeGame({ source: { case: "gameId", value: gameId }, limitsPerPly: { nodes: NODES_PER_PLY } }, bearer(me)),
       );
-      state.textContent = job.cached ? "From the cache" : "Queued";
+      state.textContent = job.cached ? t("analysis.cached") : t("analysis.queued");
       for await (const u of analysis.watchAnalysis({ jobId: job.jobId }, { ...bearer(me), signal: abort.signal })) {
         const k = u.kind;
-        if (k.case === "queuePosition") state.textContent = `Queued: ${k.value} job(s) ahead`;
+        if (k.case === "queuePosition") state.textContent = t("analysis.ahead", { count: k.value });
         else if (k.case === "progress") {
           plies = [...plies, ...k.value.plies];
-          state.textContent = `Analysing: ${k.value.pliesDone} of ${k.value.pliesTotal} plies`;
+          state.textContent = t("analysis.progress", { done: k.value.pliesDone, total: k.value.pliesTotal });
           drawGraph();
           drawList();
         } else if (k.case === "finished") {
@@ -151,9 +157,9 @@ export function analysisPage(root: HTMLElement, gameId: string): () => void {
           if (v.state === JobState.DONE && v.result.case === "game") {
             plies = v.result.value.plies;
             drawSummary(v.result.value.summary);
-            state.textContent = "Done";
+            state.textContent = t("analysis.done");
             state.dataset.done = "true";
-          } else state.textContent = `Analysis ${JobState[v.state].toLowerCase()}: ${v.error}`;
+          } else state.textContent = t("analysis.failed", { state: JobState[v.state].toLowerCase(), error: v.error });
           drawGraph();
           drawList();
         }
@@ -167,11 +173,12 @@ export function analysisPage(root: HTMLElement, gameId: string): () => void {
         const me = currentIdentity();
         const next = encodeURIComponent(`#/analysis/${gameId}`);
         state.replaceChildren(
-          me?.kind === "guest" ? "Analysis is for accounts: guests may not ask for it. " : "This sign-in may not ask for analysis (it lacks the analysis scope). ",
-          h("a", { class: "button primary", href: `#/signup?next=${next}`, "data-testid": "signup-to-analyse" }, me?.kind === "guest" ? "Sign up to analyse" : "Create an account"),
-          " or ",
-          h("a", { href: `#/signin?next=${next}` }, "sign in"),
-          me?.kind === "guest" ? " (your games as a guest, this one included, move to the new account)." : ".",
+          me?.kind === "guest" ? t("analysis.forAccounts") : t("analysis.noScope"),
+          " ",
+          h("a", { class: "button primary", href: `#/signup?next=${next}`, "data-testid": "signup-to-analyse" }, me?.kind === "guest" ? t("analysis.signUpToAnalyse") : t("account.createTitle")),
+          " · ",
+          h("a", { href: `#/signin?next=${next}` }, t("nav.signIn")),
+          me?.kind === "guest" ? ` ${t("analysis.guestMoves")}` : "",
         );
       } else state.textContent = describeError(e);
       state.dataset.error = Code[err.code];

@@ -17,7 +17,9 @@ import { Rules } from "./gen/draughts/v1/rules_pb.js";
 import { Analysis } from "./gen/draughts/v1/analysis_pb.js";
 import { Matchmaking } from "./gen/draughts/v1/matchmaking_pb.js";
 import { Ratings } from "./gen/draughts/v1/ratings_pb.js";
-import type { Player } from "./gen/draughts/v1/common_pb.js";
+import { Tournaments } from "./gen/draughts/v1/tournaments_pb.js";
+import type { ErrorReason, Player } from "./gen/draughts/v1/common_pb.js";
+import { t } from "./i18n.js";
 
 // Same origin as the page: draughtsd serves both, so no CORS is involved.
 // The last calls and whether they were answered (for a look from the browser's console or a test).
@@ -50,7 +52,7 @@ const sessionAuth: Interceptor = (next) => async (req) => {
   const token = auth.startsWith("Bearer ") ? auth.slice(7) : "";
   if (!token || !accessTokens.has(token)) return next(req);
   let s = await freshSession();
-  if (!s) throw new ConnectError("your session has ended: sign in again", Code.Unauthenticated);
+  if (!s) throw new ConnectError(t("session.signInAgain"), Code.Unauthenticated);
   req.header.set("authorization", `Bearer ${s.accessToken}`);
   try {
     return await next(req);
@@ -71,6 +73,7 @@ export const rules: Client<typeof Rules> = createClient(Rules, transport);
 export const analysis: Client<typeof Analysis> = createClient(Analysis, transport);
 export const matchmaking: Client<typeof Matchmaking> = createClient(Matchmaking, transport);
 export const ratings: Client<typeof Ratings> = createClient(Ratings, transport);
+export const tournaments: Client<typeof Tournaments> = createClient(Tournaments, transport);
 
 /** A credential this browser holds. */
 export interface Identity {
@@ -327,7 +330,7 @@ export function ensureIdentity(): Promise<Identity> {
       } catch (e) {
         // A token the server no longer accepts (expired, another secret after a restart): start again.
         if (ConnectError.from(e).code !== Code.Unauthenticated) throw e;
-        if (have.kind === "account" && readSession()) endSession("Your session has ended: you play as a guest now. Sign in again to use your account.");
+        if (have.kind === "account" && readSession()) endSession(t("session.endedSignIn"));
       }
     }
     const guest = await newGuest(localStorage.getItem("draughts.name") ?? "");
@@ -433,7 +436,7 @@ export function refreshSession(failed?: string, early = false): Promise<StoredSe
     const s = await latestSession();
     if (!s) {
       // Another tab signed out (or the session lapsed) and this tab's localStorage has yet to show it.
-      if (readSession()) endSession("Your session has ended: you play as a guest now.");
+      if (readSession()) endSession(t("session.ended"));
       return null;
     }
     if (s.accessToken !== failed && s.accessExpiresAtMs > Date.now() + margin(s) * (early ? 1.2 : 0.5)) return s;
@@ -450,7 +453,7 @@ export function refreshSession(failed?: string, early = false): Promise<StoredSe
       // Refused (reused, revoked or expired): the session is over, unless another tab replaced it.
       const now = await latestSession();
       if (!now || now.refreshToken === s.refreshToken) {
-        endSession(`Your session has ended (${err.rawMessage || "refused"}): you play as a guest now. Sign in again to use your account.`);
+        endSession(t("session.endedWhy", { why: err.rawMessage || t("session.refused") }));
         return null;
       }
       return now;
@@ -596,10 +599,61 @@ export function setHotseatIdentity(gameId: string, id: Identity): void {
   localStorage.setItem(HOTSEAT + gameId, JSON.stringify(id));
 }
 
+/**
+ * The server's refusals the client words itself, by status code and the message's words (the API gives
+ * no structured reason: the message is the only field). Anything else shows the server's own text.
+ */
+/** The trailer naming a refusal's `ErrorReason` (common.proto), e.g. "ERROR_REASON_NOT_YOUR_TURN". */
+const REASON_TRAILER = "draughts-reason";
+/** Refusals the server names, in the client's own texts. */
+const REASONS: Partial<Record<keyof typeof ErrorReason, ErrorKey>> = {
+  NOT_YOUR_TURN: "errors.notYourTurn",
+  GAME_OVER: "errors.gameOver",
+  ENDED_ON_TIME: "errors.endedOnTime",
+  STALE_PLY: "errors.stale",
+  DRAW_ALREADY_OFFERED: "errors.drawAlreadyOffered",
+  INVITATION_EXPIRED: "errors.invitationExpired",
+  INVITATION_CANCELLED: "errors.invitationCancelled",
+  INVITATION_DECLINED: "errors.invitationDeclined",
+  INVITE_SELF: "errors.inviteSelf",
+  NOT_A_PLAYER: "errors.notAPlayer",
+  NO_SUCH_GAME: "errors.noGame",
+};
+/** Status codes the client words whatever the message. */
+const BY_CODE: Partial<Record<Code, ErrorKey>> = {
+  [Code.Aborted]: "errors.conflict",
+  [Code.Unavailable]: "errors.unavailable",
+  [Code.DeadlineExceeded]: "errors.timeout",
+  [Code.Internal]: "errors.internal",
+};
+type ErrorKey =
+  | "errors.notYourTurn"
+  | "errors.gameOver"
+  | "errors.endedOnTime"
+  | "errors.stale"
+  | "errors.drawAlreadyOffered"
+  | "errors.invitationExpired"
+  | "errors.invitationCancelled"
+  | "errors.invitationDeclined"
+  | "errors.inviteSelf"
+  | "errors.notAPlayer"
+  | "errors.conflict"
+  | "errors.noGame"
+  | "errors.unavailable"
+  | "errors.timeout"
+  | "errors.internal";
+
+/** An error as the player reads it: the client's own text where the server names the reason or the code says it all. */
 export function describeError(e: unknown): string {
+  // The client's own refusals (thrown as plain errors) are already worded.
+  if (!(e instanceof ConnectError) && e instanceof Error) return e.message;
   const err = ConnectError.from(e);
-  const text = err.rawMessage || Code[err.code] || String(e);
-  if (err.code === Code.ResourceExhausted && err.metadata.get("retry-after")) return `${text} (try again in ${err.metadata.get("retry-after")} s)`;
+  const msg = err.rawMessage;
+  const reason = err.metadata.get(REASON_TRAILER)?.replace(/^ERROR_REASON_/, "");
+  const known = (reason ? REASONS[reason as keyof typeof ErrorReason] : undefined) ?? BY_CODE[err.code];
+  const text = known ? t(known) : msg || Code[err.code] || String(e);
+  const retry = err.metadata.get("retry-after");
+  if (err.code === Code.ResourceExhausted && retry) return `${text} ${t("errors.retryIn", { count: Number(retry) })}`;
   return text;
 }
 

@@ -1,4 +1,5 @@
 // A few lines of DOM building instead of a framework (the bundle stays small).
+import { language } from "./i18n.js";
 type Child = Node | string | number | null | undefined | false;
 
 export function h<K extends keyof HTMLElementTagNameMap>(
@@ -42,7 +43,7 @@ export function dateText(ms: number | bigint, withTime = false): string {
   const n = Number(ms);
   if (!n) return "";
   const d = new Date(n);
-  return withTime ? d.toLocaleString() : d.toLocaleDateString();
+  return withTime ? d.toLocaleString(language()) : d.toLocaleDateString(language());
 }
 
 /** The `?a=b` part of the hash route. */

@@ -6,6 +6,7 @@
 import { DeclineReason, InvitationState, type Invitation } from "./gen/draughts/v1/games_pb.js";
 import { bearer, Code, ConnectError, describeError, ensureIdentity, games, identityRefused, matchmaking, playerName, profileHref, retrying, sleep, type Identity } from "./api.js";
 import { h, toast } from "./dom.js";
+import { t, tDynamic } from "./i18n.js";
 import { rulesLabel } from "./variants.js";
 import { timeControlText } from "./timecontrol.js";
 
@@ -25,16 +26,22 @@ function goToGame(id: string) {
   if (location.hash !== `#/game/${id}`) location.hash = `#/game/${id}`;
 }
 
-const REASONS: [DeclineReason, string][] = [
-  [DeclineReason.UNSPECIFIED, "no reason"],
-  [DeclineReason.LATER, "later"],
-  [DeclineReason.TOO_FAST, "too fast"],
-  [DeclineReason.TOO_SLOW, "too slow"],
-  [DeclineReason.TIME_CONTROL, "not this time control"],
-  [DeclineReason.RATED, "rather rated"],
-  [DeclineReason.CASUAL, "rather casual"],
-  [DeclineReason.VARIANT, "not this variant"],
+const REASONS: DeclineReason[] = [
+  DeclineReason.UNSPECIFIED,
+  DeclineReason.LATER,
+  DeclineReason.TOO_FAST,
+  DeclineReason.TOO_SLOW,
+  DeclineReason.TIME_CONTROL,
+  DeclineReason.RATED,
+  DeclineReason.CASUAL,
+  DeclineReason.VARIANT,
 ];
+
+/** A decline reason as the reader's language says it ("too fast"). */
+export function declineReasonText(r: DeclineReason): string {
+  const key = (DeclineReason[r] ?? "UNSPECIFIED").toLowerCase();
+  return tDynamic(`decline.${key}`, key.replace(/_/g, " "));
+}
 
 /** Whether the server lacks Matchmaking (then the same calls go to Games directly). */
 const noMatchmaking = (e: unknown) => ConnectError.from(e).code === Code.Unimplemented;
@@ -43,12 +50,12 @@ function renderInvites(me: Identity) {
   const box = document.getElementById("invites")!;
   box.replaceChildren(
     ...[...received.values()].map((inv) => {
-      const reason = h("select", { "data-testid": "decline-reason", "aria-label": "reason" }, ...REASONS.map(([v, t]) => h("option", { value: String(v) }, t)));
+      const reason = h("select", { "data-testid": "decline-reason", "aria-label": t("invite.reason") }, ...REASONS.map((v) => h("option", { value: String(v) }, declineReasonText(v))));
       return h(
         "div",
         { class: "invite", "data-testid": "incoming-invitation", "data-invitation": inv.invitationId },
         h("a", { href: profileHref(inv.inviter?.id ?? ""), class: "player-link" }, playerName(inv.inviter)),
-        h("span", {}, ` ${inv.rematchOf ? "offers a rematch" : "invites you"}: ${rulesLabel(inv.rules)}, ${timeControlText(inv.timeControl)}`),
+        h("span", {}, ` ${inv.rematchOf ? t("invite.offersRematch") : t("invite.invitesYou")}: ${rulesLabel(inv.rules)}, ${timeControlText(inv.timeControl)}`),
         h(
           "button",
           {
@@ -69,7 +76,7 @@ function renderInvites(me: Identity) {
               }
             },
           },
-          "Accept",
+          t("common.accept"),
         ),
         reason,
         h(
@@ -92,7 +99,7 @@ function renderInvites(me: Identity) {
               renderInvites(me);
             },
           },
-          "Decline",
+          t("common.decline"),
         ),
       );
     }),
@@ -135,7 +142,7 @@ export function startPlayerEvents(): void {
             if (inv.state === InvitationState.ACCEPTED && awaiting.has(inv.invitationId)) goToGame(inv.gameId || inv.invitationId);
             if (inv.inviter?.id === me.id && awaiting.has(inv.invitationId) && inv.state === InvitationState.DECLINED) {
               awaiting.delete(inv.invitationId);
-              toast(`${playerName(inv.invitee)} declined`);
+              toast(t("invite.declinedBy", { name: playerName(inv.invitee) }));
             }
             renderInvites(me);
             window.dispatchEvent(new CustomEvent<Invitation>("draughts:invitation", { detail: inv }));

@@ -1,15 +1,17 @@
 // A challenge (#/invite/ID), by link or to a named player: its inviter waits here for the acceptance (or
 // sees it declined, with the reason); the invited player, or anyone for a link, may accept.
 import { Color } from "./gen/draughts/v1/common_pb.js";
-import { DeclineReason, InvitationState, type Invitation } from "./gen/draughts/v1/games_pb.js";
+import { InvitationState, type Invitation } from "./gen/draughts/v1/games_pb.js";
 import { bearer, Code, ConnectError, describeError, ensureIdentity, games, matchmaking, playerName, retrying } from "./api.js";
 import { h, toast } from "./dom.js";
+import { t, tDynamic } from "./i18n.js";
+import { declineReasonText } from "./events.js";
 import { awaiting } from "./events.js";
 import { rulesLabel } from "./variants.js";
 import { timeControlText } from "./timecontrol.js";
 
 export function invitePage(root: HTMLElement, id: string): () => void {
-  const box = h("div", { class: "invite-page" }, "Loading the invitation…");
+  const box = h("div", { class: "invite-page" }, t("invite.loading"));
   root.replaceChildren(box);
   let closed = false;
   let timer = 0;
@@ -18,9 +20,13 @@ export function invitePage(root: HTMLElement, id: string): () => void {
     h(
       "p",
       {},
-      `${playerName(inv.inviter)} plays ${rulesLabel(inv.rules)}, ${timeControlText(inv.timeControl)}, `,
-      inv.inviterColor === Color.WHITE ? "as White" : inv.inviterColor === Color.BLACK ? "as Black" : "colours drawn at random",
-      inv.rated ? ", rated" : ", casual",
+      t("invite.terms", {
+        name: playerName(inv.inviter),
+        rules: rulesLabel(inv.rules),
+        time: timeControlText(inv.timeControl),
+        color: inv.inviterColor === Color.WHITE ? t("invite.asWhite") : inv.inviterColor === Color.BLACK ? t("invite.asBlack") : t("invite.colorRandom"),
+        rated: inv.rated ? t("common.rated") : t("common.casual"),
+      }),
     );
 
   async function show() {
@@ -32,12 +38,12 @@ export function invitePage(root: HTMLElement, id: string): () => void {
       return;
     }
     if (inv.state !== InvitationState.PENDING) {
-      const why = inv.state === InvitationState.DECLINED && inv.declineReason ? ` (${DeclineReason[inv.declineReason].toLowerCase().replace(/_/g, " ")})` : "";
+      const why = inv.state === InvitationState.DECLINED && inv.declineReason ? ` (${declineReasonText(inv.declineReason)})` : "";
       box.replaceChildren(
-        h("h2", {}, "Challenge"),
+        h("h2", {}, t("invite.challenge")),
         describe(inv),
-        h("p", { "data-testid": "invitation-state", "data-state": InvitationState[inv.state].toLowerCase() }, `This invitation is ${InvitationState[inv.state].toLowerCase()}${why}.`),
-        h("a", { href: "#/" }, "Back to the lobby"),
+        h("p", { "data-testid": "invitation-state", "data-state": InvitationState[inv.state].toLowerCase() }, t("invite.state", { state: tDynamic(`invite.states.${InvitationState[inv.state].toLowerCase()}`, InvitationState[inv.state].toLowerCase()), why })),
+        h("a", { href: "#/" }, t("common.backToLobby")),
       );
       return;
     }
@@ -46,15 +52,16 @@ export function invitePage(root: HTMLElement, id: string): () => void {
       const link = `${location.origin}/#/invite/${id}`;
       const named = inv.invitee?.id;
       box.replaceChildren(
-        h("h2", {}, "Your challenge"),
+        h("h2", {}, t("invite.yours")),
         describe(inv),
         named
-          ? h("p", { "data-testid": "challenged" }, `${playerName(inv.invitee)} (${named}) is asked; the game starts when they accept.`)
-          : h("p", {}, "Send this link to your opponent; the game starts when they accept:"),
+          ? h("p", { "data-testid": "challenged" }, t("invite.asked", { name: playerName(inv.invitee), id: named }))
+          : h("p", {}, t("invite.sendLink")),
         h("input", { readonly: true, value: link, class: "link", "data-testid": "challenge-url", onclick: (e: Event) => (e.target as HTMLInputElement).select() }),
         h("div", { class: "row" },
-          h("button", { onclick: () => void navigator.clipboard?.writeText(link).then(() => toast("Link copied")) }, "Copy link"),
+          h("button", { onclick: () => void navigator.clipboard?.writeText(link).then(() => toast(t("invite.linkCopied"))) }, t("invite.copyLink")),
           h("button", {
+            "data-testid": "cancel-invitation",
             onclick: async () => {
               try {
                 await retrying(() =>
@@ -69,16 +76,16 @@ export function invitePage(root: HTMLElement, id: string): () => void {
                 toast(describeError(e), "error");
               }
             },
-          }, "Cancel"),
+          }, t("common.cancel")),
         ),
-        h("p", { class: "waiting", "data-testid": "waiting" }, "Waiting for an opponent…"),
+        h("p", { class: "waiting", "data-testid": "waiting" }, t("invite.waiting")),
       );
       // The player event stream brings the acceptance; a slow re-read covers a stream that was down.
       timer = window.setTimeout(() => void show().catch(() => {}), 15_000);
       return;
     }
     box.replaceChildren(
-      h("h2", {}, "You are challenged"),
+      h("h2", {}, t("invite.challenged")),
       describe(inv),
       h("button", {
         class: "primary",
@@ -96,8 +103,8 @@ export function invitePage(root: HTMLElement, id: string): () => void {
             toast(describeError(e), "error");
           }
         },
-      }, "Accept and play"),
-      h("a", { href: "#/" }, "No thanks"),
+      }, t("invite.acceptPlay")),
+      h("a", { href: "#/" }, t("invite.noThanks")),
     );
   }
 

@@ -1,7 +1,9 @@
-// The lobby: the lobby's numbers (WatchLobby); a quick seek in the server's pools; pick a variant, rule
-// options and a time control to play the computer, offer a lobby seek, challenge a named player or by
-// link, or play two people on this screen; the lobby's open seeks; watch a game; the player's own games;
-// who this browser is.
+// The lobby, playing first: the lobby's numbers (WatchLobby); quick pairing in the server's pools with
+// their live counts; the computer at three named levels (one tap into a game; 1-8 under "more options");
+// then a custom game: variant, time control and colour to play the computer, challenge by link, offer a
+// lobby seek or play two people on this screen, with house rules, a start position, rating ranges and a
+// named opponent behind "more options"; the lobby's open seeks; watch a game; the player's own games;
+// who this browser is. On a phone the first screen is this, not a board (the preview comes last).
 import { create } from "@bufbuild/protobuf";
 import { Color } from "./gen/draughts/v1/common_pb.js";
 import { PlayerSchema } from "./gen/draughts/v1/common_pb.js";
@@ -25,6 +27,7 @@ import {
 import { playerLink } from "./profile.js";
 import { BoardView } from "./board.js";
 import { h, toast } from "./dom.js";
+import { language, t } from "./i18n.js";
 import { geometryOf, ruleSet, variantLabel, VARIANTS } from "./variants.js";
 import { TIME_CONTROLS } from "./timecontrol.js";
 import { awaiting } from "./events.js";
@@ -41,10 +44,21 @@ interface Prefs {
   time: string;
   color: string;
   level: number;
+  /** "More options" left open. */
+  more: boolean;
 }
 
+/** The computer's levels offered by name (the rest, 1-8, under "more options"). */
+export const NAMED_LEVELS = [
+  { key: "beginner", level: 1 },
+  { key: "intermediate", level: 4 },
+  { key: "strong", level: 8 },
+] as const;
+
 function loadPrefs(): Prefs {
-  const d: Prefs = { variant: "international", noMandatoryCapture: false, promoteMidCapture: false, moveLimit: 0, time: "5+3", color: "white", level: 2 };
+  // A first visit in Russian starts at Russian draughts; otherwise international.
+  const variant = language() === "ru" ? "russian" : "international";
+  const d: Prefs = { variant, noMandatoryCapture: false, promoteMidCapture: false, moveLimit: 0, time: "5+3", color: "white", level: 2, more: false };
   try {
     return { ...d, ...(JSON.parse(localStorage.getItem(PREFS) ?? "{}") as Partial<Prefs>) };
   } catch {
@@ -59,29 +73,29 @@ export function lobbyPage(root: HTMLElement): () => void {
   if (q.get("variant")) prefs.variant = q.get("variant")!;
   let closed = false;
 
-  const select = (testid: string, options: [string, string][], value: string) =>
-    h("select", { "data-testid": testid }, ...options.map(([v, l]) => h("option", { value: v, selected: v === value }, l)));
-  const variantSel = select("variant", VARIANTS.map((v) => [v.key, v.label]), prefs.variant);
+  const select = (testid: string, options: [string, string][], value: string, label: string) =>
+    h("select", { "data-testid": testid, "aria-label": label }, ...options.map(([v, l]) => h("option", { value: v, selected: v === value }, l)));
+  const variantSel = select("variant", VARIANTS.map((v) => [v.key, v.label]), prefs.variant, t("lobby.variant"));
   const nmc = h("input", { type: "checkbox", "data-testid": "opt-no-mandatory-capture", checked: prefs.noMandatoryCapture });
   const pmc = h("input", { type: "checkbox", "data-testid": "opt-promote-mid-capture", checked: prefs.promoteMidCapture });
   const limit = h("input", { type: "number", min: 0, max: 1000, value: String(prefs.moveLimit), "data-testid": "opt-move-limit", class: "small" });
   // A start position other than the variant's (FEN as PDN writes it; Turkish with algebraic squares).
-  const fenInput = h("input", { placeholder: "start position FEN (optional)", value: q.get("fen") ?? "", "data-testid": "fen", class: "fen" });
+  const fenInput = h("input", { placeholder: t("lobby.fenPlaceholder"), "aria-label": t("lobby.fenPlaceholder"), value: q.get("fen") ?? "", "data-testid": "fen", class: "fen" });
   const fen = () => fenInput.value.trim();
-  const timeSel = select("time", TIME_CONTROLS.map((t) => [t.key, t.label]), prefs.time);
-  const colorSel = select("color", [["white", "White"], ["black", "Black"], ["random", "Random"]], prefs.color);
-  const levelSel = select("level", [1, 2, 3, 4, 5, 6, 7, 8].map((l) => [String(l), `Level ${l}`]), String(prefs.level));
+  const timeSel = select("time", TIME_CONTROLS.map((tc) => [tc.key, tc.label]), prefs.time, t("lobby.time"));
+  const colorSel = select("color", [["white", t("color.white")], ["black", t("color.black")], ["random", t("color.random")]], prefs.color, t("lobby.yourColor"));
+  const levelSel = select("level", [1, 2, 3, 4, 5, 6, 7, 8].map((l) => [String(l), t("lobby.level", { n: l })]), String(prefs.level), t("lobby.levelLabel"));
   const rulesError = h("div", { class: "error", "data-testid": "rules-error" });
   const preview = h("div", { class: "board-box preview" });
-  const board = new BoardView(preview);
+  const board = new BoardView(preview, { label: t("board.previewLabel") });
   const who = h("div", { class: "who", "data-testid": "identity" });
   const mine = h("div", { class: "my-games" });
-  const watchInput = h("input", { placeholder: "game id or link", "data-testid": "watch-id" });
+  const watchInput = h("input", { placeholder: t("lobby.watchPlaceholder"), "aria-label": t("lobby.watchPlaceholder"), "data-testid": "watch-id" });
   const startButtons: HTMLButtonElement[] = [];
   const rated = h("input", { type: "checkbox", "data-testid": "rated" });
-  const offerMin = h("input", { type: "number", min: 0, max: 4000, placeholder: "min", class: "small", "data-testid": "offer-min" });
-  const offerMax = h("input", { type: "number", min: 0, max: 4000, placeholder: "max", class: "small", "data-testid": "offer-max" });
-  const opponentInput = h("input", { placeholder: "player id (e.g. guest:…)", "data-testid": "challenge-player-id" });
+  const offerMin = h("input", { type: "number", min: 0, max: 4000, placeholder: t("seek.min"), "aria-label": t("seek.min"), class: "small", "data-testid": "offer-min" });
+  const offerMax = h("input", { type: "number", min: 0, max: 4000, placeholder: t("seek.max"), "aria-label": t("seek.max"), class: "small", "data-testid": "offer-max" });
+  const opponentInput = h("input", { placeholder: t("lobby.playerIdPlaceholder"), "aria-label": t("lobby.playerIdPlaceholder"), "data-testid": "challenge-player-id" });
   const stats = h("div", { class: "lobby-stats", "data-testid": "lobby-stats", "data-live": "false" }, "…");
   const quick = quickSeekPanel(prefs.variant);
   const seeks = lobbySeeksPanel();
@@ -90,8 +104,15 @@ export function lobbyPage(root: HTMLElement): () => void {
     const v = VARIANTS.find((x) => x.key === variantSel.value) ?? VARIANTS[0];
     return ruleSet(v.variant, { noMandatoryCapture: nmc.checked, promoteMidCapture: pmc.checked, moveLimit: Number(limit.value) || 0 });
   };
-  const timeControl = () => (TIME_CONTROLS.find((t) => t.key === timeSel.value) ?? TIME_CONTROLS[0]).make();
+  const timeControl = () => (TIME_CONTROLS.find((tc) => tc.key === timeSel.value) ?? TIME_CONTROLS[0]).make();
   const myColor = () => (colorSel.value === "white" ? Color.WHITE : colorSel.value === "black" ? Color.BLACK : Math.random() < 0.5 ? Color.WHITE : Color.BLACK);
+
+  const more = h(
+    "details",
+    { class: "more", "data-testid": "more-options", open: prefs.more || !!fen() || prefs.noMandatoryCapture || prefs.promoteMidCapture || prefs.moveLimit > 0 },
+    h("summary", {}, t("lobby.moreOptions")),
+  );
+  more.addEventListener("toggle", savePrefs);
 
   function savePrefs() {
     const p: Prefs = {
@@ -102,6 +123,7 @@ export function lobbyPage(root: HTMLElement): () => void {
       time: timeSel.value,
       color: colorSel.value,
       level: Number(levelSel.value),
+      more: more.open,
     };
     localStorage.setItem(PREFS, JSON.stringify(p));
   }
@@ -132,11 +154,11 @@ export function lobbyPage(root: HTMLElement): () => void {
     }
   }
 
-  function start(label: string, testid: string, f: () => Promise<void>) {
+  function start(label: string, testid: string, f: () => Promise<void>, cls = "primary") {
     const b = h(
       "button",
       {
-        class: "primary",
+        class: cls,
         "data-testid": testid,
         onclick: async () => {
           b.disabled = true;
@@ -155,65 +177,72 @@ export function lobbyPage(root: HTMLElement): () => void {
     return b;
   }
 
-  const playAi = start("Play the computer", "play-ai", async () => {
+  /** A game against the computer at `level`, with the lobby's variant, house rules, time and colour. */
+  async function playComputer(level: number) {
     const me = await ensureIdentity();
-    const ai = create(PlayerSchema, { id: `ai:${levelSel.value}` });
+    const ai = create(PlayerSchema, { id: `ai:${level}` });
     const self = create(PlayerSchema, { id: "" });
     const white = myColor() === Color.WHITE;
-    const g = await retrying(() => games.createGame( { rules: current(), fen: fen(), timeControl: timeControl(), white: white ? self : ai, black: white ? ai : self }, bearer(me)));
+    const g = await retrying(() => games.createGame({ rules: current(), fen: fen(), timeControl: timeControl(), white: white ? self : ai, black: white ? ai : self }, bearer(me)));
     location.hash = `#/game/${g.gameId}`;
-  });
+  }
 
-  const challenge = start("Create a challenge link", "challenge-link", async () => {
+  const playAi = start(t("lobby.playAi"), "play-ai", () => playComputer(Number(levelSel.value)));
+  const named = NAMED_LEVELS.map((l) =>
+    start(t(`lobby.levels.${l.key}`), `play-ai-${l.key}`, () => playComputer(l.level), "primary big"),
+  );
+  named.forEach((b, i) => b.setAttribute("data-level", String(NAMED_LEVELS[i].level)));
+
+  const challenge = start(t("lobby.challengeLink"), "challenge-link", async () => {
     const me = await ensureIdentity();
     const c = colorSel.value === "random" ? Color.UNSPECIFIED : myColor();
-    const inv = await retrying(() => games.createInvitation( { rules: current(), fen: fen(), timeControl: timeControl(), color: c, rated: rated.checked }, bearer(me)));
+    const inv = await retrying(() => games.createInvitation({ rules: current(), fen: fen(), timeControl: timeControl(), color: c, rated: rated.checked }, bearer(me)));
     location.hash = `#/invite/${inv.invitationId}`;
-  });
+  }, "");
 
-  const hotseat = start("Two players on this screen", "hotseat", async () => {
+  const hotseat = start(t("lobby.hotseat"), "hotseat", async () => {
     // Hot-seat: a second guest for the other side, invited by this browser's player and accepting at
     // once with its own token (the ordinary consent flow; both tokens stay in this browser).
     const me = await ensureIdentity();
-    const second = await newGuest("Player 2");
-    const inv = await retrying(() => games.createInvitation( { rules: current(), fen: fen(), timeControl: timeControl(), inviteeId: second.id, color: Color.WHITE }, bearer(me)));
+    const second = await newGuest(t("lobby.player2"));
+    const inv = await retrying(() => games.createInvitation({ rules: current(), fen: fen(), timeControl: timeControl(), inviteeId: second.id, color: Color.WHITE }, bearer(me)));
     const g = await retrying(() => games.acceptInvitation({ invitationId: inv.invitationId }, bearer(second)));
     setHotseatIdentity(g.gameId, second);
     location.hash = `#/game/${g.gameId}`;
-  });
+  }, "");
 
-  const offer = start("Offer in the lobby", "lobby-offer", async () => {
+  const offer = start(t("lobby.offer"), "lobby-offer", async () => {
     // A lobby seek carries its rule set, house rules included (the list shows them); a start
     // position of one's own goes by a challenge, whose terms the invited player sees in full.
     const rs = current();
-    if (fen()) throw new Error("a lobby seek starts from the variant's start position: use a challenge for a position of your own");
+    if (fen()) throw new Error(t("lobby.offerNoFen"));
     const me = await ensureIdentity();
     const ratingRange = rangeOf(offerMin.value, offerMax.value);
     const c = colorSel.value === "random" ? Color.UNSPECIFIED : myColor();
     const s = await retrying(() => matchmaking.createLobbySeek({ rules: rs, timeControl: timeControl(), color: c, rated: rated.checked, ratingRange }, bearer(me)));
     awaiting.add(s.seekId);
-    toast("Offered in the lobby: the game starts when someone accepts");
+    toast(t("lobby.offered"));
     await seeks.refresh();
-  });
+  }, "");
 
-  const challengePlayer = start("Challenge this player", "challenge-player", async () => {
+  const challengePlayer = start(t("lobby.challengePlayer"), "challenge-player", async () => {
     const inviteeId = opponentInput.value.trim();
-    if (!inviteeId) throw new Error("the player's id is needed (shown under their lobby as “Playing as …”)");
+    if (!inviteeId) throw new Error(t("lobby.needPlayerId"));
     const me = await ensureIdentity();
     const c = colorSel.value === "random" ? Color.UNSPECIFIED : myColor();
     const inv = await retrying(() => matchmaking.challenge({ inviteeId, rules: current(), fen: fen(), timeControl: timeControl(), color: c, rated: rated.checked }, bearer(me)));
     location.hash = `#/invite/${inv.invitationId}`;
-  });
+  }, "");
 
   let lastSeekCount = -1;
   function renderStats(s: LobbyStats) {
     const item = (testid: string, n: bigint, text: string) => h("span", { "data-testid": testid, "data-n": String(n) }, h("b", {}, String(n)), ` ${text}`);
     const seekingAll = s.pools.reduce((n, p) => n + p.seeking, 0n);
     stats.replaceChildren(
-      item("lobby-online", s.playersOnline, "online"),
-      item("lobby-seeking", seekingAll, "seeking"),
-      item("lobby-games", s.gamesInProgress, "games in progress"),
-      item("lobby-seek-count", s.lobbySeeks, "lobby seeks"),
+      item("lobby-online", s.playersOnline, t("lobby.online", { count: Number(s.playersOnline) })),
+      item("lobby-seeking", seekingAll, t("lobby.seeking", { count: Number(seekingAll) })),
+      item("lobby-games", s.gamesInProgress, t("lobby.gamesInProgress", { count: Number(s.gamesInProgress) })),
+      item("lobby-seek-count", s.lobbySeeks, t("lobby.lobbySeeks", { count: Number(s.lobbySeeks) })),
     );
     quick.setStats(s);
     if (Number(s.lobbySeeks) !== lastSeekCount) {
@@ -225,18 +254,20 @@ export function lobbyPage(root: HTMLElement): () => void {
   function renderWho() {
     const id = currentIdentity();
     const here = encodeURIComponent("#/");
-    const nameInput = h("input", { value: localStorage.getItem("draughts.name") ?? "", placeholder: "your name", maxlength: 32, "data-testid": "name" });
+    const nameInput = h("input", { value: localStorage.getItem("draughts.name") ?? "", placeholder: t("lobby.yourName"), "aria-label": t("lobby.yourName"), maxlength: 32, "data-testid": "name" });
+    who.dataset.player = id?.id ?? "";
+    who.dataset.kind = id?.kind ?? "";
     const rows: (HTMLElement | string)[] = [
-      h("div", {}, "Playing as ", id ? playerLink(id.id, id.name || id.id, { "data-testid": "identity-link" }) : h("b", {}, "…"), id ? ` (${id.kind}, ${id.id})` : ""),
+      h("div", {}, `${t("lobby.playingAs")} `, id ? playerLink(id.id, id.name || id.id, { "data-testid": "identity-link" }) : h("b", {}, "…"), id ? ` (${id.kind === "account" ? t("profile.kindAccount") : id.kind === "guest" ? t("profile.kindGuest") : t("profile.kindPlayer")}, ${id.id})` : ""),
     ];
     if (!id || id.kind === "guest") {
       rows.push(
         h(
           "div",
           { class: "row" },
-          h("a", { class: "button primary", href: `#/signup?next=${here}`, "data-testid": "lobby-signup" }, "Create an account"),
-          h("a", { class: "button", href: `#/signin?next=${here}`, "data-testid": "lobby-signin" }, "Sign in"),
-          h("span", { class: "hint" }, "An account keeps your games and ratings (this guest's included) and may ask for analysis."),
+          h("a", { class: "button primary", href: `#/signup?next=${here}`, "data-testid": "lobby-signup" }, t("account.createTitle")),
+          h("a", { class: "button", href: `#/signin?next=${here}`, "data-testid": "lobby-signin" }, t("nav.signIn")),
+          h("span", { class: "hint" }, t("lobby.accountHint")),
         ),
         h(
           "div",
@@ -253,7 +284,7 @@ export function lobbyPage(root: HTMLElement): () => void {
                 renderWho();
               },
             },
-            "New guest with this name",
+            t("lobby.newGuest"),
           ),
         ),
       );
@@ -262,7 +293,7 @@ export function lobbyPage(root: HTMLElement): () => void {
         h(
           "div",
           { class: "row" },
-          id.kind === "account" ? h("a", { href: "#/settings" }, "Settings") : "",
+          id.kind === "account" ? h("a", { href: "#/settings" }, t("nav.settings")) : "",
           h(
             "button",
             {
@@ -271,7 +302,7 @@ export function lobbyPage(root: HTMLElement): () => void {
                 await signOut().catch((e) => toast(describeError(e), "error"));
               },
             },
-            "Sign out",
+            t("nav.signOut"),
           ),
         ),
       );
@@ -289,22 +320,22 @@ export function lobbyPage(root: HTMLElement): () => void {
       if (closed) return;
       const row = (id: string, text: string) => h("li", {}, h("a", { href: `#/game/${id}` }, text));
       mine.replaceChildren(
-        h("h3", {}, "Your games"),
+        h("h3", {}, t("lobby.yourGames")),
         h(
           "ul",
           {},
-          ...r.ongoing.map((g) => row(g.gameId, `${variantLabel(g.rules?.variant)}: ${g.white?.displayName} – ${g.black?.displayName} (ongoing)`)),
+          ...r.ongoing.map((g) => row(g.gameId, `${variantLabel(g.rules?.variant)}: ${g.white?.displayName} – ${g.black?.displayName} (${t("lobby.ongoing")})`)),
           ...r.recent.map((g) =>
             h(
               "li",
               {},
-              h("a", { href: `#/game/${g.gameId}` }, `${variantLabel(g.variant)}${g.rated ? " (rated)" : ""}: `),
-              playerLink(g.whiteId, g.whiteId === me.id ? "you" : g.whiteId),
+              h("a", { href: `#/game/${g.gameId}` }, `${variantLabel(g.variant)}${g.rated ? ` (${t("common.rated")})` : ""}: `),
+              playerLink(g.whiteId, g.whiteId === me.id ? t("common.you") : g.whiteId),
               " – ",
-              playerLink(g.blackId, g.blackId === me.id ? "you" : g.blackId),
+              playerLink(g.blackId, g.blackId === me.id ? t("common.you") : g.blackId),
               ` ${g.status?.result ?? ""} `,
-              h("a", { href: `#/game/${g.gameId}` }, "game"),
-              canAnalyse(me) ? h("a", { href: `#/analysis/${g.gameId}`, class: "small-link" }, " analyse") : "",
+              h("a", { href: `#/game/${g.gameId}` }, t("lobby.game")),
+              canAnalyse(me) ? h("a", { href: `#/analysis/${g.gameId}`, class: "small-link" }, ` ${t("lobby.analyse")}`) : "",
             ),
           ),
         ),
@@ -317,6 +348,21 @@ export function lobbyPage(root: HTMLElement): () => void {
   for (const e of [variantSel, nmc, pmc, limit, fenInput]) e.addEventListener("change", () => void updatePreview());
   for (const e of [timeSel, colorSel, levelSel]) e.addEventListener("change", savePrefs);
 
+  more.append(
+    h(
+      "fieldset",
+      {},
+      h("legend", {}, t("lobby.houseRules")),
+      h("label", {}, nmc, ` ${t("lobby.nmc")}`),
+      h("label", {}, pmc, ` ${t("lobby.pmc")}`),
+      h("label", {}, `${t("lobby.moveLimit")} `, limit, ` ${t("lobby.moveLimitHint")}`),
+      h("label", {}, fenInput),
+    ),
+    h("div", { class: "row" }, levelSel, playAi),
+    h("div", { class: "row" }, offer, h("span", {}, t("lobby.ratingRange")), offerMin, h("span", {}, "–"), offerMax),
+    h("div", { class: "row" }, opponentInput, challengePlayer),
+  );
+
   root.replaceChildren(
     h(
       "div",
@@ -326,27 +372,26 @@ export function lobbyPage(root: HTMLElement): () => void {
         "section",
         { class: "setup" },
         quick.el,
-        h("h2", {}, "New game"),
-        h("label", {}, "Variant ", variantSel),
         h(
-          "fieldset",
-          {},
-          h("legend", {}, "House rules"),
-          h("label", {}, nmc, " no mandatory capture (8×8)"),
-          h("label", {}, pmc, " promote mid-capture"),
-          h("label", {}, "move limit ", limit, " (0 = the variant's rule)"),
-          h("label", {}, fenInput),
+          "section",
+          { class: "computer", "data-testid": "computer" },
+          h("h2", {}, t("lobby.computerTitle")),
+          h("div", { class: "levels" }, ...named),
+          h("p", { class: "hint" }, t("lobby.computerHint")),
         ),
-        rulesError,
-        h("label", {}, "Time ", timeSel),
-        h("label", {}, "Your colour ", colorSel),
-        h("div", { class: "row" }, levelSel, playAi),
-        h("div", { class: "row" }, challenge, hotseat),
-        h("label", {}, rated, " rated (lobby offers and challenges)"),
-        h("div", { class: "row" }, offer, h("span", {}, "ratings "), offerMin, h("span", {}, "–"), offerMax),
-        h("div", { class: "row" }, opponentInput, challengePlayer),
+        h(
+          "section",
+          { class: "custom" },
+          h("h2", {}, t("lobby.customTitle")),
+          h("div", { class: "row" }, h("label", {}, `${t("lobby.variant")} `, variantSel)),
+          rulesError,
+          h("div", { class: "row" }, h("label", {}, `${t("lobby.time")} `, timeSel), h("label", {}, `${t("lobby.yourColor")} `, colorSel)),
+          h("div", { class: "row" }, challenge, hotseat),
+          h("label", {}, rated, ` ${t("lobby.ratedHint")}`),
+          more,
+        ),
         seeks.el,
-        h("h3", {}, "Watch a game"),
+        h("h3", {}, t("lobby.watchTitle")),
         h(
           "div",
           { class: "row" },
@@ -361,7 +406,7 @@ export function lobbyPage(root: HTMLElement): () => void {
                 if (id) location.hash = `#/game/${id}`;
               },
             },
-            "Watch",
+            t("lobby.watch"),
           ),
         ),
         who,
@@ -385,4 +430,3 @@ export function lobbyPage(root: HTMLElement): () => void {
     quick.close();
   };
 }
-

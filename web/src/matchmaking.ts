@@ -6,6 +6,7 @@ import { Color } from "./gen/draughts/v1/common_pb.js";
 import { RatingRangeSchema, SeekEndReason, type LobbySeek, type LobbyStats, type Pool, type RatingRange } from "./gen/draughts/v1/matchmaking_pb.js";
 import { bearer, Code, ConnectError, describeError, ensureIdentity, matchmaking, playerName, profileHref, retrying, sleep, type Identity } from "./api.js";
 import { h, toast } from "./dom.js";
+import { t } from "./i18n.js";
 import { awaiting } from "./events.js";
 import { timeControlText } from "./timecontrol.js";
 import { rulesLabel, variantKey, variantLabel, VARIANTS } from "./variants.js";
@@ -27,7 +28,7 @@ export function listPools(): Promise<Pool[]> {
 /** A short text for a wait in milliseconds ("8 s", "2 min"). */
 export function waitText(ms: number): string {
   const s = Math.round(ms / 1000);
-  return s < 90 ? `${s} s` : `${Math.round(s / 60)} min`;
+  return s < 90 ? t("wait.seconds", { n: s }) : t("wait.minutes", { n: Math.round(s / 60) });
 }
 
 /**
@@ -76,11 +77,11 @@ function loadQuick(variant: string): QuickPrefs {
   }
 }
 
-const END_TEXT: Record<number, string> = {
-  [SeekEndReason.CANCELLED]: "cancelled",
-  [SeekEndReason.IN_GAME]: "you started a game meanwhile",
-  [SeekEndReason.EXPIRED]: "expired (no connection held it)",
-  [SeekEndReason.UNKNOWN_PLAYER]: "your identity is no longer known",
+const END_TEXT: Record<number, () => string> = {
+  [SeekEndReason.CANCELLED]: () => t("seek.endCancelled"),
+  [SeekEndReason.IN_GAME]: () => t("seek.endInGame"),
+  [SeekEndReason.EXPIRED]: () => t("seek.endExpired"),
+  [SeekEndReason.UNKNOWN_PLAYER]: () => t("seek.endUnknown"),
 };
 
 /** Reads an optional rating range from two inputs; null when both are empty; throws on a bad one. */
@@ -88,7 +89,7 @@ function rangeOf(min: string, max: string): RatingRange | undefined {
   if (!min.trim() && !max.trim()) return undefined;
   const lo = min.trim() ? Number(min) : 0;
   const hi = max.trim() ? Number(max) : 4000;
-  if (!Number.isInteger(lo) || !Number.isInteger(hi) || lo < 0 || hi > 4000 || lo > hi) throw new Error("rating range: whole numbers, 0 ≤ min ≤ max ≤ 4000");
+  if (!Number.isInteger(lo) || !Number.isInteger(hi) || lo < 0 || hi > 4000 || lo > hi) throw new Error(t("seek.badRange"));
   return create(RatingRangeSchema, { min: lo, max: hi });
 }
 
@@ -106,19 +107,19 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
   let closed = false;
 
   const variantSel = h("select", { "data-testid": "qs-variant" }, ...VARIANTS.map((v) => h("option", { value: v.key, selected: v.key === prefs.variant }, v.label)));
-  const ratedSel = h("select", { "data-testid": "qs-rated" }, h("option", { value: "casual", selected: !prefs.rated }, "Casual"), h("option", { value: "rated", selected: prefs.rated }, "Rated"));
-  const min = h("input", { type: "number", min: 0, max: 4000, placeholder: "min", value: prefs.min, class: "small", "data-testid": "qs-min" });
-  const max = h("input", { type: "number", min: 0, max: 4000, placeholder: "max", value: prefs.max, class: "small", "data-testid": "qs-max" });
-  const grid = h("div", { class: "pools", "data-testid": "pools" }, "Loading the pools…");
+  const ratedSel = h("select", { "data-testid": "qs-rated" }, h("option", { value: "casual", selected: !prefs.rated }, t("seek.casual")), h("option", { value: "rated", selected: prefs.rated }, t("seek.rated")));
+  const min = h("input", { type: "number", min: 0, max: 4000, placeholder: t("seek.min"), value: prefs.min, class: "small", "data-testid": "qs-min" });
+  const max = h("input", { type: "number", min: 0, max: 4000, placeholder: t("seek.max"), value: prefs.max, class: "small", "data-testid": "qs-max" });
+  const grid = h("div", { class: "pools", "data-testid": "pools" }, t("seek.loadingPools"));
   const picked = h("div", { class: "picked", "data-testid": "picked-pools" });
   const state = h("div", { class: "seek-state", "data-testid": "seek-state", "data-state": "idle" });
-  const seekBtn = h("button", { class: "primary", "data-testid": "seek", onclick: () => void startSeek() }, "Seek a game");
-  const cancelBtn = h("button", { "data-testid": "cancel-seek", hidden: true, onclick: () => void cancel(true) }, "Cancel");
+  const seekBtn = h("button", { class: "primary", "data-testid": "seek", onclick: () => void startSeek() }, t("seek.seek"));
+  const cancelBtn = h("button", { "data-testid": "cancel-seek", hidden: true, onclick: () => void cancel(true) }, t("common.cancel"));
 
   const save = () =>
     localStorage.setItem(QUICK, JSON.stringify({ variant: variantSel.value, rated: ratedSel.value === "rated", pools: [...chosen], min: min.value, max: max.value } satisfies QuickPrefs));
 
-  const poolLabel = (p: Pool) => `${variantLabel(p.rules?.variant)} ${timeControlText(p.timeControl)} ${p.rated ? "rated" : "casual"}`;
+  const poolLabel = (p: Pool) => `${variantLabel(p.rules?.variant)} ${timeControlText(p.timeControl)} ${p.rated ? t("common.rated") : t("common.casual")}`;
 
   function renderGrid() {
     const variant = variantSel.value;
@@ -147,11 +148,11 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
                   render();
                 },
               },
-              h("b", {}, p.timeControl?.kind.case === "correspondence" ? `${p.timeControl.kind.value.daysPerMove} d/move` : timeControlText(p.timeControl)),
-              h("small", {}, ps ? `${ps.seeking} seeking${ps.typicalWaitMs ? ` · ~${waitText(Number(ps.typicalWaitMs))}` : ""}` : " "),
+              h("b", {}, timeControlText(p.timeControl)),
+              h("small", {}, ps ? `${t("seek.seeking", { count: Number(ps.seeking) })}${ps.typicalWaitMs ? ` · ~${waitText(Number(ps.typicalWaitMs))}` : ""}` : " "),
             );
           })
-        : [h("span", {}, all.length ? "No pool of this kind on this server." : "")]),
+        : [h("span", {}, all.length ? t("seek.noPool") : "")]),
     );
   }
 
@@ -161,14 +162,14 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
     picked.replaceChildren(
       ...(ids.length
         ? [
-            h("span", {}, `${ids.length} pool${ids.length > 1 ? "s" : ""}: `),
+            h("span", {}, `${t("seek.pools", { count: ids.length })}: `),
             ...ids.map((id) => {
               const p = all.find((x) => x.poolId === id);
               return h(
                 "button",
                 {
                   class: "chip",
-                  title: "remove",
+                  title: t("seek.remove"),
                   disabled: seeking !== null,
                   onclick: () => {
                     chosen.delete(id);
@@ -180,7 +181,7 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
               );
             }),
           ]
-        : [h("span", { class: "hint" }, "Pick one or more time controls (up to 8 pools, of any variants).")]),
+        : [h("span", { class: "hint" }, t("seek.pickHint"))]),
     );
     seekBtn.hidden = seeking !== null;
     seekBtn.disabled = ids.length === 0;
@@ -206,12 +207,12 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
     const ctl = new AbortController();
     seeking = ctl;
     render();
-    show("connecting", "Seeking…");
+    show("connecting", t("seek.seekingNow"));
     let me: Identity;
     try {
       me = await ensureIdentity();
     } catch (e) {
-      stop(`Could not seek: ${describeError(e)}`, "error");
+      stop(t("seek.couldNot", { error: describeError(e) }), "error");
       return;
     }
     // Waiting: the server says how long and how many waves it missed; between its messages the
@@ -224,7 +225,7 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
     }, 500);
     const showWaiting = () => {
       state.dataset.seekId = seekId;
-      show("waiting", `Waiting for an opponent in ${ids.length} pool${ids.length > 1 ? "s" : ""}: ${waitText(Date.now() - since)}${missed ? `, range widened ${missed}×` : ""}`);
+      show("waiting", `${t("seek.waitingIn", { pools: t("seek.pools", { count: ids.length }), wait: waitText(Date.now() - since) })}${missed ? `, ${t("seek.widened", { n: missed })}` : ""}`);
     };
     let backoff = 500;
     try {
@@ -240,12 +241,12 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
               showWaiting();
             } else if (k.case === "paired") {
               const p = k.value;
-              stop(`Paired with ${playerName(p.opponent)} (${p.color === Color.WHITE ? "you play White" : "you play Black"}) after ${waitText(Number(p.waitedMs))}`, "paired");
+              stop(t("seek.paired", { name: playerName(p.opponent), color: p.color === Color.WHITE ? t("seek.youWhite") : t("seek.youBlack"), wait: waitText(Number(p.waitedMs)) }), "paired");
               state.dataset.game = p.gameId;
               location.hash = `#/game/${p.gameId}`;
               return;
             } else if (k.case === "ended") {
-              stop(`The seek ended: ${END_TEXT[k.value.reason] ?? "ended"}.`, "ended");
+              stop(t("seek.ended", { why: END_TEXT[k.value.reason]?.() ?? t("seek.endOther") }), "ended");
               return;
             }
           }
@@ -255,12 +256,12 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
           if (ctl.signal.aborted) return;
           const err = ConnectError.from(e);
           if (![Code.Unavailable, Code.Unknown, Code.Internal, Code.ResourceExhausted, Code.DeadlineExceeded, Code.Aborted].includes(err.code)) {
-            stop(`Could not seek: ${describeError(err)}`, "error");
+            stop(t("seek.couldNot", { error: describeError(err) }), "error");
             return;
           }
         }
         if (ctl.signal.aborted) return;
-        show("reconnecting", "Connection lost: seeking again…");
+        show("reconnecting", t("seek.again"));
         await sleep(backoff);
         backoff = Math.min(backoff * 2, 5000);
       }
@@ -281,7 +282,7 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
     const ctl = seeking;
     if (!ctl) return;
     ctl.abort();
-    stop("Seek cancelled.", "cancelled");
+    stop(t("seek.cancelled"), "cancelled");
     if (byPlayer) {
       try {
         await matchmaking.cancelSeek({}, bearer(await ensureIdentity()));
@@ -297,11 +298,11 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
   const el = h(
     "section",
     { class: "quick" },
-    h("h3", {}, "Quick game"),
+    h("h2", {}, t("seek.title")),
     h("div", { class: "row" }, variantSel, ratedSel),
     grid,
     picked,
-    h("div", { class: "row" }, h("span", {}, "Opponent's rating "), min, h("span", {}, "–"), max, h("span", { class: "hint" }, "(optional)")),
+    h("div", { class: "row" }, h("span", {}, t("seek.opponentRating")), min, h("span", {}, "–"), max, h("span", { class: "hint" }, t("common.optional"))),
     h("div", { class: "row" }, seekBtn, cancelBtn),
     state,
   );
@@ -316,7 +317,7 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
         grid.dataset.loaded = "true";
         render();
       })
-      .catch((e) => (grid.textContent = `No quick pairing here: ${describeError(e)}`));
+      .catch((e) => (grid.textContent = t("seek.noQuick", { error: describeError(e) })));
   return {
     el,
     load,
@@ -334,16 +335,16 @@ export function quickSeekPanel(defaultVariant: string): { el: HTMLElement; load:
 /** The lobby's custom seeks: each with Accept (or Cancel for the player's own), refreshed on demand. */
 export function lobbySeeksPanel(): { el: HTMLElement; refresh: () => Promise<void> } {
   const list = h("ul", { class: "lobby-seeks", "data-testid": "lobby-seeks" });
-  const el = h("section", { class: "lobby-seeks-box" }, h("h3", {}, "Lobby seeks"), list);
+  const el = h("section", { class: "lobby-seeks-box" }, h("h3", {}, t("lobby.seeksTitle")), list);
   let running: Promise<void> | null = null;
   let again = false;
 
-  const colorText = (c: Color) => (c === Color.WHITE ? "plays White" : c === Color.BLACK ? "plays Black" : "colours at random");
+  const colorText = (c: Color) => (c === Color.WHITE ? t("lobby.playsWhite") : c === Color.BLACK ? t("lobby.playsBlack") : t("lobby.colorsRandom"));
 
   function row(s: LobbySeek, me: Identity) {
     const mine = s.seeker?.id === me.id;
     if (mine) awaiting.add(s.seekId);
-    const range = s.ratingRange ? ` · ratings ${s.ratingRange.min}–${s.ratingRange.max}` : "";
+    const range = s.ratingRange ? ` · ${t("lobby.ratings", { min: s.ratingRange.min, max: s.ratingRange.max })}` : "";
     const act = mine
       ? h(
           "button",
@@ -359,7 +360,7 @@ export function lobbySeeksPanel(): { el: HTMLElement; refresh: () => Promise<voi
               await refresh();
             },
           },
-          "Cancel",
+          t("common.cancel"),
         )
       : h(
           "button",
@@ -379,7 +380,7 @@ export function lobbySeeksPanel(): { el: HTMLElement; refresh: () => Promise<voi
               }
             },
           },
-          "Accept",
+          t("common.accept"),
         );
     return h(
       "li",
@@ -388,7 +389,7 @@ export function lobbySeeksPanel(): { el: HTMLElement; refresh: () => Promise<voi
         "span",
         {},
         h("a", { href: profileHref(s.seeker?.id ?? ""), class: "player-link" }, playerName(s.seeker)),
-        `${mine ? " (you)" : ""} (${s.seekerRating}) · ${rulesLabel(s.rules)} · ${timeControlText(s.timeControl)} · ${s.rated ? "rated" : "casual"} · ${colorText(s.color)}${range}`,
+        `${mine ? ` (${t("common.you")})` : ""} (${s.seekerRating}) · ${rulesLabel(s.rules)} · ${timeControlText(s.timeControl)} · ${s.rated ? t("common.rated") : t("common.casual")} · ${colorText(s.color)}${range}`,
       ),
       act,
     );
@@ -406,7 +407,7 @@ export function lobbySeeksPanel(): { el: HTMLElement; refresh: () => Promise<voi
         try {
           const me = await ensureIdentity();
           const r = await retrying(() => matchmaking.listLobbySeeks({ limit: 30 }));
-          list.replaceChildren(...(r.seeks.length ? r.seeks.map((s) => row(s, me)) : [h("li", { class: "hint" }, "No open seeks: offer one from New game.")]));
+          list.replaceChildren(...(r.seeks.length ? r.seeks.map((s) => row(s, me)) : [h("li", { class: "hint" }, t("lobby.noSeeks"))]));
           list.dataset.count = String(r.seeks.length);
         } catch (e) {
           list.replaceChildren(h("li", { class: "error" }, describeError(e)));

@@ -8,6 +8,7 @@ import { Variant } from "./gen/draughts/v1/common_pb.js";
 import { RatingCategorySchema, SpeedClass, type Rating, type RatingCategory, type RatingHistoryEntry } from "./gen/draughts/v1/ratings_pb.js";
 import { bearer, Code, ConnectError, currentIdentity, describeError, ensureIdentity, profileHref, ratings, retrying, type Identity } from "./api.js";
 import { dateText, h, hashQuery } from "./dom.js";
+import { t, tDynamic } from "./i18n.js";
 import { variantKey, variantLabel, VARIANTS } from "./variants.js";
 
 const SPEEDS: [SpeedClass, string][] = [
@@ -19,6 +20,8 @@ const SPEEDS: [SpeedClass, string][] = [
   [SpeedClass.CORRESPONDENCE, "correspondence"],
 ];
 const speedKey = (s: SpeedClass) => SPEEDS.find(([v]) => v === s)?.[1].replace(" ", "-") ?? "any-speed";
+/** A speed class in the reader's language. */
+const speedText = (key: string) => tDynamic(`speed.${key}`, key);
 
 /**
  * The variants the server rates per speed class. The API does not say which (a server setting,
@@ -29,7 +32,7 @@ const PER_SPEED = new Set([Variant.INTERNATIONAL]);
 /** A rating category as players read it: "International (10×10) · blitz". */
 export function categoryLabel(c: RatingCategory | undefined): string {
   const v = variantLabel(c?.variant);
-  return c?.speed ? `${v} · ${speedKey(c.speed)}` : v;
+  return c?.speed ? `${v} · ${speedText(speedKey(c.speed))}` : v;
 }
 
 /** The page of a category's leaderboard. */
@@ -104,6 +107,7 @@ export function ratingChart(entries: RatingHistoryEntry[]): SVGSVGElement {
   svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
   svg.setAttribute("class", "rating-chart");
   svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", t("profile.history"));
   const mk = (name: string, attrs: Record<string, string | number>, text?: string) => {
     const e = document.createElementNS(SVG, name);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
@@ -112,7 +116,7 @@ export function ratingChart(entries: RatingHistoryEntry[]): SVGSVGElement {
     return e;
   };
   if (!entries.length) {
-    mk("text", { x: W / 2, y: H / 2, "text-anchor": "middle", class: "label" }, "no rated games yet");
+    mk("text", { x: W / 2, y: H / 2, "text-anchor": "middle", class: "label" }, t("profile.noRated"));
     return svg;
   }
   const values = entries.map((e) => e.rating);
@@ -146,7 +150,7 @@ export function ratingChart(entries: RatingHistoryEntry[]): SVGSVGElement {
 /** #/profile/ID */
 export function profilePage(root: HTMLElement, playerId: string): () => void {
   let closed = false;
-  const box = h("div", { class: "profile", "data-testid": "profile" }, "Loading…");
+  const box = h("div", { class: "profile", "data-testid": "profile" }, t("common.loading"));
   root.replaceChildren(box);
   const chart = h("div", { class: "chart", "data-testid": "rating-chart" });
 
@@ -173,10 +177,10 @@ export function profilePage(root: HTMLElement, playerId: string): () => void {
       const own = me.id === playerId;
       const name = p.player?.displayName || playerId;
       document.title = `${name} · draughts`;
-      const kind = p.account ? "account" : p.player?.computer ? "computer" : p.player?.guest ? "guest" : "player";
+      const kind = p.account ? t("profile.kindAccount") : p.player?.computer ? t("profile.kindComputer") : p.player?.guest ? t("profile.kindGuest") : t("profile.kindPlayer");
       const pick = h(
         "select",
-        { "data-testid": "history-category", "aria-label": "rating category" },
+        { "data-testid": "history-category", "aria-label": t("profile.category") },
         ...p.ratings.map((r, i) => h("option", { value: String(i) }, categoryLabel(r.rating?.category))),
       );
       pick.addEventListener("change", () => void showHistory(me, p.ratings[Number(pick.value)].rating!.category!));
@@ -187,17 +191,17 @@ export function profilePage(root: HTMLElement, playerId: string): () => void {
           "p",
           { class: "hint", "data-testid": "profile-meta" },
           `${kind} · ${playerId}`,
-          p.sinceMs ? ` · since ${dateText(p.sinceMs)}` : "",
-          ` · rated games: ${games} (${p.wins} won, ${p.draws} drawn, ${p.losses} lost)`,
+          p.sinceMs ? ` · ${t("account.since", { date: dateText(p.sinceMs) })}` : "",
+          ` · ${t("profile.ratedGames", { games, wins: p.wins, draws: p.draws, losses: p.losses })}`,
         ),
-        own && me.kind === "account" ? h("p", {}, h("a", { href: "#/settings" }, "Your settings")) : "",
-        own && me.kind === "guest" ? h("p", {}, "This is your guest profile. ", h("a", { href: "#/signup" }, "Create an account"), " to keep it.") : "",
-        h("h3", {}, "Ratings"),
+        own && me.kind === "account" ? h("p", {}, h("a", { href: "#/settings" }, t("profile.yourSettings"))) : "",
+        own && me.kind === "guest" ? h("p", {}, t("profile.guestProfile"), " ", h("a", { href: "#/signup" }, t("account.createTitle"))) : "",
+        h("h3", {}, t("profile.ratings")),
         p.ratings.length
           ? h(
               "table",
               { class: "ratings", "data-testid": "profile-ratings" },
-              h("thead", {}, h("tr", {}, h("th", {}, "Category"), h("th", {}, "Rating"), h("th", {}, "Rank"), h("th", {}, "Games"), h("th", {}, "W / D / L"))),
+              h("thead", {}, h("tr", {}, h("th", {}, t("profile.category")), h("th", {}, t("profile.rating")), h("th", {}, t("profile.rank")), h("th", {}, t("profile.games")), h("th", {}, t("profile.wdl")))),
               h(
                 "tbody",
                 {},
@@ -208,17 +212,17 @@ export function profilePage(root: HTMLElement, playerId: string): () => void {
                     { "data-testid": "profile-rating", "data-category": `${variantKey(r.category?.variant)}${r.category?.speed ? "-" + speedKey(r.category.speed) : ""}`, "data-provisional": String(r.provisional) },
                     h("td", {}, h("a", { href: leaderboardHref(r.category) }, categoryLabel(r.category))),
                     h("td", {}, h("b", {}, String(Math.round(r.rating))), ` ±${Math.round(r.deviation)}`),
-                    h("td", {}, r.provisional ? h("span", { class: "provisional", title: "too few games yet for a rank (left out of the leaderboard)" }, "provisional") : `#${pr.rank}`),
+                    h("td", {}, r.provisional ? h("span", { class: "provisional", title: t("profile.provisionalHint") }, t("profile.provisional")) : `#${pr.rank}`),
                     h("td", {}, String(r.games)),
                     h("td", {}, `${r.wins} / ${r.draws} / ${r.losses}`),
                   );
                 }),
               ),
             )
-          : h("p", { class: "hint", "data-testid": "profile-no-ratings" }, "No rated games yet."),
-        p.ratings.length ? h("h3", {}, "Rating history ", pick) : "",
+          : h("p", { class: "hint", "data-testid": "profile-no-ratings" }, t("profile.noRated")),
+        p.ratings.length ? h("h3", {}, t("profile.history"), " ", pick) : "",
         p.ratings.length ? chart : "",
-        h("h3", {}, "Recent rated games"),
+        h("h3", {}, t("profile.recent")),
         p.recentGames.length
           ? h(
               "ul",
@@ -234,7 +238,7 @@ export function profilePage(root: HTMLElement, playerId: string): () => void {
                 ),
               ),
             )
-          : h("p", { class: "hint" }, "None."),
+          : h("p", { class: "hint" }, t("profile.none")),
       );
       box.dataset.loaded = "true";
       if (p.ratings.length) {
@@ -246,7 +250,7 @@ export function profilePage(root: HTMLElement, playerId: string): () => void {
       }
     } catch (e) {
       const err = ConnectError.from(e);
-      box.replaceChildren(h("p", { class: "error", "data-testid": "profile-error", "data-code": Code[err.code] }, err.code === Code.NotFound ? `No player ${playerId}` : describeError(e)));
+      box.replaceChildren(h("p", { class: "error", "data-testid": "profile-error", "data-code": Code[err.code] }, err.code === Code.NotFound ? t("profile.noPlayer", { id: playerId }) : describeError(e)));
     }
   })();
 
@@ -259,7 +263,7 @@ export function profilePage(root: HTMLElement, playerId: string): () => void {
 export function leaderboardPage(root: HTMLElement, variantArg?: string, speedArg?: string): () => void {
   let closed = false;
   const v = VARIANTS.find((x) => x.key === variantArg) ?? VARIANTS[0];
-  const speedGiven = SPEEDS.find(([, t]) => t.replace(" ", "-") === speedArg)?.[0];
+  const speedGiven = SPEEDS.find(([, k]) => k.replace(" ", "-") === speedArg)?.[0];
   const speed = speedGiven ?? (PER_SPEED.has(v.variant) ? SpeedClass.BLITZ : SpeedClass.UNSPECIFIED);
   const category = create(RatingCategorySchema, { variant: v.variant, speed });
   // 25 a page; `?size=N` asks for another size (1 to 200, the API's bound).
@@ -268,7 +272,7 @@ export function leaderboardPage(root: HTMLElement, variantArg?: string, speedArg
   let page = 0;
 
   const variantSel = h("select", { "data-testid": "lb-variant" }, ...VARIANTS.map((x) => h("option", { value: x.key, selected: x.key === v.key }, x.label)));
-  const speedSel = h("select", { "data-testid": "lb-speed" }, ...SPEEDS.map(([s, t]) => h("option", { value: t.replace(" ", "-"), selected: s === speed }, t)));
+  const speedSel = h("select", { "data-testid": "lb-speed" }, ...SPEEDS.map(([s, k]) => h("option", { value: k.replace(" ", "-"), selected: s === speed }, speedText(k.replace(" ", "-")))));
   const go = () => (location.hash = `#/leaderboard/${variantSel.value}/${speedSel.value}${location.hash.includes("?") ? "?" + location.hash.split("?")[1] : ""}`);
   variantSel.addEventListener("change", () => {
     // A variant rated per speed class starts at blitz; the others at their single rating.
@@ -279,23 +283,23 @@ export function leaderboardPage(root: HTMLElement, variantArg?: string, speedArg
   speedSel.addEventListener("change", go);
   const table = h("tbody", {});
   const state = h("div", { class: "hint", "data-testid": "lb-state" });
-  const prev = h("button", { "data-testid": "lb-prev", disabled: true, onclick: () => void load(page - 1) }, "← Previous");
-  const next = h("button", { "data-testid": "lb-next", disabled: true, onclick: () => void load(page + 1) }, "Next →");
+  const prev = h("button", { "data-testid": "lb-prev", disabled: true, onclick: () => void load(page - 1) }, t("profile.previous"));
+  const next = h("button", { "data-testid": "lb-next", disabled: true, onclick: () => void load(page + 1) }, t("profile.next"));
   root.replaceChildren(
     h(
       "div",
       { class: "leaderboard", "data-testid": "leaderboard", "data-category": `${v.key}/${speedKey(speed)}` },
-      h("h2", {}, "Leaderboard"),
+      h("h2", {}, t("nav.leaderboard")),
       h("div", { class: "row" }, variantSel, speedSel),
-      h("p", { class: "hint" }, "Established ratings only: a provisional rating (too few games) is left out."),
-      h("table", { class: "ratings" }, h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, "Player"), h("th", {}, "Rating"), h("th", {}, "Games"), h("th", {}, "W / D / L"))), table),
+      h("p", { class: "hint" }, t("profile.establishedOnly")),
+      h("table", { class: "ratings" }, h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, t("profile.player")), h("th", {}, t("profile.rating")), h("th", {}, t("profile.games")), h("th", {}, t("profile.wdl")))), table),
       state,
       h("div", { class: "row" }, prev, next),
     ),
   );
 
   async function load(p: number) {
-    state.textContent = "Loading…";
+    state.textContent = t("common.loading");
     try {
       const me = await ensureIdentity();
       const r = await retrying(() => ratings.leaderboard({ category, pageSize: PAGE, pageToken: tokens[p] }, bearer(me)));
@@ -321,7 +325,7 @@ export function leaderboardPage(root: HTMLElement, variantArg?: string, speedArg
           );
         }),
       );
-      state.textContent = r.entries.length ? `Page ${p + 1}` : p === 0 ? "Nobody has an established rating here yet." : "No more players.";
+      state.textContent = r.entries.length ? t("profile.page", { n: p + 1 }) : p === 0 ? t("profile.nobody") : t("profile.noMore");
       state.dataset.loaded = "true";
       state.dataset.entries = String(r.entries.length);
     } catch (e) {

@@ -1,8 +1,9 @@
 // Time controls offered by the lobby, and their text.
 import { create } from "@bufbuild/protobuf";
 import { TimeControlSchema, type TimeControl } from "./gen/draughts/v1/common_pb.js";
+import { t } from "./i18n.js";
 
-export const TIME_CONTROLS: { key: string; label: string; make: () => TimeControl }[] = [
+export const TIME_CONTROLS: { key: string; readonly label: string; make: () => TimeControl }[] = [
   ["1+0", 1, 0],
   ["3+2", 3, 2],
   ["5+3", 5, 3],
@@ -11,7 +12,9 @@ export const TIME_CONTROLS: { key: string; label: string; make: () => TimeContro
   ["30+0", 30, 0],
 ].map(([key, min, inc]) => ({
   key: key as string,
-  label: `${min} min + ${inc} s`,
+  get label() {
+    return t("time.fischer", { min, inc });
+  },
   make: () =>
     create(TimeControlSchema, {
       kind: { case: "fischer", value: { baseMs: BigInt(Number(min) * 60_000), incrementMs: BigInt(Number(inc) * 1000) } },
@@ -19,13 +22,15 @@ export const TIME_CONTROLS: { key: string; label: string; make: () => TimeContro
 }));
 TIME_CONTROLS.push({
   key: "corr1",
-  label: "1 day per move",
+  get label() {
+    return t("time.dayPerMove", { count: 1 });
+  },
   make: () => create(TimeControlSchema, { kind: { case: "correspondence", value: { daysPerMove: 1 } } }),
 });
 
 export function timeControlText(tc: TimeControl | undefined): string {
   const k = tc?.kind;
   if (k?.case === "fischer") return `${Number(k.value.baseMs) / 60_000}+${Number(k.value.incrementMs) / 1000}`;
-  if (k?.case === "correspondence") return `${k.value.daysPerMove} day(s)/move`;
+  if (k?.case === "correspondence") return t("time.daysShort", { count: k.value.daysPerMove });
   return "?";
 }

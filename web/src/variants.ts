@@ -4,34 +4,24 @@ import { RuleSetSchema, Variant, type RuleSet } from "./gen/draughts/v1/common_p
 import type { ListMovesResponse } from "./gen/draughts/v1/rules_pb.js";
 import { retrying, rules as rulesApi } from "./api.js";
 import { geometryFrom, type Geometry } from "./board.js";
+import { t, tDynamic } from "./i18n.js";
 
-// Labels of the variants known when this was written; a variant the proto adds later still appears
-// (its key from the enum name, e.g. VARIANT_FRISIAN -> "frisian").
-const LABELS: Record<string, string> = {
-  international: "International (10×10)",
-  english: "English / American checkers",
-  italian: "Italian",
-  russian: "Russian",
-  brazilian: "Brazilian",
-  spanish: "Spanish",
-  czech: "Czech",
-  turkish: "Turkish",
-  antidraughts: "Antidraughts (losing, 10×10)",
-  breakthrough: "Breakthrough (first king wins, 10×10)",
-  killer: "Killer (10×10)",
-  pool: "American pool checkers",
-  portuguese: "Portuguese",
-  frisian: "Frisian (10×10, orthogonal captures)",
-  frysk: "Frysk! (Frisian, five men a side)",
-  canadian: "Canadian (12×12)",
-};
+// Each variant's name in the reader's language (the catalogues' `variant.<key>`, the rule-set names as
+// the sites' own pages write them: "Cờ đam quốc tế", "Международные шашки"); a variant the proto adds
+// later still appears (its key from the enum name, e.g. VARIANT_FRISIAN -> "frisian").
 
 /** Every variant of the generated `Variant` enum, in its order (the lobby offers them all). */
-export const VARIANTS: { key: string; variant: Variant; label: string }[] = Object.values(Variant)
+export const VARIANTS: { key: string; variant: Variant; readonly label: string }[] = Object.values(Variant)
   .filter((v): v is Variant => typeof v === "number" && v !== Variant.UNSPECIFIED)
   .map((variant) => {
     const key = Variant[variant].toLowerCase();
-    return { key, variant, label: LABELS[key] ?? key[0].toUpperCase() + key.slice(1) };
+    return {
+      key,
+      variant,
+      get label() {
+        return tDynamic(`variant.${key}`, key[0].toUpperCase() + key.slice(1));
+      },
+    };
   });
 
 export function variantLabel(v: Variant | undefined): string {
@@ -42,12 +32,12 @@ export function variantLabel(v: Variant | undefined): string {
 export function rulesLabel(rules: RuleSet | undefined): string {
   const o = rules?.options;
   const house = [
-    o?.noMandatoryCapture ? "no mandatory capture" : "",
-    o?.promoteMidCapture ? "promotion mid-capture" : "",
-    o?.moveLimit ? `draw after ${o.moveLimit} moves each without progress` : "",
+    o?.noMandatoryCapture ? t("rules.noMandatoryCapture") : "",
+    o?.promoteMidCapture ? t("rules.promoteMidCapture") : "",
+    o?.moveLimit ? t("rules.moveLimit", { count: o.moveLimit }) : "",
   ].filter((x) => x);
   const label = variantLabel(rules?.variant);
-  return house.length ? `${label} (house rules: ${house.join(", ")})` : label;
+  return house.length ? t("rules.withHouse", { label, house: house.join(", ") }) : label;
 }
 
 export function variantKey(v: Variant | undefined): string {

@@ -13,6 +13,7 @@ use std::sync::{Arc, OnceLock};
 use draughts_engine::{Board, BoardKind, Color, Position, Variant};
 
 use crate::learned::LearnedWeights;
+use crate::nnue::{AccumulatorStack, Network, Sets};
 use crate::wide::WideEval;
 
 /// The tunable numbers of the evaluation of one variant.
@@ -222,6 +223,8 @@ pub struct Evaluator {
     /// The learned pattern evaluation, when this variant has one (see [`crate::learned`]); the hand-set
     /// [`Weights`] then serve only for material values and the drawn-ending rule.
     learned: Option<Arc<LearnedWeights>>,
+    /// The network evaluation, when one was chosen (see [`crate::nnue`]); then `learned` is `None`.
+    nnue: Option<Arc<Network>>,
     white: Side,
     black: Side,
     centre: u64,
@@ -251,6 +254,46 @@ impl Evaluator {
         e
     }
 
+    /// An evaluator that plays a network ([`crate::nnue`]; the hand-set [`Weights`] then serve only for
+    /// the drawn-ending rules).
+    pub fn network(net: Arc<Network>) -> Evaluator {
+        let mut e = Evaluator::hand(net.variant());
+        e.nnue = Some(net);
+        e
+    }
+
+    /// The network in use, if any.
+    pub fn network_in_use(&self) -> Option<&Arc<Network>> {
+        self.nnue.as_ref()
+    }
+
+    /// [`Evaluator::evaluate`], with a network's accumulator taken from (and left in) `stack` at `ply`
+    /// instead of computed afresh; the same score. Without a network, `evaluate` itself.
+    #[inline(always)]
+    pub fn evaluate_at(&self, pos: &Position, stack: &mut AccumulatorStack, ply: usize) -> i32 {
+        match &self.nnue {
+            None => self.evaluate(pos),
+            Some(net) => self.network_score(pos, |sets, wtm| stack.evaluate(net, sets, wtm, ply)),
+        }
+    }
+
+    /// A network's score with the drawn-ending rules, the network's output given by `output`.
+    #[inline(never)]
+    fn network_score(&self, pos: &Position, output: impl FnOnce(Sets, bool) -> i32) -> i32 {
+        let sets = Sets::of(pos);
+        let wtm = pos.side_to_move() == Color::White;
+        let own = output(sets, wtm);
+        let white = if wtm { own } else { -own };
+        let count = |side: u64| {
+            (
+                (side & !sets.kings).count_ones() as i32,
+                (side & sets.kings).count_ones() as i32,
+            )
+        };
+        let white = self.drawn_ending(white, count(sets.white), count(sets.black));
+        if wtm { white } else { -white }
+    }
+
     /// The learned weights in use, if any.
     pub fn learned_weights(&self) -> Option<&Arc<LearnedWeights>> {
         self.learned.as_ref()
@@ -265,6 +308,7 @@ impl Evaluator {
                 wide: Some(Box::new(WideEval::new(board, &weights))),
                 weights,
                 learned: None,
+                nnue: None,
                 white: empty_side(),
                 black: empty_side(),
                 centre: 0,
@@ -322,6 +366,7 @@ impl Evaluator {
             variant,
             weights,
             learned: None,
+            nnue: None,
             white,
             black,
             centre,
@@ -384,6 +429,8 @@ impl Evaluator {
 
         let mut score = if let Some(learned) = &self.learned {
             learned.evaluate_white(white, black, kings, pos.side_to_move() == Color::White)
+        } else if let Some(net) = &self.nnue {
+            return self.network_score(pos, |sets, wtm| net.evaluate(sets, wtm));
         } else {
             let mut score = (n_wm - n_bm) * w.man + (wk - bk) * w.king;
             if w.give_away {

@@ -19,6 +19,8 @@
 //! - [`eval`]: the static evaluation: the learned pattern evaluation where a variant ships weights, else a
 //!   hand-set weight table;
 //! - [`learned`]: the pattern-table evaluation and its weights file;
+//! - [`nnue`]: the NNUE-style network evaluation (integer inference, incremental accumulators, its file
+//!   format and its trainer);
 //! - [`train`]: self-play data and the logistic (Texel) fit that makes the learned weights;
 //! - [`search`]: iterative deepening PVS with a transposition table, quiescence, draw rules and limits;
 //! - [`level`]: playing levels 1 to 8 and the one-ply greedy player;
@@ -32,6 +34,7 @@ pub mod eval;
 pub mod hub;
 pub mod learned;
 pub mod level;
+pub mod nnue;
 pub mod openings;
 pub mod search;
 pub mod stats;

@@ -28,6 +28,7 @@ use draughts_engine::{Color, Count, Game, Goal, Move, Position, ProgressReset, R
 
 use crate::bitbase::{Bitbases, Shelf, Value};
 use crate::eval::Evaluator;
+use crate::nnue::AccumulatorStack;
 use crate::tt::{Bound, Tt, signature};
 
 /// A won position scores `WIN - plies to the win`; a lost one the negation.
@@ -401,6 +402,8 @@ impl StopHandle {
 pub struct Searcher {
     tt: Tt,
     eval: Evaluator,
+    /// The network's accumulators by ply (unused unless the evaluator plays a network).
+    nnue_stack: AccumulatorStack,
     stop: StopHandle,
     /// Two quiet moves per ply that caused a cutoff, as move signatures (0: none).
     killers: Vec<[u32; 2]>,
@@ -457,6 +460,7 @@ impl Searcher {
         let mut s = Searcher {
             tt: Tt::with_key_mask(options.tt_megabytes, options.tt_key_mask),
             eval: Evaluator::new(rules.variant()),
+            nnue_stack: AccumulatorStack::default(),
             stop: StopHandle::default(),
             killers: vec![[0; 2]; MAX_PLY + 2],
             history: vec![0; 64 * 64],
@@ -503,6 +507,7 @@ impl Searcher {
             }
             self.eval = Evaluator::new(rules.variant());
             self.eval.set_drawish(self.selectivity.drawish);
+            self.nnue_stack.clear();
             self.tt.clear();
         }
         if let Some(shelf) = &self.shelf
@@ -537,6 +542,7 @@ impl Searcher {
     pub fn set_evaluator(&mut self, eval: Evaluator) {
         self.eval = eval;
         self.eval.set_drawish(self.selectivity.drawish);
+        self.nnue_stack.clear();
         self.tt.clear();
     }
 
@@ -553,6 +559,11 @@ impl Searcher {
         let tables = shelf.as_ref().and_then(|s| s.get(self.rules.variant()));
         self.shelf = shelf;
         self.set_bitbases(tables);
+    }
+
+    /// The shelf given by [`Searcher::set_shelf`], if any.
+    pub fn shelf(&self) -> Option<&Arc<Shelf>> {
+        self.shelf.as_ref()
     }
 
     /// Nodes answered by the endgame tables in the last search.
@@ -1282,7 +1293,7 @@ impl Searcher {
             self.seldepth = ply as u32;
         }
         if ply >= MAX_PLY {
-            return self.eval.evaluate(pos);
+            return self.eval.evaluate_at(pos, &mut self.nnue_stack, ply);
         }
         if self.bitbase_pieces > 0
             && let Some(score) = self.probe_bitbase(pos)
@@ -1309,11 +1320,11 @@ impl Searcher {
             {
                 return self.exchanges(pos, alpha, beta, ply);
             }
-            return self.eval.evaluate(pos);
+            return self.eval.evaluate_at(pos, &mut self.nnue_stack, ply);
         }
         let mut best = -INF;
         if !self.mandatory {
-            best = self.eval.evaluate(pos);
+            best = self.eval.evaluate_at(pos, &mut self.nnue_stack, ply);
             if best >= beta {
                 return best;
             }
@@ -1358,7 +1369,7 @@ impl Searcher {
     /// A quiet position's evaluation, or better: a quiet move that gives the opponent a capture, answered
     /// by captures only (the exchange played out).
     fn exchanges(&mut self, pos: &Position, alpha: i32, beta: i32, ply: usize) -> i32 {
-        let floor = self.eval.evaluate(pos);
+        let floor = self.eval.evaluate_at(pos, &mut self.nnue_stack, ply);
         if floor >= beta {
             return floor;
         }

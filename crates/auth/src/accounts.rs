@@ -43,6 +43,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use draughts_proto::ids::PlayerId;
+use draughts_store::cas::{self, Change, Retry};
 use draughts_store::{Database, ErrorCode, Migration, StoreError, now_unix_ms};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -861,27 +862,38 @@ impl Authenticator {
         token_id: &str,
         edit: impl Fn(&mut PersonalTokenRecord),
     ) -> Result<(), AuthError> {
-        let name = personal_token_record_name(token_id);
-        for _ in 0..5 {
-            let Some((bytes, version)) = self.store().get(&name).await.map_err(AuthError::Store)?
-            else {
-                return Ok(());
-            };
-            let mut record: PersonalTokenRecord =
-                serde_json::from_slice(&bytes).map_err(AuthError::CorruptRecord)?;
-            edit(&mut record);
-            let value = serde_json::to_vec(&record).map_err(AuthError::CorruptRecord)?;
-            match self
-                .store()
-                .put(&name, Bytes::from(value), Some(version), None)
-                .await
-            {
-                Ok(_) => return Ok(()),
-                Err(e) if e.code() == ErrorCode::Conflict => continue,
-                Err(e) => return Err(AuthError::Store(e)),
-            }
-        }
-        Ok(())
+        let codec = (
+            |bytes: &[u8]| {
+                serde_json::from_slice::<PersonalTokenRecord>(bytes)
+                    .map_err(AuthError::CorruptRecord)
+            },
+            |record: &PersonalTokenRecord| {
+                serde_json::to_vec(record)
+                    .map(Bytes::from)
+                    .map_err(AuthError::CorruptRecord)
+            },
+        );
+        cas::update(
+            self.store().as_ref(),
+            &personal_token_record_name(token_id),
+            &codec,
+            Retry::times(5),
+            |record| match record {
+                None => Ok(Change::Keep(())),
+                Some(mut record) => {
+                    edit(&mut record);
+                    // The record keeps its lapse (a rewrite without one kept it for ever).
+                    let ttl = token_record_ttl(&record);
+                    Ok(Change::Write {
+                        value: record,
+                        ttl,
+                        effects: Vec::new(),
+                        then: (),
+                    })
+                }
+            },
+        )
+        .await
     }
 
     /// Deletes `caller`'s account after checking its password: credentials, sessions, personal tokens
@@ -930,7 +942,7 @@ impl Authenticator {
             .map_err(AuthError::Store)?;
         // The games it played show the anonymous name from now on (games applies it).
         let event = draughts_proto::contract::erased::ErasedV1 {
-            player_id: row.player_id.clone(),
+            player_id: id,
             name: DELETED_NAME.to_owned(),
             at_ms: now_unix_ms(),
         };
@@ -1035,10 +1047,7 @@ impl Authenticator {
         record: &PersonalTokenRecord,
     ) -> Result<(), AuthError> {
         let value = serde_json::to_vec(record).map_err(AuthError::CorruptRecord)?;
-        let ttl = (record.expires_at_ms != 0).then(|| {
-            Duration::from_millis(record.expires_at_ms.saturating_sub(now_unix_ms()))
-                + Duration::from_secs(24 * 3600)
-        });
+        let ttl = token_record_ttl(record);
         match self
             .store()
             .put(
@@ -1185,6 +1194,15 @@ impl Authenticator {
         }
         Ok(())
     }
+}
+
+/// How long a personal token's record is kept: a day past the token's expiry (`None`: it never
+/// expires, nor does its record).
+fn token_record_ttl(record: &PersonalTokenRecord) -> Option<Duration> {
+    (record.expires_at_ms != 0).then(|| {
+        Duration::from_millis(record.expires_at_ms.saturating_sub(now_unix_ms()))
+            + Duration::from_secs(24 * 3600)
+    })
 }
 
 #[cfg(test)]

@@ -252,6 +252,8 @@ struct Inner {
     pub(crate) accounts: std::sync::OnceLock<crate::accounts::AccountsBackend>,
     /// Personal token id -> when this replica last recorded its use.
     pub(crate) token_uses: Mutex<HashMap<String, Instant>>,
+    /// Bots' own limits as this replica last read them ([`crate::bot_limits`]).
+    bot_limits: crate::bot_limits::Cache,
 }
 
 impl fmt::Debug for Authenticator {
@@ -314,6 +316,7 @@ impl Authenticator {
                 retired: Mutex::default(),
                 accounts: std::sync::OnceLock::new(),
                 token_uses: Mutex::default(),
+                bot_limits: crate::bot_limits::Cache::default(),
             }),
         })
     }
@@ -354,7 +357,7 @@ impl Authenticator {
         let Some(token) = bearer_token(headers)? else {
             return Ok(None);
         };
-        let caller =
+        let mut caller =
             if token.starts_with(API_KEY_PREFIX) || token.starts_with(PERSONAL_TOKEN_PREFIX) {
                 self.api_key_caller(token).await?
             } else if token.bytes().filter(|b| *b == b'.').count() == 2 {
@@ -373,6 +376,26 @@ impl Authenticator {
             && self.is_retired(&session_ended_name(session)).await
         {
             return Err(AuthError::SessionEnded);
+        }
+        // An account made a bot (`become_bot`): every credential of it carries the mark.
+        if caller.principal.kind == PrincipalKind::Account
+            && self
+                .is_retired(&bot_account_name(&caller.principal.player_id))
+                .await
+        {
+            caller.principal.scopes = caller.principal.scopes.with(Scope::Bot);
+        }
+        // A bot with its own rate (`Auth.SetBotLimits`): all its credentials count together against it.
+        if caller.principal.is_bot()
+            && let Some(limits) = self
+                .inner
+                .bot_limits
+                .get(&*self.inner.store, &caller.principal.player_id)
+                .await
+            && limits.calls_per_minute > 0
+        {
+            caller.rate_limit_per_minute = limits.calls_per_minute;
+            caller.rate_bucket = format!("bot:{}", caller.principal.player_id);
         }
         // Known from now on as the verified credential names it (a failed write only delays that).
         // Accounts are recorded by the account calls themselves (a name changed by UpdateAccount must
@@ -423,6 +446,81 @@ impl Authenticator {
                 false
             }
         }
+    }
+
+    /// Makes the account `principal` a BOT for good (`Auth.BecomeBot`; the caller checked the rule on
+    /// its games): the mark `bot-account:{player_id}` (a mark like a retirement's: written once, never
+    /// removed, read through the same cache) and the identity registry's bot mark.
+    pub async fn become_bot(&self, principal: &Principal) -> Result<(), AuthError> {
+        if principal.kind != PrincipalKind::Account {
+            return Err(AuthError::NotAnAccount);
+        }
+        let name = bot_account_name(&principal.player_id);
+        match self
+            .inner
+            .store
+            .put(&name, Bytes::from_static(b"1"), None, None)
+            .await
+        {
+            Ok(_) => {}
+            // Already a bot.
+            Err(e) if e.code() == ErrorCode::Conflict => {}
+            Err(e) => return Err(AuthError::Store(e)),
+        }
+        self.remember_retired(&name, true);
+        if let Ok(id) = PlayerId::parse(&principal.player_id) {
+            self.inner
+                .identities
+                .mark_bot(&id)
+                .await
+                .map_err(AuthError::Store)?;
+        }
+        tracing::info!(player_id = %principal.player_id, "account became a bot");
+        Ok(())
+    }
+
+    /// Sets a BOT's own limits (`Auth.SetBotLimits`; the caller checked the admin scope): refused
+    /// (FAILED_PRECONDITION) for a player the identity registry does not know as a bot. They hold at
+    /// once on this replica, within [`crate::bot_limits::RECHECK`] on the others.
+    pub async fn set_bot_limits(
+        &self,
+        player_id: &PlayerId,
+        max_games: u32,
+        calls_per_minute: u32,
+    ) -> Result<crate::BotLimits, AuthError> {
+        let limits = crate::BotLimits {
+            max_games,
+            calls_per_minute,
+            updated_at_ms: now_unix_ms(),
+        };
+        limits.check()?;
+        let bot = self
+            .inner
+            .identities
+            .lookup(player_id)
+            .await
+            .map_err(AuthError::Store)?
+            .is_some_and(|identity| identity.bot);
+        if !bot {
+            return Err(AuthError::Refused(format!(
+                "{player_id} is not a bot (an API key with the bot scope, or an account made a bot)"
+            )));
+        }
+        crate::bot_limits::write(&*self.inner.store, player_id.as_str(), limits).await?;
+        self.inner
+            .bot_limits
+            .remember(player_id.as_str(), Some(limits));
+        Ok(limits)
+    }
+
+    /// A BOT's own limits as stored (zeros where the defaults apply).
+    pub async fn bot_limits(&self, player_id: &PlayerId) -> Result<crate::BotLimits, AuthError> {
+        Ok(
+            crate::bot_limits::read(&*self.inner.store, player_id.as_str())
+                .await
+                .map_err(AuthError::Store)?
+                .unwrap_or_default(),
+        )
     }
 
     pub(crate) fn remember_retired(&self, name: &str, retired: bool) {
@@ -550,6 +648,8 @@ impl Authenticator {
         account: &str,
         account_name: &str,
     ) -> Result<bool, AuthError> {
+        let account_id = PlayerId::parse(account)
+            .map_err(|e| AuthError::InvalidArgument(format!("account: {e}")))?;
         let name = guest_link_name(guest.as_str());
         let record = serde_json::to_vec(&GuestLink {
             v: 1,
@@ -580,8 +680,8 @@ impl Authenticator {
             Err(e) => return Err(AuthError::Store(e)),
         };
         let event = linked::LinkedV1 {
-            guest_id: guest.to_string(),
-            player_id: account.to_owned(),
+            guest_id: guest.clone(),
+            player_id: account_id,
             player_name: account_name.to_owned(),
             at_ms: now_unix_ms(),
         };
@@ -652,6 +752,39 @@ impl Authenticator {
                 "an API key needs at least one scope".into(),
             ));
         }
+        let bot = scopes.has(Scope::Bot);
+        if bot
+            && (!scopes.has(Scope::Play) || scopes.has(Scope::Admin) || scopes.has(Scope::Service))
+        {
+            return Err(AuthError::InvalidArgument(
+                "the bot scope goes with play, never with admin or service".into(),
+            ));
+        }
+        let owner_id = PlayerId::parse(&format!("key:{owner}")).ok();
+        // A bot is a bot for good (every later key of its owner carries the mark), and a person
+        // stays a person: an owner who already holds keys without the mark may have played and been
+        // rated as a person, so it cannot turn bot (as an account that has played cannot).
+        if let Some(id) = &owner_id {
+            let known = self
+                .inner
+                .identities
+                .lookup(id)
+                .await
+                .map_err(AuthError::Store)?;
+            match known.map(|identity| identity.bot) {
+                Some(true) if !bot => {
+                    return Err(AuthError::Refused(format!(
+                        "'{owner}' is a bot: its keys need the bot scope"
+                    )));
+                }
+                Some(false) if bot => {
+                    return Err(AuthError::Refused(format!(
+                        "'{owner}' already holds keys as a person: a bot needs an owner name of its own"
+                    )));
+                }
+                _ => {}
+            }
+        }
         if lifetime.is_some_and(|t| t.is_zero() || t > MAX_API_KEY_LIFETIME) {
             return Err(AuthError::InvalidArgument(format!(
                 "expires_in_secs must be 0 (never) or at most {}",
@@ -687,12 +820,14 @@ impl Authenticator {
             {
                 Ok(_) => {
                     tracing::info!(key_id = %api_key_id(&key), owner, %scopes, expires_at_ms, "API key created");
-                    if let Ok(id) = PlayerId::parse(&format!("key:{owner}")) {
-                        self.inner
-                            .identities
-                            .record(&id, owner, None)
-                            .await
-                            .map_err(AuthError::Store)?;
+                    if let Some(id) = &owner_id {
+                        let identities = &self.inner.identities;
+                        let recorded = if bot {
+                            identities.record_bot(id, owner).await
+                        } else {
+                            identities.record(id, owner, None).await
+                        };
+                        recorded.map_err(AuthError::Store)?;
                     }
                     return Ok((key, expires_at_ms));
                 }
@@ -973,6 +1108,11 @@ impl Authenticator {
             session: None,
         })
     }
+}
+
+/// The live-store name of the mark that makes an account a BOT.
+fn bot_account_name(player_id: &str) -> String {
+    format!("bot-account:{player_id}")
 }
 
 fn guest_principal(player_id: String, display_name: String) -> Principal {

@@ -104,6 +104,13 @@ pub enum AuthError {
     CorruptRecord(#[source] serde_json::Error),
 }
 
+/// A store failure as it is (the compare-and-set loops of `draughts_store::cas` give their errors so).
+impl From<StoreError> for AuthError {
+    fn from(e: StoreError) -> AuthError {
+        AuthError::Store(e)
+    }
+}
+
 impl ServiceError for AuthError {
     fn kind(&self) -> ErrorKind {
         match self {

@@ -13,6 +13,24 @@ use super::{
     require,
 };
 
+/// A bot's player id from a request (INVALID_ARGUMENT when malformed).
+fn bot_id(player_id: &str) -> Result<draughts_proto::ids::PlayerId, Status> {
+    draughts_proto::ids::PlayerId::parse(player_id.trim())
+        .map_err(|e| AuthError::InvalidArgument(format!("player_id: {e}")).into())
+}
+
+fn bot_limits_to_wire(
+    id: &draughts_proto::ids::PlayerId,
+    limits: super::BotLimits,
+) -> pb::BotLimits {
+    pb::BotLimits {
+        player_id: id.to_string(),
+        max_games: limits.max_games,
+        calls_per_minute: limits.calls_per_minute,
+        updated_at_ms: limits.updated_at_ms,
+    }
+}
+
 /// The most finished games `ExportAccountData` puts in its answer.
 pub const EXPORT_MAX_GAMES: u32 = 2_000;
 
@@ -58,13 +76,15 @@ fn session_to_wire(session: IssuedSession) -> pb::Session {
     }
 }
 
-fn account_to_wire(account: AccountInfo) -> pb::Account {
+/// An account as the API shows it; `bot` from the caller's credential ([`Principal::is_bot`]).
+fn account_to_wire(account: AccountInfo, bot: bool) -> pb::Account {
     pb::Account {
         player: Some(pb::Player {
             id: account.player_id,
             display_name: account.display_name,
             guest: false,
             computer: false,
+            bot,
         }),
         username: account.username,
         created_at_ms: account.created_at_ms,
@@ -89,6 +109,7 @@ fn player_to_wire(p: &Principal) -> pb::Player {
         display_name: p.display_name.clone(),
         guest: p.kind == PrincipalKind::Guest,
         computer: false,
+        bot: p.is_bot(),
     }
 }
 
@@ -107,6 +128,7 @@ fn scope_to_wire(scope: Scope) -> pb::AuthScope {
         Scope::Analysis => pb::AuthScope::Analysis,
         Scope::Admin => pb::AuthScope::Admin,
         Scope::Service => pb::AuthScope::Service,
+        Scope::Bot => pb::AuthScope::Bot,
     }
 }
 
@@ -122,8 +144,9 @@ fn scopes_from_wire(values: &[i32]) -> Result<Scopes, AuthError> {
             Ok(pb::AuthScope::Analysis) => Ok(Scope::Analysis),
             Ok(pb::AuthScope::Admin) => Ok(Scope::Admin),
             Ok(pb::AuthScope::Service) => Ok(Scope::Service),
+            Ok(pb::AuthScope::Bot) => Ok(Scope::Bot),
             Ok(pb::AuthScope::Unspecified) | Err(_) => Err(AuthError::InvalidArgument(format!(
-                "scopes: {value} is not a scope (PLAY, ANALYSIS, ADMIN or SERVICE)"
+                "scopes: {value} is not a scope (PLAY, ANALYSIS, ADMIN, SERVICE or BOT)"
             ))),
         })
         .collect()
@@ -290,7 +313,74 @@ impl Auth for AuthApi {
             .auth
             .update_display_name(&caller, &req.get_ref().display_name)
             .await?;
-        Ok(Response::new(account_to_wire(account)))
+        Ok(Response::new(account_to_wire(account, caller.is_bot())))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn become_bot(
+        &self,
+        req: Request<pb::BecomeBotRequest>,
+    ) -> Result<Response<pb::Account>, Status> {
+        let caller = principal(&req)?;
+        if caller.kind != PrincipalKind::Account {
+            return Err(AuthError::NotAnAccount.into());
+        }
+        if !caller.is_bot() {
+            // The rule: never after a finished game (its opponents played a person), as on lichess.
+            let Some(games) = &self.games else {
+                return Err(AuthError::Refused(
+                    "this server cannot read the account's games, so it cannot make it a bot"
+                        .into(),
+                )
+                .into());
+            };
+            let (played, _) = games.finished_pdn(&caller.player_id, 1).await?;
+            if !played.is_empty() {
+                return Err(AuthError::Refused(
+                    "an account that has played games cannot become a bot".into(),
+                )
+                .into());
+            }
+            self.auth.become_bot(&caller).await?;
+        }
+        Ok(Response::new(account_to_wire(
+            self.auth.account(&caller).await?,
+            true,
+        )))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn set_bot_limits(
+        &self,
+        req: Request<pb::SetBotLimitsRequest>,
+    ) -> Result<Response<pb::BotLimits>, Status> {
+        let caller = principal(&req)?;
+        require(&caller, Scope::Admin)?;
+        let r = req.into_inner();
+        let id = bot_id(&r.player_id)?;
+        let limits = self
+            .auth
+            .set_bot_limits(&id, r.max_games, r.calls_per_minute)
+            .await?;
+        tracing::info!(
+            player_id = %id,
+            by = %caller.player_id,
+            max_games = limits.max_games,
+            calls_per_minute = limits.calls_per_minute,
+            "bot limits set"
+        );
+        Ok(Response::new(bot_limits_to_wire(&id, limits)))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn get_bot_limits(
+        &self,
+        req: Request<pb::GetBotLimitsRequest>,
+    ) -> Result<Response<pb::BotLimits>, Status> {
+        require(&principal(&req)?, Scope::Admin)?;
+        let id = bot_id(&req.get_ref().player_id)?;
+        let limits = self.auth.bot_limits(&id).await?;
+        Ok(Response::new(bot_limits_to_wire(&id, limits)))
     }
 
     #[tracing::instrument(skip_all)]
@@ -301,6 +391,7 @@ impl Auth for AuthApi {
         let caller = principal(&req)?;
         Ok(Response::new(account_to_wire(
             self.auth.account(&caller).await?,
+            caller.is_bot(),
         )))
     }
 
@@ -326,7 +417,10 @@ impl Auth for AuthApi {
         let caller = principal(&req)?;
         self.auth.count_export(&caller).await?;
         let account = match caller.kind {
-            PrincipalKind::Account => Some(account_to_wire(self.auth.account(&caller).await?)),
+            PrincipalKind::Account => Some(account_to_wire(
+                self.auth.account(&caller).await?,
+                caller.is_bot(),
+            )),
             _ => None,
         };
         let (pdns, truncated) = match &self.games {

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use draughts_proto::ids::{PlayerId, PlayerKind};
+use draughts_store::cas::{self, Change, Raw, Retry};
 use draughts_store::{LiveStore, StoreError, now_unix_ms};
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +45,13 @@ pub struct IdentityRecord {
     /// Since when the player exists (an account's creation), Unix ms; 0 = unknown.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub since_ms: u64,
+    /// A BOT (an API key owner with the `bot` scope). For good: once set, no later write clears it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub bot: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -57,6 +65,8 @@ pub struct Identity {
     pub name: String,
     /// Since when the player exists (an account's creation), Unix ms; 0 = unknown.
     pub since_ms: u64,
+    /// A BOT (see [`IdentityRecord::bot`]).
+    pub bot: bool,
 }
 
 impl Identity {
@@ -67,6 +77,9 @@ impl Identity {
         self.id.is_computer()
     }
 }
+
+/// What a replica wrote for an id: the name, the bot mark, and when.
+type Written = (String, bool, Instant);
 
 /// The live store name of an identity.
 fn record_name(id: &PlayerId) -> String {
@@ -82,8 +95,8 @@ pub fn computer_name(level: u8) -> String {
 #[derive(Clone)]
 pub struct Identities {
     store: Arc<dyn LiveStore>,
-    /// Player id -> (name written, when) for the ids this replica wrote recently.
-    recent: Arc<Mutex<HashMap<String, (String, Instant)>>>,
+    /// Player id -> what this replica wrote recently.
+    recent: Arc<Mutex<HashMap<String, Written>>>,
 }
 
 impl fmt::Debug for Identities {
@@ -107,7 +120,22 @@ impl Identities {
         name: &str,
         ttl: Option<Duration>,
     ) -> Result<(), StoreError> {
-        self.write(id, name, ttl, 0).await
+        self.write(id, name, ttl, 0, false).await
+    }
+
+    /// Marks the known identity `id` as a BOT, for good, keeping its name and creation time (an
+    /// unknown one is recorded under its id).
+    pub async fn mark_bot(&self, id: &PlayerId) -> Result<(), StoreError> {
+        let (name, since_ms) = match self.lookup(id).await? {
+            Some(identity) => (identity.name, identity.since_ms),
+            None => (id.to_string(), 0),
+        };
+        self.write(id, &name, None, since_ms, true).await
+    }
+
+    /// Records `id` as `name` and as a BOT, for good (kept).
+    pub async fn record_bot(&self, id: &PlayerId, name: &str) -> Result<(), StoreError> {
+        self.write(id, name, None, 0, true).await
     }
 
     /// Records the account `id` as `name`, created at `since_ms` (kept).
@@ -117,7 +145,7 @@ impl Identities {
         name: &str,
         since_ms: u64,
     ) -> Result<(), StoreError> {
-        self.write(id, name, None, since_ms).await
+        self.write(id, name, None, since_ms, false).await
     }
 
     async fn write(
@@ -126,39 +154,52 @@ impl Identities {
         name: &str,
         ttl: Option<Duration>,
         since_ms: u64,
+        bot: bool,
     ) -> Result<(), StoreError> {
-        let record = IdentityRecord {
-            v: 1,
-            name: name.to_owned(),
-            at_ms: now_unix_ms(),
-            since_ms,
-        };
-        let bytes = serde_json::to_vec(&record).unwrap_or_default();
-        // Last writer wins: every writer writes the truth from a verified credential.
-        for _ in 0..5 {
-            let version = self.store.get(&record_name(id)).await?.map(|(_, v)| v);
-            match self
-                .store
-                .put(&record_name(id), Bytes::from(bytes.clone()), version, ttl)
-                .await
-            {
-                Ok(_) => {
-                    self.remember_written(id, name);
-                    return Ok(());
-                }
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e),
+        // Last writer wins (every writer writes the truth from a verified credential), but the bot
+        // mark, once written, stays. A record that does not decode is written again.
+        let written = cas::update(
+            self.store.as_ref(),
+            &record_name(id),
+            &Raw,
+            Retry::times(5),
+            |found| {
+                let was_bot = found
+                    .and_then(|bytes| serde_json::from_slice::<IdentityRecord>(&bytes).ok())
+                    .is_some_and(|record| record.bot);
+                let record = IdentityRecord {
+                    v: 1,
+                    name: name.to_owned(),
+                    at_ms: now_unix_ms(),
+                    since_ms,
+                    bot: bot || was_bot,
+                };
+                Ok(Change::Write {
+                    value: Bytes::from(serde_json::to_vec(&record).unwrap_or_default()),
+                    ttl,
+                    effects: Vec::new(),
+                    then: record.bot,
+                })
+            },
+        )
+        .await;
+        match written {
+            Ok(bot) => {
+                self.remember_written(id, name, bot);
+                Ok(())
             }
+            // Other writers kept winning: one of them wrote the truth.
+            Err(StoreError::Conflict { .. }) => Ok(()),
+            Err(e) => Err(e),
         }
-        Ok(())
     }
 
-    fn remember_written(&self, id: &PlayerId, name: &str) {
+    fn remember_written(&self, id: &PlayerId, name: &str, bot: bool) {
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         if recent.len() >= CACHE_ENTRIES {
             recent.clear();
         }
-        recent.insert(id.to_string(), (name.to_owned(), Instant::now()));
+        recent.insert(id.to_string(), (name.to_owned(), bot, Instant::now()));
     }
 
     /// Records an authenticated caller unless this replica did so recently with the same name.
@@ -170,15 +211,18 @@ impl Identities {
         };
         let fresh = {
             let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-            recent
-                .get(id.as_str())
-                .is_some_and(|(name, at)| *name == principal.display_name && at.elapsed() < REFRESH)
+            recent.get(id.as_str()).is_some_and(|(name, bot, at)| {
+                *name == principal.display_name
+                    && (*bot || !principal.is_bot())
+                    && at.elapsed() < REFRESH
+            })
         };
         if fresh {
             return Ok(());
         }
         let ttl = (principal.kind == PrincipalKind::Guest).then_some(guest_ttl);
-        self.record(&id, &principal.display_name, ttl).await
+        self.write(&id, &principal.display_name, ttl, 0, principal.is_bot())
+            .await
     }
 
     /// The identity of `id`, if this server knows it.
@@ -188,6 +232,7 @@ impl Identities {
                 id: id.clone(),
                 name: computer_name(level),
                 since_ms: 0,
+                bot: false,
             }));
         }
         let Some((bytes, _)) = self.store.get(&record_name(id)).await? else {
@@ -198,6 +243,7 @@ impl Identities {
                 id: id.clone(),
                 name: record.name,
                 since_ms: record.since_ms,
+                bot: record.bot,
             })),
             Err(e) => {
                 tracing::error!(player_id = %id, error = %e, "identity record does not decode");
@@ -233,6 +279,22 @@ mod tests {
         };
         ids.seen(&renamed, Duration::from_secs(60)).await.unwrap();
         assert_eq!(ids.lookup(&ann).await.unwrap().unwrap().name, "Annie");
+        assert!(!ids.lookup(&ann).await.unwrap().unwrap().bot);
+        // A bot key marks its owner for good: a later call without the mark does not clear it.
+        let acme = PlayerId::parse("key:acme").unwrap();
+        let bot = Principal {
+            player_id: acme.to_string(),
+            display_name: "acme".into(),
+            kind: PrincipalKind::ApiKey,
+            scopes: Scopes::PLAY.with(crate::Scope::Bot),
+        };
+        ids.seen(&bot, Duration::from_secs(60)).await.unwrap();
+        assert!(ids.lookup(&acme).await.unwrap().unwrap().bot);
+        ids.record(&acme, "acme", None).await.unwrap();
+        assert!(
+            ids.lookup(&acme).await.unwrap().unwrap().bot,
+            "the mark stays"
+        );
         let ai = PlayerId::parse("ai:5").unwrap();
         assert_eq!(
             ids.lookup(&ai).await.unwrap().unwrap().name,

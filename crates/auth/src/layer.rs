@@ -200,6 +200,64 @@ pub fn on_behalf_of<T>(req: &tonic::Request<T>) -> Option<PlayerId> {
     req.extensions().get::<OnBehalfOf>().map(|o| o.0.clone())
 }
 
+/// A service's credential for its calls to other services: the `authorization` metadata
+/// (`Bearer <key>`) of an API key, checked once when the service starts. Its `Debug` never shows
+/// the key.
+#[derive(Clone)]
+pub struct ServiceKey(tonic::metadata::AsciiMetadataValue);
+
+impl std::fmt::Debug for ServiceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ServiceKey(..)")
+    }
+}
+
+impl ServiceKey {
+    /// The credential of `api_key`; refused when the key cannot be sent as gRPC metadata (visible
+    /// ASCII only).
+    pub fn new(api_key: &str) -> Result<ServiceKey, draughts_runtime::ConfigError> {
+        format!("Bearer {api_key}")
+            .parse()
+            .map(ServiceKey)
+            .map_err(|_| {
+                draughts_runtime::ConfigError(
+                    "the service API key must be visible ASCII (it is sent as gRPC metadata)"
+                        .into(),
+                )
+            })
+    }
+
+    /// `message` as a request of this service: its credential, the current trace context and,
+    /// when the call is made for a user, [`ON_BEHALF_OF`] naming `user` (a service-scope key's call
+    /// then counts against that user's own rate limit, not against the key's). INVALID_ARGUMENT
+    /// when `user` cannot be sent as metadata (the server would refuse it as a player id).
+    pub fn request<T>(
+        &self,
+        message: T,
+        user: Option<&str>,
+    ) -> Result<tonic::Request<T>, AuthError> {
+        let mut request = tonic::Request::new(message);
+        request
+            .metadata_mut()
+            .insert("authorization", self.0.clone());
+        if let Some(user) = user {
+            let refused = || {
+                AuthError::InvalidArgument(format!(
+                    "{ON_BEHALF_OF}: player id {user:?} cannot be sent as metadata"
+                ))
+            };
+            // Visible ASCII only: the server reads nothing else (`on_behalf_of_header`).
+            if !user.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(refused());
+            }
+            let value = user.parse().map_err(|_| refused())?;
+            request.metadata_mut().insert(ON_BEHALF_OF, value);
+        }
+        draughts_runtime::propagation::inject_into_request(request)
+            .map_err(|status| AuthError::InvalidArgument(status.message().to_owned()))
+    }
+}
+
 /// The user named in `x-on-behalf-of`, if any; INVALID_ARGUMENT for a value that is not a player id.
 fn on_behalf_of_header(head: &http::request::Parts) -> Result<Option<PlayerId>, AuthError> {
     let Some(value) = head.headers.get(ON_BEHALF_OF) else {
@@ -282,5 +340,24 @@ mod tests {
             .insert("x-forwarded-for", "10.0.0.9, 203.0.113.7".parse().unwrap());
         assert_eq!(client_ip(&head, false), None);
         assert_eq!(client_ip(&head, true), Some("203.0.113.7".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_service_request_carries_the_key_and_the_user() {
+        let key = super::ServiceKey::new("k-123").unwrap();
+        assert_eq!(format!("{key:?}"), "ServiceKey(..)");
+        let request = key.request((), Some("guest:abc")).unwrap();
+        assert_eq!(
+            request.metadata().get("authorization").unwrap(),
+            "Bearer k-123"
+        );
+        assert_eq!(
+            request.metadata().get(super::ON_BEHALF_OF).unwrap(),
+            "guest:abc"
+        );
+        let request = key.request((), None).unwrap();
+        assert!(request.metadata().get(super::ON_BEHALF_OF).is_none());
+        assert!(key.request((), Some("player:b\u{e9}b")).is_err());
+        assert!(super::ServiceKey::new("bad\nkey").is_err());
     }
 }

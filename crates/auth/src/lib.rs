@@ -47,6 +47,7 @@
 
 pub mod accounts;
 pub mod authenticator;
+pub mod bot_limits;
 pub mod config;
 pub mod error;
 pub mod grpc;
@@ -67,6 +68,7 @@ use tower::Layer;
 
 pub use accounts::{AccountInfo, IssuedSession, PersonalTokenInfo};
 pub use authenticator::{Authenticator, IssuedGuest, api_key_id, constant_time_eq};
+pub use bot_limits::BotLimits;
 pub use config::AuthConfig;
 pub use error::AuthError;
 pub use identity::{Identities, Identity};
@@ -85,6 +87,14 @@ pub struct Principal {
     pub display_name: String,
     pub kind: PrincipalKind,
     pub scopes: Scopes,
+}
+
+impl Principal {
+    /// Whether the caller is a BOT: from its credential (an API key with the [`Scope::Bot`] mark),
+    /// never from a request.
+    pub fn is_bot(&self) -> bool {
+        self.scopes.has(Scope::Bot)
+    }
 }
 
 /// How a caller authenticated.
@@ -111,11 +121,21 @@ pub enum Scope {
     Admin,
     /// A platform service calling on users' behalf (`x-on-behalf-of`, see [`layer`]).
     Service,
+    /// A mark, not a permission: the caller is a BOT (a program playing through the API; see
+    /// [`Principal::is_bot`]). Only API keys carry it, given by an administrator; never in
+    /// [`Scopes::ALL`], so the bootstrap admin key is not a bot.
+    Bot,
 }
 
 impl Scope {
     /// Every scope, in order.
-    pub const ALL: [Scope; 4] = [Scope::Play, Scope::Analysis, Scope::Admin, Scope::Service];
+    pub const ALL: [Scope; 5] = [
+        Scope::Play,
+        Scope::Analysis,
+        Scope::Admin,
+        Scope::Service,
+        Scope::Bot,
+    ];
 
     /// The stable name (`play`, `analysis`, `admin`), used in messages and stored key records.
     pub const fn name(self) -> &'static str {
@@ -124,6 +144,7 @@ impl Scope {
             Scope::Analysis => "analysis",
             Scope::Admin => "admin",
             Scope::Service => "service",
+            Scope::Bot => "bot",
         }
     }
 
@@ -133,6 +154,7 @@ impl Scope {
             Scope::Analysis => 2,
             Scope::Admin => 4,
             Scope::Service => 8,
+            Scope::Bot => 16,
         }
     }
 }
@@ -145,7 +167,7 @@ impl fmt::Display for Scope {
 
 /// The text is not a scope name.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown scope '{0}' (expected play, analysis, admin or service)")]
+#[error("unknown scope '{0}' (expected play, analysis, admin, service or bot)")]
 pub struct UnknownScope(pub String);
 
 impl FromStr for Scope {
@@ -168,6 +190,8 @@ impl Scopes {
     pub const PLAY: Scopes = Scopes(Scope::Play.bit());
     pub const ANALYSIS: Scopes = Scopes(Scope::Analysis.bit());
     pub const ADMIN: Scopes = Scopes(Scope::Admin.bit());
+    pub const BOT: Scopes = Scopes(Scope::Bot.bit());
+    /// Every permission: all scopes but the [`Scope::Bot`] mark.
     pub const ALL: Scopes = Scopes(
         Scope::Play.bit() | Scope::Analysis.bit() | Scope::Admin.bit() | Scope::Service.bit(),
     );
@@ -295,7 +319,9 @@ mod tests {
             scopes.has(Scope::Play) && scopes.has(Scope::Admin) && !scopes.has(Scope::Analysis)
         );
         assert_eq!(scopes.to_string(), "play,admin");
-        assert_eq!(Scopes::ALL.iter().collect::<Vec<_>>(), Scope::ALL);
+        assert_eq!(Scopes::ALL.iter().collect::<Vec<_>>(), Scope::ALL[..4]);
+        assert!(!Scopes::ALL.has(Scope::Bot), "the bootstrap key is no bot");
+        assert_eq!("bot".parse::<Scope>(), Ok(Scope::Bot));
         assert!(Scopes::NONE.is_empty());
         assert_eq!("analysis".parse::<Scope>(), Ok(Scope::Analysis));
         assert!("root".parse::<Scope>().is_err());

@@ -1,5 +1,5 @@
-//! `draughts train`: self-play data generation (`train gen`) and the logistic fit of the learned evaluation
-//! (`train fit`). The logic is in `draughts_ai::train`; this module owns files, threads and progress lines.
+//! `draughts train`: self-play data generation (`train gen`), the logistic fit of the learned evaluation
+//! (`train fit`) and the fit of a network (`train fit-nnue`). The logic is in `draughts_ai::train`; this module owns files, threads and progress lines.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use draughts_ai::Evaluator;
 use draughts_ai::learned::{DENSE_NAMES, LearnedWeights, Phase, WeightsError};
+use draughts_ai::nnue::{self, Network, NnueError, fit::NnueFitConfig};
 use draughts_ai::train::{
     FitConfig, GameRecord, Sample, SelfPlay, Split, WIDE_SAMPLE_BYTES, fit, sample_bytes,
     self_play_game,
@@ -27,6 +28,8 @@ pub(crate) enum TrainCommand {
     Gen(GenArgs),
     /// Fit the learned evaluation to data files and write a weights file.
     Fit(FitArgs),
+    /// Fit a network (NNUE-style, `draughts_ai::nnue`) from scratch to data files and write its file.
+    FitNnue(FitNnueArgs),
 }
 
 #[derive(Args, Debug)]
@@ -57,6 +60,82 @@ pub(crate) struct GenArgs {
     /// Output data file (written in game order, so the same seed gives the same file).
     #[arg(long, short = 'o')]
     out: PathBuf,
+    /// The index of the first game: a shard of a larger run (games `first-game .. first-game + games`,
+    /// each from its own seed), so shards made apart, concatenated in order, are byte for byte the
+    /// file of one run of them all.
+    #[arg(long, default_value_t = 0)]
+    first_game: u64,
+    /// Go on with an interrupted run into the same `--out` (same settings): its `OUT.progress` says
+    /// how many games are whole there; what follows them is cut, and the file ends as one uninterrupted
+    /// run would have written it.
+    #[arg(long)]
+    resume: bool,
+}
+
+/// `OUT.progress`, kept while `train gen` runs (removed at its end): the run's settings and how much of
+/// the data file is whole (`v1`, the settings line, then `GAMES BYTES`).
+struct GenProgress {
+    path: PathBuf,
+    settings: String,
+}
+
+impl GenProgress {
+    fn new(a: &GenArgs) -> GenProgress {
+        let mut path = a.out.clone().into_os_string();
+        path.push(".progress");
+        GenProgress {
+            path: PathBuf::from(path),
+            settings: format!(
+                "variant={} games={} first-game={} nodes={} eval={} seed={} random={}-{}",
+                a.variant,
+                a.games,
+                a.first_game,
+                a.nodes,
+                a.eval,
+                a.seed,
+                a.random_min,
+                a.random_max
+            ),
+        }
+    }
+
+    /// Games and bytes whole in the data file, if an interrupted run left this file.
+    fn read(&self) -> Result<Option<(u64, u64)>, CliError> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(CliError(format!("'{}': {e}", self.path.display()))),
+        };
+        let bad = || CliError(format!("'{}' is not a progress file", self.path.display()));
+        let mut lines = text.lines();
+        if lines.next() != Some("v1") {
+            return Err(bad());
+        }
+        let settings = lines.next().ok_or_else(bad)?;
+        if settings != self.settings {
+            return Err(CliError(format!(
+                "'{}' is of a run with other settings ({settings}), not {}",
+                self.path.display(),
+                self.settings
+            )));
+        }
+        let (games, bytes) = lines
+            .next()
+            .and_then(|l| l.split_once(' '))
+            .and_then(|(g, b)| Some((g.parse().ok()?, b.parse().ok()?)))
+            .ok_or_else(bad)?;
+        Ok(Some((games, bytes)))
+    }
+
+    /// Records that the first `games` games (`bytes` bytes, already flushed) are whole.
+    fn save(&self, games: u64, bytes: u64) -> Result<(), CliError> {
+        let mut tmp = self.path.clone().into_os_string();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        std::fs::write(&tmp, format!("v1\n{}\n{games} {bytes}\n", self.settings))
+            .and_then(|()| std::fs::rename(&tmp, &self.path))
+            .map_err(|e| CliError(format!("'{}': {e}", self.path.display())))
+    }
 }
 
 #[derive(Args, Debug)]
@@ -107,6 +186,41 @@ pub(crate) struct FitArgs {
     out: PathBuf,
 }
 
+#[derive(Args, Debug)]
+pub(crate) struct FitNnueArgs {
+    #[arg(long, short = 'v')]
+    variant: String,
+    /// Data files from `train gen`.
+    #[arg(long = "data", required = true)]
+    data: Vec<PathBuf>,
+    /// First-layer units per perspective (a multiple of 16, at most 256).
+    #[arg(long, default_value_t = NnueFitConfig::default().hidden)]
+    hidden: usize,
+    /// Second-layer units (a multiple of 8, at most 64).
+    #[arg(long, default_value_t = NnueFitConfig::default().layer2)]
+    layer2: usize,
+    #[arg(long, default_value_t = NnueFitConfig::default().epochs)]
+    epochs: u32,
+    #[arg(long, default_value_t = NnueFitConfig::default().batch)]
+    batch: usize,
+    /// Adam's step at the start (falls linearly to a tenth).
+    #[arg(long, default_value_t = NnueFitConfig::default().learning_rate)]
+    lr: f32,
+    /// Share of the game result in the target (the rest: the search's score).
+    #[arg(long, default_value_t = NnueFitConfig::default().result_weight)]
+    result_weight: f32,
+    #[arg(long, value_enum, default_value_t = SplitArg::Game)]
+    split: SplitArg,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Threads computing the gradients (the result does not depend on it).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Output network file.
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+}
+
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 enum SplitArg {
     Game,
@@ -117,18 +231,67 @@ pub(crate) fn run(cmd: TrainCommand) -> Result<(), CliError> {
     match cmd {
         TrainCommand::Gen(a) => generate(a),
         TrainCommand::Fit(a) => fit_cmd(a),
+        TrainCommand::FitNnue(a) => fit_nnue_cmd(a),
     }
 }
 
-/// The evaluation named on the command line: `hand`, `default`, or a weights file of the variant.
+/// The evaluation named on the command line: `hand`, `default`, or a file of the variant: a network
+/// (`draughts_ai::nnue`, known by its magic) or learned weights.
 pub(crate) fn evaluator(variant: Variant, spec: &str) -> Result<Evaluator, CliError> {
     match spec {
         "hand" => Ok(Evaluator::hand(variant)),
         "default" => Ok(Evaluator::new(variant)),
+        path if is_network(Path::new(path))? => Ok(Evaluator::network(Arc::new(read_network(
+            variant,
+            Path::new(path),
+        )?))),
         path => Ok(Evaluator::learned(Arc::new(read_weights(
             variant,
             Path::new(path),
         )?))),
+    }
+}
+
+/// Whether a file starts with a network's magic.
+fn is_network(path: &Path) -> Result<bool, CliError> {
+    let mut head = [0u8; 4];
+    let mut file =
+        File::open(path).map_err(|e| CliError(format!("cannot read '{}': {e}", path.display())))?;
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) => return Err(CliError(format!("cannot read '{}': {e}", path.display()))),
+        }
+    }
+    Ok(got == head.len() && &head == nnue::MAGIC)
+}
+
+/// A network file for `variant` (one of another variant on the same board is taken, with a note).
+pub(crate) fn read_network(variant: Variant, path: &Path) -> Result<Network, CliError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| CliError(format!("cannot read '{}': {e}", path.display())))?;
+    match Network::from_bytes(variant, &bytes) {
+        Err(NnueError::Variant(key)) => {
+            let other: Variant = key
+                .parse()
+                .map_err(|_| CliError(format!("'{}': a network of '{key}'", path.display())))?;
+            let net = Network::from_bytes(other, &bytes)
+                .map_err(|e| CliError(format!("'{}': {e}", path.display())))?;
+            let moved = net.for_variant(variant).ok_or_else(|| {
+                CliError(format!(
+                    "'{}' holds {other}'s network, which does not fit {variant}'s board",
+                    path.display()
+                ))
+            })?;
+            eprintln!(
+                "note: '{}' holds {other}'s network; used for {variant}",
+                path.display()
+            );
+            Ok(moved)
+        }
+        r => r.map_err(|e| CliError(format!("'{}': {e}", path.display()))),
     }
 }
 
@@ -169,14 +332,51 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
     let mut cfg = SelfPlay::new(variant);
     cfg.nodes = a.nodes.max(1);
     cfg.random_plies = (a.random_min, a.random_max.max(a.random_min));
-    let file = File::create(&a.out)
-        .map_err(|e| CliError(format!("cannot create '{}': {e}", a.out.display())))?;
+    let progress = GenProgress::new(&a);
+    let cannot = |e: std::io::Error| CliError(format!("'{}': {e}", a.out.display()));
+    let (done, done_bytes) = match (progress.read()?, a.resume) {
+        (Some(p), true) => p,
+        (Some(_), false) => {
+            return Err(CliError(format!(
+                "'{}' holds an interrupted run: --resume to go on with it, or remove it and '{}' to start again",
+                progress.path.display(),
+                a.out.display()
+            )));
+        }
+        (None, true) if a.out.exists() => {
+            return Err(CliError(format!(
+                "nothing to resume: '{}' has no progress file (its run ended)",
+                a.out.display()
+            )));
+        }
+        (None, _) => (0, 0),
+    };
+    let file = if done > 0 || done_bytes > 0 {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&a.out)
+            .map_err(cannot)?;
+        // What an interrupted run wrote after its last whole game goes.
+        f.set_len(done_bytes).map_err(cannot)?;
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::End(0)).map_err(cannot)?;
+        eprintln!(
+            "resuming: {done} of {} games whole in '{}' ({done_bytes} bytes)",
+            a.games,
+            a.out.display()
+        );
+        f
+    } else {
+        File::create(&a.out)
+            .map_err(|e| CliError(format!("cannot create '{}': {e}", a.out.display())))?
+    };
+    progress.save(done, done_bytes)?;
     let mut out = BufWriter::new(file);
-    let next = AtomicU64::new(0);
+    let next = AtomicU64::new(done);
     let (tx, rx) = mpsc::channel::<(u64, GameRecord)>();
     let start = Instant::now();
     let games = a.games;
-    let mut written_games = 0u64;
+    let mut written_games = done;
+    let mut bytes = done_bytes;
     let mut written = 0u64;
     let mut results = [0u64; 3];
     let mut plies = 0u64;
@@ -190,7 +390,10 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
                     if i >= games {
                         break;
                     }
-                    let seed = a.seed.wrapping_mul(1_000_003).wrapping_add(i);
+                    let seed = a
+                        .seed
+                        .wrapping_mul(1_000_003)
+                        .wrapping_add(a.first_game + i);
                     if tx.send((i, self_play_game(cfg, eval, seed))).is_err() {
                         break;
                     }
@@ -203,9 +406,12 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
         let mut last_report = Instant::now();
         for (i, record) in rx {
             waiting.insert(i, record);
+            let before = written_games;
             while let Some(record) = waiting.remove(&written_games) {
                 for s in &record.samples {
-                    out.write_all(&s.to_bytes(wide))?;
+                    let sample = s.to_bytes(wide);
+                    out.write_all(&sample)?;
+                    bytes += sample.len() as u64;
                 }
                 if let Some(s) = record.samples.first() {
                     results[usize::from(s.result)] += 1;
@@ -213,6 +419,11 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
                 written += record.samples.len() as u64;
                 plies += u64::from(record.plies);
                 written_games += 1;
+            }
+            if written_games > before {
+                // Whole games on disk first, then the progress that names them.
+                out.flush()?;
+                progress.save(written_games, bytes)?;
             }
             if last_report.elapsed() >= Duration::from_secs(15) || written_games == games {
                 last_report = Instant::now();
@@ -222,8 +433,8 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
                     results[2],
                     results[1],
                     results[0],
-                    plies as f64 / written_games.max(1) as f64,
-                    written_games as f64 / secs,
+                    plies as f64 / (written_games - done).max(1) as f64,
+                    (written_games - done) as f64 / secs,
                     secs
                 );
             }
@@ -231,8 +442,12 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
         Ok(())
     })?;
     out.flush()?;
+    out.get_ref().sync_all().map_err(cannot)?;
+    std::fs::remove_file(&progress.path)
+        .map_err(|e| CliError(format!("'{}': {e}", progress.path.display())))?;
     println!(
-        "wrote {written} positions from {written_games} games to {}",
+        "wrote {written} positions from {} games to {} ({written_games} games, {bytes} bytes in all)",
+        written_games - done,
         a.out.display()
     );
     Ok(())
@@ -276,6 +491,81 @@ fn read_samples(variant: Variant, paths: &[PathBuf]) -> Result<Vec<Sample>, CliE
         samples.iter_mut().for_each(|s| s.game_start = false);
     }
     Ok(samples)
+}
+
+fn fit_nnue_cmd(a: FitNnueArgs) -> Result<(), CliError> {
+    let variant: Variant = a.variant.parse()?;
+    let samples = read_samples(variant, &a.data)?;
+    if samples.is_empty() {
+        return Err(CliError("no samples".into()));
+    }
+    let cfg = NnueFitConfig {
+        hidden: a.hidden,
+        layer2: a.layer2,
+        epochs: a.epochs,
+        batch: a.batch.max(1),
+        learning_rate: a.lr,
+        result_weight: a.result_weight.clamp(0.0, 1.0),
+        split: match a.split {
+            SplitArg::Game => Split::Game,
+            SplitArg::Position => Split::Position,
+        },
+        seed: a.seed,
+        threads: a.threads.clamp(1, 256),
+        ..NnueFitConfig::default()
+    };
+    eprintln!(
+        "fit-nnue: {} samples, network 4x{}x{} -> {} -> {} -> 1, {} epochs, {} threads",
+        samples.len(),
+        variant.rules().board.board().squares().count(),
+        cfg.hidden,
+        2 * cfg.hidden,
+        cfg.layer2,
+        cfg.epochs,
+        cfg.threads
+    );
+    let start = Instant::now();
+    let (net, report) = nnue::fit::fit(variant, &samples, &cfg, |p| match p.validation_loss {
+        Some(v) => eprintln!(
+            "epoch {}/{}: train loss {:.5}, validation loss {:.5} ({:.0} s)",
+            p.epoch,
+            p.epochs,
+            p.train_loss,
+            v,
+            start.elapsed().as_secs_f64()
+        ),
+        None => eprintln!(
+            "epoch {}/{}: batch {}/{}, train loss {:.5} ({:.0} s)",
+            p.epoch,
+            p.epochs,
+            p.batch,
+            p.batches,
+            p.train_loss,
+            start.elapsed().as_secs_f64()
+        ),
+    })
+    .map_err(|e| CliError(format!("fit-nnue: {e}")))?;
+    let bytes = net.to_bytes();
+    std::fs::write(&a.out, &bytes)
+        .map_err(|e| CliError(format!("cannot write '{}': {e}", a.out.display())))?;
+    let quantised = report.quantised_validation_loss;
+    let report = report.fit;
+    let split = match report.validation_games {
+        Some(n) => format!("{n} whole games"),
+        None => "by position".to_owned(),
+    };
+    println!(
+        "k {:.5}; {} train / {} validation samples ({split}); validation loss {:.5}, quantised {:.5} (the search scores' own: {:.5}); {:.0} s",
+        report.k,
+        report.train_samples,
+        report.validation_samples,
+        report.final_validation_loss,
+        quantised,
+        report.search_loss,
+        start.elapsed().as_secs_f64()
+    );
+    println!("wrote {} ({} bytes)", a.out.display(), bytes.len());
+    Ok(())
 }
 
 fn fit_cmd(a: FitArgs) -> Result<(), CliError> {

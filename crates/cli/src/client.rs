@@ -43,7 +43,8 @@ pub(crate) struct Target {
     /// Position in PDN FEN (default: the start position).
     #[arg(long, short = 'f', default_value = "")]
     pub(crate) fen: String,
-    /// House-rule options: no-mandatory-capture, promote-mid-capture, move-limit=N.
+    /// House-rule options, comma separated: no-mandatory-capture, promote-mid-capture, move-limit=N,
+    /// kings-only=N, repetition=on|off, endgame-counts=on|off (docs/rules.md §7).
     #[arg(long, short = 'o', default_value = "")]
     pub(crate) options: String,
 }
@@ -108,6 +109,10 @@ enum ClientCommand {
     Challenge(crate::matchmaking_cli::ChallengeArgs),
     /// The lobby: its numbers and open seeks; `--pools` lists the pools, `--offer` lists a custom game.
     Lobby(crate::matchmaking_cli::LobbyArgs),
+    /// Tournaments: create, list, join, leave, start, show, watch.
+    Tournament(crate::tournament_cli::TournamentArgs),
+    /// Administration (an admin API key): `bot-limits <bot> --games N --rate R/min`.
+    Admin(crate::bot::admin::AdminArgs),
     /// Play a game from the terminal: your moves from stdin, the opponent's as they come. At the end
     /// of input you leave the game: it goes on and your clock runs (run `play` again to come back).
     Play { game_id: String },
@@ -116,6 +121,9 @@ enum ClientCommand {
     Bot(crate::games_cli::BotArgs),
     /// Games.WatchGame: print every event of a game until it ends.
     Watch { game_id: String },
+    /// Games.Berserk (--token): go berserk in an arena game before your first move (half your clock,
+    /// no increment; one more point for a long enough win). `play` takes `berserk` too.
+    Berserk { game_id: String },
     /// Games.ExportPdn.
     Pdn { game_id: String },
     /// Analysis.AnalyzePosition, followed to the result (needs the analysis scope).
@@ -504,12 +512,17 @@ async fn run_command(
             crate::matchmaking_cli::challenge(&channel, &caller, a).await?
         }
         ClientCommand::Lobby(a) => crate::matchmaking_cli::lobby(&channel, &caller, a).await?,
+        ClientCommand::Tournament(a) => crate::tournament_cli::run(&channel, &caller, a).await?,
+        ClientCommand::Admin(a) => crate::bot::admin::run(&channel, &caller, a).await?,
         ClientCommand::Play { game_id } => {
             crate::games_cli::play(&channel, &caller, &game_id).await?
         }
         ClientCommand::Bot(a) => crate::games_cli::bot(&channel, &caller, a).await?,
         ClientCommand::Watch { game_id } => {
             crate::games_cli::watch(&channel, &caller, &game_id).await?
+        }
+        ClientCommand::Berserk { game_id } => {
+            crate::games_cli::berserk(&channel, &caller, &game_id).await?
         }
         ClientCommand::Pdn { game_id } => {
             let games = pb::games_client::GamesClient::new(channel);

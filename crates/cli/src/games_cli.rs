@@ -162,9 +162,42 @@ fn show(view: &pb::GameView) {
             .map(|s| s.description.as_str())
             .unwrap_or("")
     );
+    for (side, berserk) in [("white", view.white_berserk), ("black", view.black_berserk)] {
+        if berserk {
+            println!("{side} is berserk (half the time, no increment)");
+        }
+    }
     if let Some(p) = &view.position {
         println!("fen {}", p.fen);
     }
+}
+
+/// Whether `me` may still go berserk in `view`: the game allows it, `me` has not and has not moved.
+fn may_go_berserk(view: &pb::GameView, me: Color) -> bool {
+    let berserk = match me {
+        Color::White => view.white_berserk,
+        Color::Black => view.black_berserk,
+    };
+    let mine = draughts_proto::convert::color_to_wire(me) as i32;
+    let moved = view.moves.len() >= 2 || view.moves.first().is_some_and(|m| m.side == mine);
+    view.berserk_allowed && !berserk && !moved && !over(view)
+}
+
+/// Games.Berserk for the caller; prints the game after it.
+pub async fn berserk(ch: &Channel, caller: &Caller, game_id: &str) -> Result<(), CliError> {
+    let caller = need_token(caller)?;
+    let games = GamesClient::new(ch.clone());
+    let view = call!(
+        caller,
+        games,
+        berserk,
+        pb::GameActionRequest {
+            game_id: game_id.into(),
+        }
+    )
+    .map_err(status_error)?;
+    show(&view);
+    Ok(())
 }
 
 fn over(view: &pb::GameView) -> bool {
@@ -235,7 +268,15 @@ async fn play_from_terminal(
                 .iter()
                 .map(|m| pos.move_to_text(m))
                 .collect();
-            println!("your move ({}), or 'resign' / 'draw':", moves.join(" "));
+            let berserk = if may_go_berserk(&view, my_color) {
+                " / 'berserk'"
+            } else {
+                ""
+            };
+            println!(
+                "your move ({}), or 'resign' / 'draw'{berserk}:",
+                moves.join(" ")
+            );
             let Some(line) = stdin.next() else {
                 match at_end {
                     AtEndOfInput::Leave => println!("{LEFT_THE_GAME}"),
@@ -255,6 +296,7 @@ async fn play_from_terminal(
             let r = match line.trim() {
                 "resign" => call!(caller, games, resign, action.clone()),
                 "draw" => call!(caller, games, offer_draw, action.clone()),
+                "berserk" => call!(caller, games, berserk, action.clone()),
                 "" => continue,
                 mv => call!(
                     caller,
@@ -345,6 +387,7 @@ pub async fn bot(ch: &Channel, caller: &Caller, a: BotArgs) -> Result<(), CliErr
             rated: false,
             fen: a.target.fen.clone(),
             game_id: String::new(),
+            berserk_allowed: false,
         }
     )
     .map_err(status_error)?;
@@ -389,6 +432,11 @@ pub async fn watch(ch: &Channel, caller: &Caller, game_id: &str) -> Result<(), C
                 println!("#{} draw declined by {}", e.seq, color_name(c))
             }
             Some(Kind::Finished(s)) => println!("#{} {} ({})", e.seq, s.description, s.result),
+            Some(Kind::Berserk(c)) => println!(
+                "#{} {} went berserk (half the time, no increment)",
+                e.seq,
+                color_name(c)
+            ),
             None => {}
         }
     }

@@ -5,10 +5,12 @@ mod ai_cmds;
 mod ai_match;
 mod ai_train;
 mod analysis_cli;
+mod bot;
 mod client;
 mod games_cli;
 mod matchmaking_cli;
 mod session;
+mod tournament_cli;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -35,7 +37,8 @@ const COMMAND_GROUPS: &str = "Command groups:
   Engine tools:  perft, moves, play, bench
   API client:    client (moves, validate, apply, start, parse, health, guest, create, accept, play, bot,
                  watch, pdn, ...: `draughts client --help`; --server HOST:PORT, --token)
-  AI:            analyse, bestmove, bitbase, hub, match, search-bench, train";
+  AI:            analyse, bestmove, bitbase, hub, match, search-bench, train
+  Bots:          bot (a Hub engine plays as a BOT account: `draughts bot --engine CMD --token KEY`)";
 
 #[derive(Subcommand, Debug)]
 enum Command {
@@ -49,6 +52,8 @@ enum Command {
     Bench(BenchArgs),
     /// Call the platform's gRPC API (a running `draughtsd` or service).
     Client(client::ClientArgs),
+    /// Play on the platform as a BOT: a Hub-protocol engine accepts challenges and plays them.
+    Bot(bot::BotArgs),
     #[command(flatten)]
     Ai(ai_cmds::AiCommand),
 }
@@ -62,7 +67,8 @@ struct PositionArgs {
     /// Position in PDN FEN (default: the variant's start position).
     #[arg(long, short = 'f')]
     fen: Option<String>,
-    /// House-rule options, comma separated: no-mandatory-capture, promote-mid-capture, move-limit=N.
+    /// House-rule options, comma separated: no-mandatory-capture, promote-mid-capture, move-limit=N,
+    /// kings-only=N, repetition=on|off, endgame-counts=on|off (docs/rules.md §7).
     #[arg(long, short = 'o', default_value = "")]
     options: String,
 }
@@ -190,6 +196,7 @@ fn main() -> ExitCode {
         Command::Play(a) => play(a),
         Command::Bench(a) => bench(a),
         Command::Client(a) => client::run(a),
+        Command::Bot(a) => bot::run(a),
         Command::Ai(a) => ai_cmds::run(a),
     };
     match result {

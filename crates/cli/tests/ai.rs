@@ -308,3 +308,92 @@ fn the_hub_probes_the_tables_it_is_given() {
         "{err}"
     );
 }
+
+/// `train gen` goes on after an interruption and makes its data in shards that merge exactly: a run cut
+/// after two whole games (with half a third game written) and resumed, and two shards made apart and
+/// concatenated, are byte for byte the file of one uninterrupted run; threads change nothing.
+#[test]
+fn self_play_resumes_and_its_shards_merge_exactly() {
+    use draughts_ai::train::{Sample, WIDE_SAMPLE_BYTES, sample_bytes};
+    let dir = std::env::temp_dir().join(format!("draughts-gen-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let gen_into = |out: &str, extra: &[&str]| {
+        let mut args = vec![
+            "train", "gen", "-v", "english", "--nodes", "60", "--seed", "7", "-o", out,
+        ];
+        args.extend_from_slice(extra);
+        let out = draughts().args(&args).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, err) = gen_into(&path("whole"), &["--games", "4", "--threads", "2"]);
+    assert!(ok, "{err}");
+    let whole = std::fs::read(path("whole")).unwrap();
+    assert!(
+        !std::path::Path::new(&format!("{}.progress", path("whole"))).exists(),
+        "a finished run leaves no progress file"
+    );
+    // Where each game starts in the file.
+    let size = sample_bytes(draughts_engine::Variant::English);
+    let starts: Vec<usize> = whole
+        .chunks_exact(size)
+        .enumerate()
+        .filter(|(_, c)| {
+            Sample::from_bytes(c, size == WIDE_SAMPLE_BYTES)
+                .unwrap()
+                .game_start
+        })
+        .map(|(i, _)| i * size)
+        .collect();
+    assert_eq!(starts.len(), 4, "four games, each marked");
+
+    // Interrupted after two whole games, half of the third on disk: resumed, the same file.
+    let cut = starts[2];
+    let partial = &whole[..cut + (starts[3] - cut) / 2];
+    std::fs::write(path("resumed"), partial).unwrap();
+    let settings = "variant=english games=4 first-game=0 nodes=60 eval=default seed=7 random=4-10";
+    std::fs::write(
+        format!("{}.progress", path("resumed")),
+        format!("v1\n{settings}\n2 {cut}\n"),
+    )
+    .unwrap();
+    let (ok, err) = gen_into(&path("resumed"), &["--games", "4", "--threads", "1"]);
+    assert!(
+        !ok,
+        "an interrupted run is not overwritten without --resume"
+    );
+    assert!(err.contains("--resume"), "{err}");
+    let (ok, err) = gen_into(
+        &path("resumed"),
+        &["--games", "4", "--threads", "1", "--resume"],
+    );
+    assert!(ok, "{err}");
+    assert!(err.contains("resuming: 2 of 4 games"), "{err}");
+    assert!(
+        std::fs::read(path("resumed")).unwrap() == whole,
+        "resumed = uninterrupted"
+    );
+    // Nothing left to resume; other settings are refused.
+    let (ok, err) = gen_into(&path("resumed"), &["--games", "4", "--resume"]);
+    assert!(!ok && err.contains("nothing to resume"), "{err}");
+    std::fs::write(
+        format!("{}.progress", path("resumed")),
+        format!("v1\n{settings}\n2 {cut}\n"),
+    )
+    .unwrap();
+    let (ok, err) = gen_into(&path("resumed"), &["--games", "5", "--resume"]);
+    assert!(!ok && err.contains("other settings"), "{err}");
+
+    // Two shards made apart, concatenated in order: the same file.
+    let (ok, err) = gen_into(&path("shard0"), &["--games", "3", "--first-game", "0"]);
+    assert!(ok, "{err}");
+    let (ok, err) = gen_into(&path("shard1"), &["--games", "1", "--first-game", "3"]);
+    assert!(ok, "{err}");
+    let mut merged = std::fs::read(path("shard0")).unwrap();
+    merged.extend(std::fs::read(path("shard1")).unwrap());
+    assert!(merged == whole, "shards concatenated = one run");
+    let _ = std::fs::remove_dir_all(&dir);
+}

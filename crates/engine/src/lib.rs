@@ -27,10 +27,11 @@ pub use board::{Algebraic, Bitboard, Board, BoardKind, Square};
 pub use fen::{Fen, FenError, FenPiece, SquareRef};
 pub use game::{DrawReason, Game, GameError, GameResult, GameStatus, WinReason};
 pub use notation::{
-    MoveText, MoveTextError, ResolveError, pdn_movetext, pdn_tag, pdn_variant_tags,
+    MoveText, MoveTextError, ResolveError, pdn_movetext, pdn_options_tag, pdn_tag, pdn_variant_tags,
 };
 pub use position::{Count, Move, MovePath, Piece, PlayError, Position, PositionError, Role};
 pub use variant::{
-    Color, DrawRules, EndgameRule, Goal, NoProgress, NotationStyle, OptionError, Precedence,
-    ProgressReset, Promotion, Removal, RuleOptions, RuleSet, Rules, UnknownVariant, Variant,
+    Color, DrawRules, EndgameRule, Goal, MAX_DRAW_COUNT, NoProgress, NotationStyle, OptionError,
+    Precedence, ProgressReset, Promotion, Removal, RuleOptions, RuleSet, Rules, UnknownVariant,
+    Variant,
 };

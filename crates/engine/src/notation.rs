@@ -234,6 +234,16 @@ pub fn pdn_variant_tags(variant: crate::Variant) -> String {
     out
 }
 
+/// The PDN tag of a game's house rules (docs/rules.md §5.7): `[Options "kings-only=30,repetition=off"]`
+/// with the canonical option text, or nothing when the game has none.
+pub fn pdn_options_tag(options: crate::RuleOptions) -> String {
+    if options == crate::RuleOptions::default() {
+        String::new()
+    } else {
+        pdn_tag("Options", &options.to_string())
+    }
+}
+
 /// A PDN movetext section: the moves numbered from the first (`1. 32-28 19-23 2. ...`), then the result,
 /// wrapped at about 80 columns as PDN readers expect; no final newline.
 pub fn pdn_movetext<S: AsRef<str>>(moves: &[S], result: &str) -> String {
@@ -340,7 +350,7 @@ impl Position {
 
 #[cfg(test)]
 mod tests {
-    use super::{pdn_movetext, pdn_tag, pdn_variant_tags};
+    use super::{pdn_movetext, pdn_options_tag, pdn_tag, pdn_variant_tags};
 
     #[test]
     fn pdn_tag_values_cannot_break_out_of_their_tag() {
@@ -369,6 +379,17 @@ mod tests {
                 Variant::from_pdn_game_type(v.pdn_game_type()) != Some(v)
             );
         }
+    }
+
+    #[test]
+    fn pdn_writes_house_rules_only_when_there_are_some() {
+        use crate::RuleOptions;
+        assert_eq!(pdn_options_tag(RuleOptions::default()), "");
+        let opts = RuleOptions::parse("repetition=off,kings-only=30").unwrap();
+        assert_eq!(
+            pdn_options_tag(opts),
+            "[Options \"kings-only=30,repetition=off\"]\n"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! (which cites the federation rules and rule pages it was written from).
 
 use std::fmt;
+use std::num::NonZeroU16;
 use std::str::FromStr;
 
 use crate::board::BoardKind;
@@ -638,7 +639,24 @@ pub static CANADIAN: Rules = Rules {
     ..INTERNATIONAL
 };
 
-/// House-rule options (docs/rules.md §7).
+/// House-rule options (docs/rules.md §7). An unset option (`None`, `false`) leaves the variant's rule.
+///
+/// The draw rules of §4 are each an option: threefold repetition on or off (`repetition`), the no-progress
+/// count (`move_limit`: its length, progress as the variant defines it), a kings-only count (`kings_only`),
+/// and the endgame counts on or off (`endgame_counts`).
+///
+/// ```
+/// use draughts_engine::{RuleOptions, RuleSet, Variant};
+///
+/// let opts = RuleOptions::parse("repetition=off, kings-only=30, endgame-counts=off").unwrap();
+/// let rules = RuleSet::with_options(Variant::International, opts).unwrap();
+/// let draw = rules.draw_rules();
+/// assert!(!draw.repetition);
+/// assert_eq!(draw.no_progress.unwrap().moves, 30);
+/// assert_eq!(rules.options().to_string(), "kings-only=30,repetition=off,endgame-counts=off");
+/// // A kings-only count in breakthrough is refused: the first king ends the game.
+/// assert!(RuleSet::with_options(Variant::Breakthrough, RuleOptions::parse("kings-only 25").unwrap()).is_err());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct RuleOptions {
     /// `no-mandatory-capture` (8x8 variants): a quiet move may be played instead of a capture.
@@ -646,30 +664,60 @@ pub struct RuleOptions {
     /// `promote-mid-capture` (international, brazilian, turkish): a man reaching the last row in a chain is
     /// crowned at once and continues as a king.
     pub promote_mid_capture: bool,
-    /// `move-limit N`: N moves by each side without progress is a draw (replaces the variant's count).
-    pub move_limit: Option<u16>,
+    /// `move-limit N` (§7.2), the no-progress count: N moves by each side without progress is a draw,
+    /// progress as the variant's own count defines it (a capture or a promotion in the §4.5 variants, a
+    /// capture or a man move in the others); replaces the variant's count. 1 to 1000.
+    pub move_limit: Option<NonZeroU16>,
+    /// `kings-only N` (§7.4): N moves by each side with only kings moving and no capture is a draw (§4.2);
+    /// replaces the variant's count (a game has one no-progress count, so it is refused together with
+    /// `move_limit`). 1 to 1000; not in breakthrough.
+    pub kings_only: Option<NonZeroU16>,
+    /// `repetition=on|off` (§7.5): threefold repetition (§4.1) is a draw, or is not. Off is refused where
+    /// the game would then have no count either (`OptionError::Endless`).
+    pub repetition: Option<bool>,
+    /// `endgame-counts=on|off` (§7.6): the endgame counts (§4.3 FMJD; §11.6 in frisian and frysk) on or
+    /// off. On is refused where they make no sense: short kings, antidraughts, breakthrough.
+    pub endgame_counts: Option<bool>,
 }
+
+/// The largest `move-limit` or `kings-only` count, in moves by each side.
+pub const MAX_DRAW_COUNT: u16 = 1000;
 
 /// A rule option that is malformed or does not apply to the variant.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum OptionError {
     #[error(
-        "unknown rule option '{0}' (expected no-mandatory-capture, promote-mid-capture or move-limit N)"
+        "unknown rule option '{0}' (expected no-mandatory-capture, promote-mid-capture, move-limit N, kings-only N, repetition=on|off or endgame-counts=on|off)"
     )]
     Unknown(String),
     #[error("move-limit needs a number of moves from 1 to 1000, got '{0}'")]
     BadMoveLimit(String),
+    #[error("kings-only needs a number of moves from 1 to 1000, got '{0}'")]
+    BadKingsOnly(String),
+    #[error("{option} needs on or off, got '{value}'")]
+    BadSwitch { option: &'static str, value: String },
     #[error("rule option '{option}' does not apply to {variant}: {why}")]
     NotApplicable {
         option: &'static str,
         variant: Variant,
         why: &'static str,
     },
+    #[error(
+        "move-limit and kings-only both set the no-progress count (a game has one); give one of them"
+    )]
+    Conflict,
+    /// Threefold repetition off where the variant has no count: nothing would end a game in which
+    /// nobody makes progress, so it could go on (and its record grow) for ever.
+    #[error(
+        "repetition=off leaves {0} without a rule that ends a game without progress; add move-limit N or kings-only N"
+    )]
+    Endless(Variant),
 }
 
 impl RuleOptions {
-    /// Parses a comma- or space-separated list: `no-mandatory-capture, move-limit=40`.
-    /// `move-limit 40` and `move-limit=40` are both accepted.
+    /// Parses a comma- or space-separated list: `no-mandatory-capture, move-limit=40, repetition=off`.
+    /// A value may follow its option after `=` or a space (`move-limit 40`, `kings-only=30`,
+    /// `endgame-counts off`). An option given twice keeps the last value.
     pub fn parse(text: &str) -> Result<RuleOptions, OptionError> {
         let mut opts = RuleOptions::default();
         let mut tokens = text
@@ -688,63 +736,137 @@ impl RuleOptions {
         rest: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
     ) -> Result<(), OptionError> {
         let lower = tok.to_ascii_lowercase();
-        match lower.as_str() {
-            "no-mandatory-capture" => self.no_mandatory_capture = true,
-            "promote-mid-capture" => self.promote_mid_capture = true,
+        let (name, inline) = match lower.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (lower.as_str(), None),
+        };
+        let mut value = || {
+            inline
+                .map(str::to_owned)
+                .or_else(|| rest.next().map(str::to_owned))
+        };
+        match name {
+            "no-mandatory-capture" if inline.is_none() => self.no_mandatory_capture = true,
+            "promote-mid-capture" if inline.is_none() => self.promote_mid_capture = true,
             "move-limit" => {
-                let n = rest
-                    .next()
-                    .ok_or_else(|| OptionError::BadMoveLimit(String::new()))?;
-                self.move_limit = Some(parse_limit(n)?);
+                let n = value().unwrap_or_default();
+                self.move_limit = Some(parse_count(&n).ok_or(OptionError::BadMoveLimit(n))?);
             }
-            _ => match lower.strip_prefix("move-limit=") {
-                Some(n) => self.move_limit = Some(parse_limit(n)?),
-                None => return Err(OptionError::Unknown(tok.to_string())),
-            },
+            "kings-only" => {
+                let n = value().unwrap_or_default();
+                self.kings_only = Some(parse_count(&n).ok_or(OptionError::BadKingsOnly(n))?);
+            }
+            "repetition" => self.repetition = Some(parse_switch("repetition", value())?),
+            "endgame-counts" => {
+                self.endgame_counts = Some(parse_switch("endgame-counts", value())?)
+            }
+            _ => return Err(OptionError::Unknown(tok.to_string())),
         }
         Ok(())
     }
 
     /// Checks that every option makes sense for the variant.
     pub fn validate(&self, variant: Variant) -> Result<(), OptionError> {
-        if self.no_mandatory_capture
-            && matches!(variant.rules().board, BoardKind::Ten | BoardKind::Twelve)
-        {
-            return Err(OptionError::NotApplicable {
-                option: "no-mandatory-capture",
+        let rules = variant.rules();
+        let not_applicable = |option, why| {
+            Err(OptionError::NotApplicable {
+                option,
                 variant,
-                why: "it is a house rule of the 8x8 variants only",
-            });
+                why,
+            })
+        };
+        if self.no_mandatory_capture && matches!(rules.board, BoardKind::Ten | BoardKind::Twelve) {
+            return not_applicable(
+                "no-mandatory-capture",
+                "it is a house rule of the 8x8 variants only",
+            );
         }
         if self.promote_mid_capture {
-            let why = match variant.rules().promotion {
+            match rules.promotion {
                 Promotion::Continue => {
-                    Some("a man reaching the last row already continues as a king")
+                    return not_applicable(
+                        "promote-mid-capture",
+                        "a man reaching the last row already continues as a king",
+                    );
                 }
-                Promotion::EndsMove => Some("reaching the last row ends the move in this variant"),
-                Promotion::AtEnd => None,
+                Promotion::EndsMove => {
+                    return not_applicable(
+                        "promote-mid-capture",
+                        "reaching the last row ends the move in this variant",
+                    );
+                }
+                Promotion::AtEnd => {}
+            }
+        }
+        // A value built in code (not parsed) gets the same bounds as parsed text.
+        if let Some(n) = self.move_limit
+            && n.get() > MAX_DRAW_COUNT
+        {
+            return Err(OptionError::BadMoveLimit(n.to_string()));
+        }
+        if let Some(n) = self.kings_only {
+            if n.get() > MAX_DRAW_COUNT {
+                return Err(OptionError::BadKingsOnly(n.to_string()));
+            }
+            if self.move_limit.is_some() {
+                return Err(OptionError::Conflict);
+            }
+            if rules.goal == Goal::FirstKing {
+                return not_applicable(
+                    "kings-only",
+                    "the first king crowned ends the game, so no king ever moves",
+                );
+            }
+        }
+        if self.endgame_counts == Some(true) {
+            let why = match rules.goal {
+                Goal::FirstKing => Some("the first king crowned ends the game"),
+                Goal::Lose => Some(
+                    "the counts protect a lone king defending a draw, and here the side with fewer pieces is ahead",
+                ),
+                Goal::Normal if !rules.flying_kings => Some(
+                    "the counts are for flying kings; with short kings these endings are won by force",
+                ),
+                Goal::Normal => None,
             };
             if let Some(why) = why {
-                return Err(OptionError::NotApplicable {
-                    option: "promote-mid-capture",
-                    variant,
-                    why,
-                });
+                return not_applicable("endgame-counts", why);
             }
+        }
+        // Every game must stay finite: with men, moves are irreversible; with kings only, a repetition or
+        // a count ends it. (Breakthrough ends at the first king.)
+        let draw = RuleSet {
+            variant,
+            options: *self,
+        }
+        .draw_rules();
+        if !draw.repetition && draw.no_progress.is_none() && rules.goal != Goal::FirstKing {
+            return Err(OptionError::Endless(variant));
         }
         Ok(())
     }
 }
 
-fn parse_limit(n: &str) -> Result<u16, OptionError> {
-    match n.parse::<u16>() {
-        Ok(v) if (1..=1000).contains(&v) => Ok(v),
-        _ => Err(OptionError::BadMoveLimit(n.to_string())),
+fn parse_count(n: &str) -> Option<NonZeroU16> {
+    n.parse::<NonZeroU16>()
+        .ok()
+        .filter(|v| v.get() <= MAX_DRAW_COUNT)
+}
+
+fn parse_switch(option: &'static str, value: Option<String>) -> Result<bool, OptionError> {
+    match value.as_deref() {
+        Some("on") => Ok(true),
+        Some("off") => Ok(false),
+        _ => Err(OptionError::BadSwitch {
+            option,
+            value: value.unwrap_or_default(),
+        }),
     }
 }
 
 impl fmt::Display for RuleOptions {
-    /// The canonical option list, e.g. `no-mandatory-capture,move-limit=40` (empty when none).
+    /// The canonical option list, e.g. `no-mandatory-capture,move-limit=40,repetition=off` (empty when
+    /// none), which [`RuleOptions::parse`] reads back. Stored records and queue payloads carry this text.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut parts = Vec::new();
         if self.no_mandatory_capture {
@@ -755,6 +877,16 @@ impl fmt::Display for RuleOptions {
         }
         if let Some(n) = self.move_limit {
             parts.push(format!("move-limit={n}"));
+        }
+        if let Some(n) = self.kings_only {
+            parts.push(format!("kings-only={n}"));
+        }
+        let switch = |on: bool| if on { "on" } else { "off" };
+        if let Some(on) = self.repetition {
+            parts.push(format!("repetition={}", switch(on)));
+        }
+        if let Some(on) = self.endgame_counts {
+            parts.push(format!("endgame-counts={}", switch(on)));
         }
         f.write_str(&parts.join(","))
     }
@@ -802,14 +934,33 @@ impl RuleSet {
             self.rules().promotion
         }
     }
-    /// The draw rules in force: the variant's, with `move-limit` replacing the no-progress count.
+    /// The draw rules in force: the variant's (docs/rules.md §4), with each draw-rule option that is set
+    /// in its place (§7.2, §7.4-§7.6).
     pub fn draw_rules(&self) -> DrawRules {
         let mut d = self.rules().draw;
-        if let Some(n) = self.options.move_limit {
+        let o = &self.options;
+        if let Some(n) = o.move_limit {
             let reset = d
                 .no_progress
                 .map_or(ProgressReset::CaptureOrManMove, |p| p.reset);
-            d.no_progress = Some(NoProgress { moves: n, reset });
+            d.no_progress = Some(NoProgress {
+                moves: n.get(),
+                reset,
+            });
+        }
+        if let Some(n) = o.kings_only {
+            d.no_progress = Some(NoProgress {
+                moves: n.get(),
+                reset: ProgressReset::CaptureOrManMove,
+            });
+        }
+        if let Some(on) = o.repetition {
+            d.repetition = on;
+        }
+        match o.endgame_counts {
+            Some(false) => d.endgame = EndgameRule::None,
+            Some(true) if d.endgame == EndgameRule::None => d.endgame = EndgameRule::Fmjd,
+            _ => {}
         }
         d
     }

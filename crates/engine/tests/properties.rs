@@ -62,7 +62,8 @@ fn arb_rules() -> impl Strategy<Value = RuleSet> {
                         promote_mid_capture: true,
                         ..RuleOptions::default()
                     }),
-                move_limit,
+                move_limit: move_limit.and_then(std::num::NonZeroU16::new),
+                ..RuleOptions::default()
             };
             RuleSet::with_options(variant, opts).expect("accepted options")
         })
@@ -255,6 +256,33 @@ fn count(bb: draughts_engine::Bitboard) -> u32 {
 
 proptest! {
     #![proptest_config(config(300))]
+
+    /// Every option set reads back from its canonical text, and a rule set is accepted or refused
+    /// whichever way it was written (the text is what stored games carry).
+    #[test]
+    fn rule_options_text_round_trip(
+        vi in 0..Variant::ALL.len(),
+        flags in any::<[bool; 2]>(),
+        move_limit in prop::option::of(1u16..=1000),
+        kings_only in prop::option::of(1u16..=1000),
+        repetition in prop::option::of(any::<bool>()),
+        endgame_counts in prop::option::of(any::<bool>()),
+    ) {
+        let opts = RuleOptions {
+            no_mandatory_capture: flags[0],
+            promote_mid_capture: flags[1],
+            move_limit: move_limit.and_then(std::num::NonZeroU16::new),
+            kings_only: kings_only.and_then(std::num::NonZeroU16::new),
+            repetition,
+            endgame_counts,
+        };
+        let text = opts.to_string();
+        prop_assert_eq!(RuleOptions::parse(&text), Ok(opts), "{}", text);
+        let variant = Variant::ALL[vi];
+        let direct = RuleSet::with_options(variant, opts);
+        let read = RuleSet::with_options(variant, RuleOptions::parse(&text).unwrap());
+        prop_assert_eq!(direct, read);
+    }
 
     /// `from_fen(to_fen(pos)) == pos`, `to_fen` is stable, and lidraughts counters are accepted.
     #[test]

@@ -1361,6 +1361,256 @@ fn move_limit_option() {
     ));
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Draw rules as game options (docs/rules.md §7.2, §7.4-§7.6)
+// ---------------------------------------------------------------------------------------------------
+
+/// The reason an option list is refused for a variant (it must parse).
+fn refused_options(variant: Variant, options: &str) -> OptionError {
+    let opts = RuleOptions::parse(options).unwrap_or_else(|e| panic!("{options}: {e}"));
+    RuleSet::with_options(variant, opts).expect_err(options)
+}
+
+#[test]
+fn unset_draw_options_keep_the_variant_rules() {
+    // §4: every variant's draw rules apply when no option is set, and an option set to the variant's own
+    // value changes nothing.
+    for v in Variant::ALL {
+        assert_eq!(RuleSet::new(v).draw_rules(), v.rules().draw, "{v}");
+        let same = format!(
+            "repetition={}",
+            if v.rules().draw.repetition {
+                "on"
+            } else {
+                "off"
+            }
+        );
+        assert_eq!(with(v, &same).draw_rules(), v.rules().draw, "{v} {same}");
+    }
+    assert_eq!(
+        with(International, "endgame-counts=on").draw_rules(),
+        International.rules().draw
+    );
+}
+
+#[test]
+fn repetition_option_off() {
+    // §7.5 `repetition=off` in international: the shuffle of `threefold_repetition` brings the start
+    // position back a third time after 8 plies, a fifth after 16, and the game goes on.
+    let mut g = game(with(International, "repetition=off"), INTL_SHUFFLE);
+    assert_eq!(
+        play_cycles(&mut g, &INTL_WHITE, &INTL_BLACK, 16),
+        GameStatus::Ongoing
+    );
+    // The kings-only count still applies: 25 moves each (50 plies) end it.
+    assert_eq!(
+        play_cycles(&mut g, &INTL_WHITE, &INTL_BLACK, 34),
+        draw(DrawReason::NoProgress { moves: 25 })
+    );
+}
+
+#[test]
+fn repetition_off_needs_a_count() {
+    // §7.5: without repetition and without a count nothing would end a game of kings shuffling (turkish,
+    // pool and frisian have no count of their own): refused, unless a count is given with it.
+    for v in [Turkish, Pool, Frisian, Frysk] {
+        assert_eq!(
+            refused_options(v, "repetition=off"),
+            OptionError::Endless(v),
+            "{v}"
+        );
+        assert!(
+            !with(v, "repetition=off,kings-only=30")
+                .draw_rules()
+                .repetition
+        );
+        assert!(
+            !with(v, "repetition=off,move-limit=30")
+                .draw_rules()
+                .repetition
+        );
+    }
+    // Breakthrough ends at the first king; the §4.5 variants keep their 40-move count.
+    with(Breakthrough, "repetition=off");
+    with(English, "repetition=off");
+    // With repetition off and a kings-only count, turkish kings shuffling end by the count.
+    let mut g = game(with(Turkish, "repetition=off,kings-only=5"), "W:WKa1:BKh8");
+    assert_eq!(
+        play_cycles(&mut g, &["a1-b1", "b1-a1"], &["h8-g8", "g8-h8"], 10),
+        draw(DrawReason::NoProgress { moves: 5 })
+    );
+}
+
+#[test]
+fn repetition_option_on() {
+    // §7.5 `repetition=on` in english (§4.5 has none, see `no_repetition_rule_in_english_italian_czech_spanish`):
+    // the third occurrence after 8 plies is a draw.
+    for v in [English, Czech] {
+        let mut g = game(with(v, "repetition=on"), "W:WK29:BK28");
+        assert_eq!(
+            play_cycles(&mut g, &["29-25", "25-29"], &["28-32", "32-28"], 8),
+            draw(DrawReason::Repetition),
+            "{v}"
+        );
+    }
+}
+
+#[test]
+fn kings_only_option() {
+    // §7.4 `kings-only 3` in international: the count of §4.2 shortened, 3 moves each (6 plies; the
+    // start position occurs only twice by then).
+    let mut g = game(with(International, "kings-only=3"), INTL_SHUFFLE);
+    assert_eq!(
+        play_cycles(&mut g, &INTL_WHITE, &INTL_BLACK, 6),
+        draw(DrawReason::NoProgress { moves: 3 })
+    );
+    // Turkish has no count (§4): `kings-only 2` adds one. Kings a1 <-> b1 and h8 <-> g8: 4 plies.
+    let mut g = game(with(Turkish, "kings-only 2"), "W:WKa1:BKh8");
+    assert_eq!(
+        play_cycles(&mut g, &["a1-b1", "b1-a1"], &["h8-g8", "g8-h8"], 4),
+        draw(DrawReason::NoProgress { moves: 2 })
+    );
+    // In english it replaces the 40-move count: a man move now resets the count (under §4.5 it counts,
+    // see `forty_move_rule_counts_man_moves_and_resets_on_promotion`), king moves count.
+    let mut g = game(with(English, "kings-only=2"), "W:W22,K29:BK28");
+    g.play_text("22-18").unwrap();
+    assert_eq!(g.no_progress_plies(), 0);
+    assert_eq!(
+        play_cycles(&mut g, &["28-32", "32-28"], &["29-25", "25-29"], 4),
+        draw(DrawReason::NoProgress { moves: 2 })
+    );
+    // Without the option the same moves go on (40 moves each).
+    let mut g = game(English, "W:W22,K29:BK28");
+    g.play_text("22-18").unwrap();
+    assert_eq!(g.no_progress_plies(), 1);
+    assert_eq!(
+        play_cycles(&mut g, &["28-32", "32-28"], &["29-25", "25-29"], 4),
+        GameStatus::Ongoing
+    );
+}
+
+#[test]
+fn kings_only_option_refused() {
+    // Zero, over 1000, missing or not a number.
+    for text in [
+        "kings-only 0",
+        "kings-only=1001",
+        "kings-only",
+        "kings-only=x",
+    ] {
+        assert!(
+            matches!(RuleOptions::parse(text), Err(OptionError::BadKingsOnly(_))),
+            "{text}"
+        );
+    }
+    // Built in code, the same bound.
+    let opts = RuleOptions {
+        kings_only: std::num::NonZeroU16::new(5000),
+        ..RuleOptions::default()
+    };
+    assert_eq!(
+        RuleSet::with_options(International, opts),
+        Err(OptionError::BadKingsOnly("5000".into()))
+    );
+    // Breakthrough: the first king ends the game (§9.3), so no king ever moves.
+    assert!(matches!(
+        refused_options(Breakthrough, "kings-only 25"),
+        OptionError::NotApplicable {
+            option: "kings-only",
+            ..
+        }
+    ));
+    // One no-progress count per game: `move-limit` and `kings-only` together are refused.
+    assert_eq!(
+        refused_options(International, "move-limit 40, kings-only 30"),
+        OptionError::Conflict
+    );
+}
+
+#[test]
+fn endgame_counts_option_off() {
+    // §7.6 `endgame-counts=off`: king and man against a lone king (`fmjd_endgame_five_moves`) goes on past
+    // 5 moves each.
+    let mut g = game(with(International, "endgame-counts=off"), "W:WK46,50:BK35");
+    assert_eq!(
+        play_cycles(&mut g, &ENDGAME_WHITE, &ENDGAME_BLACK, 10),
+        GameStatus::Ongoing
+    );
+    // Frisian's own counts (§11.6) too: one king each goes on past 2 moves each.
+    let mut g = game(with(Frisian, "endgame-counts=off"), "W:WK47:BK1");
+    assert_eq!(
+        play_cycles(&mut g, &["47-42", "42-47"], &["1-6", "6-1"], 4),
+        GameStatus::Ongoing
+    );
+    // Off is accepted (and changes nothing) where there are no counts.
+    assert_eq!(
+        with(English, "endgame-counts off").draw_rules(),
+        English.rules().draw
+    );
+}
+
+#[test]
+fn endgame_counts_option_on() {
+    // §7.6 `endgame-counts=on` in russian (§4.4 has none): the position of
+    // `fmjd_endgame_rule_in_brazilian_not_in_russian` is drawn after 5 moves each, as in brazilian.
+    let (w, b) = (
+        ["29-22", "22-25", "25-18", "18-29"],
+        ["7-16", "16-20", "20-7"],
+    );
+    let mut g = game(with(Russian, "endgame-counts=on"), "W:WK29,28:BK7");
+    assert_eq!(
+        play_cycles(&mut g, &w, &b, 10),
+        draw(DrawReason::Endgame { moves: 5 })
+    );
+    // Killer (§9.4, off by default) accepts it.
+    assert!(
+        RuleSet::with_options(Killer, RuleOptions::parse("endgame-counts=on").unwrap()).is_ok()
+    );
+    // Refused where the counts make no sense: short kings, antidraughts, breakthrough.
+    for v in [English, Italian, Antidraughts, Breakthrough] {
+        assert!(
+            matches!(
+                refused_options(v, "endgame-counts=on"),
+                OptionError::NotApplicable {
+                    option: "endgame-counts",
+                    ..
+                }
+            ),
+            "{v}"
+        );
+    }
+}
+
+#[test]
+fn draw_options_text_round_trip() {
+    // The canonical text (stored in game records) reads back to the same options; order and spelling of
+    // the input do not matter.
+    let o = RuleOptions::parse("Endgame-Counts off repetition=ON kings-only 30").unwrap();
+    assert_eq!(
+        o.to_string(),
+        "kings-only=30,repetition=on,endgame-counts=off"
+    );
+    assert_eq!(RuleOptions::parse(&o.to_string()), Ok(o));
+    assert_eq!(
+        RuleOptions::parse("repetition=maybe"),
+        Err(OptionError::BadSwitch {
+            option: "repetition",
+            value: "maybe".into()
+        })
+    );
+    assert!(matches!(
+        RuleOptions::parse("endgame-counts"),
+        Err(OptionError::BadSwitch { .. })
+    ));
+    // A text written before these options existed reads as it did.
+    let old = RuleOptions::parse("no-mandatory-capture,move-limit=40").unwrap();
+    assert_eq!(old.move_limit.map(|n| n.get()), Some(40));
+    assert_eq!(
+        (old.kings_only, old.repetition, old.endgame_counts),
+        (None, None, None)
+    );
+}
+
 /// International endgame cycles: the White king goes round a1 -> c3 -> b2 -> d4 -> a1 (46 37 41 32) on the
 /// long diagonal, the Black king round j4 -> h6 -> i5 -> j4 (35 24 30) on its line; periods 4 and 3, so a
 /// position comes back only every 12 moves (at most twice in 16 moves: no repetition draw).

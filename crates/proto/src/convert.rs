@@ -2,9 +2,10 @@
 //! knows nothing of protobuf.
 
 use draughts_engine::{
-    Color, DrawReason, GameResult, GameStatus, Move, MoveText, Piece, Position, ResolveError, Role,
-    RuleOptions, RuleSet, SquareRef, Variant, WinReason,
+    Color, GameStatus, MAX_DRAW_COUNT, Move, MoveText, Piece, Position, ResolveError, Role,
+    RuleOptions, RuleSet, SquareRef, Variant,
 };
+use std::num::NonZeroU16;
 
 use crate::error::ApiError;
 use crate::pb;
@@ -74,31 +75,45 @@ pub fn rule_set(rules: Option<&pb::RuleSet>) -> Result<RuleSet, ApiError> {
 }
 
 fn options(o: &pb::RuleOptions) -> Result<RuleOptions, ApiError> {
-    let move_limit = match o.move_limit {
-        0 => None,
-        n @ 1..=1000 => Some(n as u16),
-        n => {
-            return Err(ApiError::InvalidArgument(format!(
-                "rules.options.move_limit must be from 1 to 1000 (0 = the variant's rule), got {n}"
-            )));
-        }
+    // 0 = unset (the variant's rule); otherwise 1..MAX_DRAW_COUNT.
+    let count = |n: u32, field: &str| {
+        match n {
+        0 => Ok(None),
+        n => u16::try_from(n)
+            .ok()
+            .filter(|n| *n <= MAX_DRAW_COUNT)
+            .and_then(NonZeroU16::new)
+            .map(Some)
+            .ok_or_else(|| {
+                ApiError::InvalidArgument(format!(
+                    "rules.options.{field} must be from 1 to {MAX_DRAW_COUNT} (0 = the variant's rule), got {n}"
+                ))
+            }),
+    }
     };
     Ok(RuleOptions {
         no_mandatory_capture: o.no_mandatory_capture,
         promote_mid_capture: o.promote_mid_capture,
-        move_limit,
+        move_limit: count(o.move_limit, "move_limit")?,
+        kings_only: count(o.kings_only_limit, "kings_only_limit")?,
+        repetition: o.repetition,
+        endgame_counts: o.endgame_counts,
     })
 }
 
 /// Engine rule set -> wire rules.
 pub fn rules_to_wire(rules: RuleSet) -> pb::RuleSet {
     let o = rules.options();
+    let count = |n: Option<NonZeroU16>| n.map_or(0, |n| u32::from(n.get()));
     pb::RuleSet {
         variant: variant_to_wire(rules.variant()) as i32,
         options: Some(pb::RuleOptions {
             no_mandatory_capture: o.no_mandatory_capture,
             promote_mid_capture: o.promote_mid_capture,
-            move_limit: o.move_limit.map_or(0, u32::from),
+            move_limit: count(o.move_limit),
+            kings_only_limit: count(o.kings_only),
+            repetition: o.repetition,
+            endgame_counts: o.endgame_counts,
         }),
     }
 }
@@ -262,32 +277,9 @@ pub fn status_to_wire(status: GameStatus, pos: &Position) -> pb::GameStatus {
             result: "*".into(),
         },
         GameStatus::Finished(r) => {
-            let (outcome, reason) = match r {
-                GameResult::Win { winner, reason } => (
-                    match winner {
-                        Color::White => pb::Outcome::WhiteWins,
-                        Color::Black => pb::Outcome::BlackWins,
-                    },
-                    match reason {
-                        WinReason::NoPieces => pb::EndReason::NoPieces,
-                        WinReason::NoMoves => pb::EndReason::NoMoves,
-                        WinReason::Resignation => pb::EndReason::Resignation,
-                        WinReason::Time => pb::EndReason::Time,
-                        WinReason::GaveAwayAllPieces => pb::EndReason::GaveAwayAllPieces,
-                        WinReason::GaveAwayAllMoves => pb::EndReason::GaveAwayAllMoves,
-                        WinReason::FirstKing => pb::EndReason::FirstKing,
-                    },
-                ),
-                GameResult::Draw(d) => (
-                    pb::Outcome::Draw,
-                    match d {
-                        DrawReason::Repetition => pb::EndReason::Repetition,
-                        DrawReason::NoProgress { .. } => pb::EndReason::NoProgress,
-                        DrawReason::Endgame { .. } => pb::EndReason::EndgameRule,
-                        DrawReason::Agreement => pb::EndReason::Agreement,
-                    },
-                ),
-            };
+            // The one conversion of an engine result (the finished contract's).
+            let outcome = crate::contract::finished::Outcome::of(&r).to_wire();
+            let reason = crate::contract::finished::EndReason::of(&r).to_wire();
             pb::GameStatus {
                 outcome: outcome as i32,
                 reason: reason as i32,

@@ -84,9 +84,19 @@ impl From<draughts_store::ErrorCode> for ErrorKind {
     }
 }
 
-/// An error that knows its kind; `to_status` builds the gRPC status from the table.
+/// The response trailer that names an [`ErrorReason`](crate::pb::ErrorReason) (its proto name), so a
+/// client can word a refusal in its own language without reading the English message.
+pub const REASON_TRAILER: &str = "draughts-reason";
+
+/// An error that knows its kind (and, for refusals a client words itself, its reason); `to_status`
+/// builds the gRPC status from the table.
 pub trait ServiceError: std::error::Error {
     fn kind(&self) -> ErrorKind;
+
+    /// Why, in the API's words (`ErrorReason`), where a client may act on it; none by default.
+    fn reason(&self) -> Option<crate::pb::ErrorReason> {
+        None
+    }
 
     fn to_status(&self) -> tonic::Status {
         let message = match self.kind() {
@@ -94,8 +104,23 @@ pub trait ServiceError: std::error::Error {
             ErrorKind::Internal => "internal error".to_string(),
             _ => self.to_string(),
         };
-        tonic::Status::new(status_code(self.kind()), message)
+        let mut status = tonic::Status::new(status_code(self.kind()), message);
+        if let Some(reason) = self.reason() {
+            status.metadata_mut().insert(
+                REASON_TRAILER,
+                tonic::metadata::MetadataValue::from_static(reason.as_str_name()),
+            );
+        }
+        status
     }
+}
+
+/// The reason a status received from a service of the platform names, if any (a name this build does
+/// not know reads as none).
+pub fn reason_of(status: &tonic::Status) -> Option<crate::pb::ErrorReason> {
+    let name = status.metadata().get(REASON_TRAILER)?.to_str().ok()?;
+    crate::pb::ErrorReason::from_str_name(name)
+        .filter(|r| *r != crate::pb::ErrorReason::Unspecified)
 }
 
 /// Errors of the API edge itself (request conversion), shared by every service.
@@ -188,6 +213,41 @@ mod tests {
         for (code, kind) in cases {
             assert_eq!(ErrorKind::from(code), kind, "{code:?}");
         }
+    }
+
+    #[test]
+    fn a_reason_travels_as_its_trailer_and_reads_back() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("it is not your turn")]
+        struct Turn;
+        impl ServiceError for Turn {
+            fn kind(&self) -> ErrorKind {
+                ErrorKind::FailedPrecondition
+            }
+            fn reason(&self) -> Option<crate::pb::ErrorReason> {
+                Some(crate::pb::ErrorReason::NotYourTurn)
+            }
+        }
+        let status = Turn.to_status();
+        assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+        assert_eq!(status.message(), "it is not your turn");
+        assert_eq!(
+            status.metadata().get(REASON_TRAILER).unwrap(),
+            "ERROR_REASON_NOT_YOUR_TURN"
+        );
+        assert_eq!(
+            reason_of(&status),
+            Some(crate::pb::ErrorReason::NotYourTurn)
+        );
+        // No reason, no trailer; a name this build does not know is none.
+        let plain = ApiError::InvalidArgument("bad".into()).to_status();
+        assert!(plain.metadata().get(REASON_TRAILER).is_none());
+        let mut odd = tonic::Status::failed_precondition("x");
+        odd.metadata_mut().insert(
+            REASON_TRAILER,
+            "ERROR_REASON_FROM_THE_FUTURE".parse().unwrap(),
+        );
+        assert_eq!(reason_of(&odd), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod contract;
 pub mod convert;
 pub mod error;
 pub mod ids;
+pub mod vocab;
 
 /// Generated code of `proto/draughts/v1`. Its docs are the protos' comments as written for the
 /// protos (`<id>` placeholders, bare URLs), not rustdoc: their rustdoc lints are off here.
@@ -33,4 +34,6 @@ pub mod pb {
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/draughts_descriptor.bin"));
 
-pub use error::{ApiError, ErrorKind, ServiceError, kind_of_code, status_code};
+pub use error::{
+    ApiError, ErrorKind, REASON_TRAILER, ServiceError, kind_of_code, reason_of, status_code,
+};

@@ -197,6 +197,7 @@ pub async fn serve(
             http::HeaderName::from_static("x-ratelimit-limit"),
             http::HeaderName::from_static("x-ratelimit-remaining"),
             http::HeaderName::from_static("x-ratelimit-reset"),
+            http::HeaderName::from_static(draughts_proto::REASON_TRAILER),
         ])
         .max_age(std::time::Duration::from_secs(24 * 3600));
 

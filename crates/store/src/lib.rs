@@ -8,6 +8,9 @@
 //! - [`Database`] — durable records in PostgreSQL (deployments) or SQLite (embedded), over
 //!   `sqlx::AnyPool`, with [`Migration`]s recorded in `schema_migrations`.
 //!
+//! A read-change-write of a versioned record goes through [`cas::update`] (compare-and-set, tried
+//! again when another writer wins).
+//!
 //! Both backends of each pass the same behavioural test suite (`tests/suite`), so code
 //! written against the interface behaves the same in a cluster and in one process.
 //! Errors are one [`StoreError`] enum whose [`code`](StoreError::code) is a stable
@@ -48,6 +51,7 @@
 //! ```
 
 mod batch;
+pub mod cas;
 mod database;
 mod error;
 pub mod keys;

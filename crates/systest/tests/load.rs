@@ -6,7 +6,9 @@
 //! quick pairing and the lobby, ratings and leaderboards, analysis jobs and computer moves. Prints, per
 //! RPC, calls, calls per second, p50/p99 latency and errors; and each process's resident memory at the
 //! start, after the warm-up (the first tenth of the run, at least 30 s), at the end and its highest
-//! after the warm-up. Fails if any process grew by more than 10% after the warm-up, or if more than 1%
+//! after the warm-up. Abusers run beside (guests flooding BestMove beyond their bound, churning games
+//! against `ai:8` and lobby seeks): their refusals are expected, an honest call refused fails the test.
+//! Fails if any process grew by more than 10% after the warm-up, or if more than 1%
 //! of any RPC's calls failed.
 
 use std::collections::BTreeMap;
@@ -29,6 +31,8 @@ use tonic::{Code, Status};
 #[derive(Debug, Default)]
 struct Stats {
     per: Mutex<BTreeMap<&'static str, (Histogram<u64>, u64)>>,
+    /// Honest calls (every name not starting with `abuse:`) refused with RESOURCE_EXHAUSTED.
+    honest_refusals: std::sync::atomic::AtomicU64,
 }
 
 impl Stats {
@@ -48,6 +52,12 @@ impl Stats {
             .entry(name)
             .or_insert_with(|| (Histogram::new_with_bounds(1, 600_000_000, 3).unwrap(), 0));
         let _ = entry.0.record(us.max(1));
+        if let Err(e) = &result
+            && e.code() == Code::ResourceExhausted
+            && !name.starts_with("abuse:")
+        {
+            self.honest_refusals.fetch_add(1, Ordering::Relaxed);
+        }
         if let Err(e) = &result
             && !expected.contains(&e.code())
         {
@@ -316,6 +326,7 @@ async fn computer_traffic(load: Load, k: usize) {
                         rated: false,
                         fen: String::new(),
                         game_id: String::new(),
+                        berserk_allowed: false,
                     },
                 )),
             )
@@ -773,6 +784,7 @@ async fn ratings_traffic(load: Load) {
                     category,
                     page_size: 50,
                     page_token: String::new(),
+                    bots: false,
                 }),
             )
             .await;
@@ -941,6 +953,116 @@ async fn analysis_traffic(load: Load, k: usize) {
     }
 }
 
+/// Abuse beside the honest traffic (issue 38): a guest keeping four level-6 BestMoves in flight
+/// (its bound is two), or looping "a game against ai:8, aborted" and "a lobby seek, cancelled".
+/// Refusals are expected here; an honest call refused fails the test.
+async fn abuse_traffic(load: Load, k: usize) {
+    let Some((me, token)) = load.guest(&format!("Abuser {k}")).await else {
+        return;
+    };
+    let refusals = [Code::ResourceExhausted, Code::PermissionDenied];
+    let mut n = 0u64;
+    while load.going() {
+        n += 1;
+        if k.is_multiple_of(2) {
+            let calls = (0..4u64).map(|j| {
+                let analysis = AnalysisClient::new(load.analysis.channel(load.next()));
+                let req = authed(
+                    &token,
+                    pb::BestMoveRequest {
+                        source: Some(pb::best_move_request::Source::Position(pb::PositionInput {
+                            rules: rules(pb::Variant::International),
+                            fen: String::new(),
+                            moves: Vec::new(),
+                        })),
+                        strength: Some(pb::best_move_request::Strength::Level(6)),
+                        clock: None,
+                        seed: n * 8 + j,
+                    },
+                );
+                let load = load.clone();
+                async move {
+                    let mut analysis = analysis;
+                    let _ = load
+                        .stats
+                        .time(
+                            "abuse: Analysis.BestMove (4 in flight)",
+                            &refusals,
+                            analysis.best_move(req),
+                        )
+                        .await;
+                }
+            });
+            futures_util::future::join_all(calls).await;
+        } else {
+            let mut games = GamesClient::new(load.games.channel(load.next()));
+            let made = load
+                .stats
+                .time(
+                    "abuse: Games.CreateGame (ai:8, then Abort)",
+                    &refusals,
+                    games.create_game(authed(
+                        &token,
+                        pb::CreateGameRequest {
+                            rules: rules(pb::Variant::International),
+                            time_control: blitz(),
+                            white: Some(pb::Player {
+                                id: "ai:8".into(),
+                                ..pb::Player::default()
+                            }),
+                            black: Some(pb::Player {
+                                id: me.clone(),
+                                ..pb::Player::default()
+                            }),
+                            rated: false,
+                            fen: String::new(),
+                            game_id: String::new(),
+                            berserk_allowed: false,
+                        },
+                    )),
+                )
+                .await;
+            if let Ok(game) = made {
+                let _ = games
+                    .abort(authed(
+                        &token,
+                        pb::GameActionRequest {
+                            game_id: game.into_inner().game_id,
+                        },
+                    ))
+                    .await;
+            }
+            let mut mm = MatchmakingClient::new(load.matchmaking.channel(load.next()));
+            if let Ok(seek) = load
+                .stats
+                .time(
+                    "abuse: Matchmaking.CreateLobbySeek (then Cancel)",
+                    &refusals,
+                    mm.create_lobby_seek(authed(
+                        &token,
+                        pb::CreateLobbySeekRequest {
+                            rules: rules(pb::Variant::International),
+                            time_control: blitz(),
+                            ..Default::default()
+                        },
+                    )),
+                )
+                .await
+            {
+                let _ = mm
+                    .cancel(authed(
+                        &token,
+                        pb::CancelRequest {
+                            id: seek.into_inner().seek_id,
+                        },
+                    ))
+                    .await;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sustained_load_on_every_rpc_keeps_memory_flat() {
     if std::env::var("DRAUGHTS_LOAD").map_or(true, |v| v != "1") {
@@ -974,6 +1096,13 @@ async fn sustained_load_on_every_rpc_keeps_memory_flat() {
             ("DRAUGHTS_MATCHMAKING_TIME_CONTROLS", "3+2"),
             ("DRAUGHTS_MATCHMAKING_WAVE_MS", "500"),
             ("DRAUGHTS_MAX_OPEN_GAMES_PER_PLAYER", "1000"),
+            // Every client shares 127.0.0.1: per-address bounds would count honest clients with the
+            // abusers (the per-guest and class bounds stay).
+            (
+                "DRAUGHTS_ANALYSIS_GUEST_BEST_MOVES_IN_FLIGHT_PER_ADDRESS",
+                "1000",
+            ),
+            ("DRAUGHTS_MATCHMAKING_LOBBY_SEEKS_PER_ADDRESS", "0"),
         ],
     )
     .await;
@@ -998,6 +1127,9 @@ async fn sustained_load_on_every_rpc_keeps_memory_flat() {
         tasks.spawn(analysis_traffic(load.clone(), k));
     }
     tasks.spawn(ratings_traffic(load.clone()));
+    for k in 0..4 {
+        tasks.spawn(abuse_traffic(load.clone(), k));
+    }
 
     // Resident memory of every process: at the start, then every 5 s.
     let names: Vec<String> = platform.nodes_mut().map(|n| n.name.clone()).collect();
@@ -1087,6 +1219,9 @@ async fn sustained_load_on_every_rpc_keeps_memory_flat() {
         crashed.is_empty(),
         "processes ended by themselves: {crashed:#?}"
     );
+    let honest_refusals = load.stats.honest_refusals.load(Ordering::Relaxed);
+    println!("honest calls refused (RESOURCE_EXHAUSTED) beside the abusers: {honest_refusals}");
+    assert_eq!(honest_refusals, 0, "no honest call is refused");
     assert!(
         worst_error_rate <= 0.01,
         "at most 1% of any RPC's calls fail (worst {:.2}%)",

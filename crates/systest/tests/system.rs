@@ -11,6 +11,11 @@
 //! ply, every watcher saw every event of its game in order, every move the server confirmed is in its
 //! game; a summary table is printed.
 //!
+//! Beside the honest traffic, abusers run all along (issue 38): a guest keeping more BestMove calls in
+//! flight than its bound, guests looping "a game against `ai:8`, aborted", "a lobby seek,
+//! cancelled" and "a pool seek, dropped". Any refusal of an honest call fails the scenario, as does
+//! a computer losing on time.
+//!
 //! The bounded version runs by default (a few minutes on 2 cores); `DRAUGHTS_SYSTEM_LONG=1` plays more
 //! games (opt-in). Needs the workspace's binaries (`cargo test --workspace` builds them).
 
@@ -84,6 +89,13 @@ struct Counters {
     stale_moves: AtomicU64,
     watch_reconnects: AtomicU64,
     seek_reconnects: AtomicU64,
+    /// The abusers (guests flooding BestMove, churning computer games and lobby seeks): answers and
+    /// refusals they got.
+    abuse_answered: AtomicU64,
+    abuse_refused: AtomicU64,
+    /// The computer's replies in games against people: from the position becoming its turn (as
+    /// the driver saw it) to its move, milliseconds.
+    computer_replies_ms: Mutex<Vec<u64>>,
 }
 
 #[derive(Debug, Clone)]
@@ -121,16 +133,7 @@ impl Clients {
     }
 
     async fn get_game(&self, i: usize, id: &str) -> pb::GameView {
-        let (r, retries) = with_retries(&self.games, i, RETRY_WITHIN, |ch| {
-            let id = id.to_owned();
-            async move {
-                GamesClient::new(ch)
-                    .get_game(pb::GetGameRequest { game_id: id })
-                    .await
-                    .map(tonic::Response::into_inner)
-            }
-        })
-        .await;
+        let (r, retries) = draughts_systest::get_game(&self.games, i, RETRY_WITHIN, id).await;
         self.count_retries(retries);
         r.unwrap_or_else(|e| panic!("GetGame {id}: {e}"))
     }
@@ -224,9 +227,30 @@ async fn seek(clients: Clients, i: usize, token: String, pool: String) -> String
 /// `expected_ply` (a repeat after a lost answer is refused as stale, never played twice).
 async fn drive(clients: Clients, world: Shared, i: usize, id: String) {
     let mut round = i;
+    // Since when the computer has been to move (as this driver saw it).
+    let mut computer_since: Option<Instant> = None;
     loop {
         round += 1;
         let game = clients.get_game(round, &id).await;
+        if let Some(since) = computer_since
+            && game.position.as_ref().is_none_or(|p| {
+                let mover = if p.side_to_move == pb::Color::White as i32 {
+                    &game.white
+                } else {
+                    &game.black
+                };
+                !mover.as_ref().is_some_and(|m| m.computer)
+            })
+        {
+            computer_since = None;
+            let ms = u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX);
+            clients
+                .counters
+                .computer_replies_ms
+                .lock()
+                .unwrap()
+                .push(ms);
+        }
         if !ongoing(&game) {
             clients
                 .counters
@@ -242,6 +266,7 @@ async fn drive(clients: Clients, world: Shared, i: usize, id: String) {
         }
         .expect("both players");
         if side.computer {
+            computer_since.get_or_insert_with(Instant::now);
             tokio::time::sleep(Duration::from_millis(30)).await;
             continue;
         }
@@ -412,6 +437,150 @@ async fn spectate(clients: Clients, i: usize, token: String, id: String) -> Seen
     seen
 }
 
+/// Abuse beside the honest traffic (issue 38): a guest keeping more BestMove calls in flight than
+/// its bound, and guests looping "a game against the strongest computer, aborted", "a lobby
+/// seek, cancelled" and (one of them) "a pool seek, dropped", until `over`. Refusals are what they
+/// should get; what the honest players see is checked by the scenario (any refusal of theirs fails
+/// it).
+async fn abuse(clients: Clients, k: usize, over: Arc<std::sync::atomic::AtomicBool>) {
+    let (me, token) = new_guest(&clients, k, &format!("Abuser {k}")).await;
+    let count = |r: Result<(), tonic::Status>| match r {
+        Ok(()) => clients
+            .counters
+            .abuse_answered
+            .fetch_add(1, Ordering::Relaxed),
+        Err(_) => clients
+            .counters
+            .abuse_refused
+            .fetch_add(1, Ordering::Relaxed),
+    };
+    let mut n = 0u64;
+    while !over.load(Ordering::Relaxed) {
+        n += 1;
+        let replica = k + n as usize;
+        if k == 0 {
+            // The flooder: four calls at once (the per-guest bound is two). One flooder, at level 4:
+            // the point is the bound, and on 2 cores more searching starves the analysis workers'
+            // renewals of the scenario's own jobs (2 s visibility here) on a busy machine.
+            let calls = (0..4).map(|j| {
+                let mut client = AnalysisClient::new(clients.analysis.channel(replica + j));
+                let req = authed(
+                    &token,
+                    pb::BestMoveRequest {
+                        source: Some(pb::best_move_request::Source::Position(pb::PositionInput {
+                            rules: Some(pb::RuleSet {
+                                variant: pb::Variant::International as i32,
+                                options: None,
+                            }),
+                            fen: String::new(),
+                            moves: Vec::new(),
+                        })),
+                        strength: Some(pb::best_move_request::Strength::Level(4)),
+                        clock: None,
+                        seed: n * 8 + j as u64,
+                    },
+                );
+                async move { client.best_move(req).await.map(|_| ()) }
+            });
+            for r in futures_util::future::join_all(calls).await {
+                count(r);
+            }
+        } else {
+            let mut games = GamesClient::new(clients.games.channel(replica));
+            let made = games
+                .create_game(authed(
+                    &token,
+                    pb::CreateGameRequest {
+                        rules: Some(pb::RuleSet {
+                            variant: pb::Variant::International as i32,
+                            options: None,
+                        }),
+                        time_control: Some(pb::TimeControl {
+                            kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
+                                base_ms: 60_000,
+                                increment_ms: 0,
+                            })),
+                        }),
+                        white: Some(pb::Player {
+                            id: "ai:8".into(),
+                            ..pb::Player::default()
+                        }),
+                        black: Some(pb::Player {
+                            id: me.clone(),
+                            ..pb::Player::default()
+                        }),
+                        rated: false,
+                        fen: String::new(),
+                        game_id: String::new(),
+                        berserk_allowed: false,
+                    },
+                ))
+                .await;
+            if let Ok(game) = &made {
+                let _ = games
+                    .abort(authed(
+                        &token,
+                        pb::GameActionRequest {
+                            game_id: game.get_ref().game_id.clone(),
+                        },
+                    ))
+                    .await;
+            }
+            count(made.map(|_| ()));
+            let mut mm = MatchmakingClient::new(clients.matchmaking.channel(replica));
+            let listed = mm
+                .create_lobby_seek(authed(
+                    &token,
+                    pb::CreateLobbySeekRequest {
+                        rules: Some(pb::RuleSet {
+                            variant: pb::Variant::International as i32,
+                            options: None,
+                        }),
+                        time_control: Some(pb::TimeControl {
+                            kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
+                                base_ms: 180_000,
+                                increment_ms: 2_000,
+                            })),
+                        }),
+                        ..Default::default()
+                    },
+                ))
+                .await;
+            if let Ok(seek) = &listed {
+                let _ = mm
+                    .cancel(authed(
+                        &token,
+                        pb::CancelRequest {
+                            id: seek.get_ref().seek_id.clone(),
+                        },
+                    ))
+                    .await;
+            }
+            count(listed.map(|_| ()));
+            if k == 1 {
+                // A seek opened and dropped at once, in a pool no honest player uses (alone there,
+                // it is never paired).
+                let sought = async {
+                    let mut stream = mm
+                        .seek(authed(
+                            &token,
+                            pb::SeekRequest {
+                                pool_ids: vec!["russian-3+2-casual".into()],
+                                rating_range: None,
+                            },
+                        ))
+                        .await?
+                        .into_inner();
+                    stream.message().await.map(|_| ())
+                }
+                .await;
+                count(sought);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
 /// The faults, in order, each once its moment has come (or once every game is over).
 async fn inject_faults(
     mut platform: Platform,
@@ -498,6 +667,14 @@ async fn the_platform_survives_faults_and_loses_nothing() {
             ("DRAUGHTS_ANALYSIS_BEST_MOVES_PER_DAY_PLAYER", "1000000"),
             ("DRAUGHTS_ANALYSIS_JOBS_PER_DAY_PLAYER", "100000"),
             ("DRAUGHTS_ANALYSIS_VISIBILITY_TIMEOUT_MS", "2000"),
+            // Every client of the test shares 127.0.0.1: the per-address bound on guests' BestMoves
+            // in flight would count honest guests with the abusers; the per-guest and class bounds
+            // stay as they are.
+            (
+                "DRAUGHTS_ANALYSIS_GUEST_BEST_MOVES_IN_FLIGHT_PER_ADDRESS",
+                "1000",
+            ),
+            ("DRAUGHTS_MATCHMAKING_LOBBY_SEEKS_PER_ADDRESS", "0"),
             (
                 "DRAUGHTS_MATCHMAKING_VARIANTS",
                 "english,russian,international",
@@ -550,6 +727,10 @@ async fn the_platform_survives_faults_and_loses_nothing() {
 
     let all_over = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let faults = tokio::spawn(inject_faults(platform, counters.clone(), all_over.clone()));
+    let mut abusers = tokio::task::JoinSet::new();
+    for k in 0..3 {
+        abusers.spawn(abuse(clients.clone(), k, all_over.clone()));
+    }
 
     let mut pairings = tokio::task::JoinSet::new();
     for (i, (token, pool)) in seekers.into_iter().enumerate() {
@@ -591,6 +772,7 @@ async fn the_platform_survives_faults_and_loses_nothing() {
                     rated: false,
                     fen: String::new(),
                     game_id: String::new(),
+                    berserk_allowed: false,
                 },
             );
             async move { GamesClient::new(ch).create_game(req).await }
@@ -674,6 +856,9 @@ async fn the_platform_survives_faults_and_loses_nothing() {
         let (id, s) = done.expect("a spectator");
         seen.insert(id, s);
     }
+    while let Some(done) = abusers.join_next().await {
+        done.expect("an abuser");
+    }
     let (mut platform, faults_done) = faults.await.expect("the fault script");
     let games_ms = started.elapsed().as_millis() - start_ms;
 
@@ -684,6 +869,20 @@ async fn the_platform_survives_faults_and_loses_nothing() {
     for (k, (id, info)) in world_now.iter().enumerate() {
         let game = clients.get_game(k, id).await;
         assert!(!ongoing(&game), "{id} is over");
+        // The computer never loses on time, abusers or not.
+        if let Some(status) = &game.status
+            && status.reason == pb::EndReason::Time as i32
+        {
+            let loser = if status.outcome == pb::Outcome::WhiteWins as i32 {
+                &game.black
+            } else {
+                &game.white
+            };
+            assert!(
+                !loser.as_ref().is_some_and(|p| p.computer),
+                "{id}: the computer lost on time"
+            );
+        }
         for (ply, notation) in &info.confirmed {
             let played = game
                 .moves
@@ -820,6 +1019,7 @@ async fn the_platform_survives_faults_and_loses_nothing() {
                 }),
                 page_size: 200,
                 page_token: String::new(),
+                bots: false,
             };
             async move { RatingsClient::new(ch).leaderboard(req).await }
         })
@@ -1022,6 +1222,26 @@ async fn the_platform_survives_faults_and_loses_nothing() {
     }
     println!("| fault | {worker_fault} |");
     println!("| games, moves, ratings, jobs or events lost | 0 |");
+    let mut replies = counters.computer_replies_ms.lock().unwrap().clone();
+    replies.sort_unstable();
+    let at = |q: f64| {
+        replies
+            .get(((replies.len() as f64 * q).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(0)
+    };
+    println!(
+        "| abusers' calls answered / refused (1 guest flooding BestMove at level 4, 2 churning computer games, lobby seeks, pool seeks) | {} / {} |",
+        counters.abuse_answered.load(Ordering::Relaxed),
+        counters.abuse_refused.load(Ordering::Relaxed)
+    );
+    println!(
+        "| the computer's replies seen by the drivers: count, p50 / p95 / max (faults included), honest refusals, computer losses on time | {}, {} / {} / {} ms, 0, 0 |",
+        replies.len(),
+        at(0.5),
+        at(0.95),
+        replies.last().copied().unwrap_or(0)
+    );
     println!(
         "| time: platform start + games / whole test | {games_ms} ms / {} ms |",
         started.elapsed().as_millis()

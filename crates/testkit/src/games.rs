@@ -1,9 +1,35 @@
-//! Starting a game between two people the way clients do: the white player invites, the black player
-//! accepts (`Games.CreateInvitation` + `Games.AcceptInvitation`).
+//! Players and games the way clients make them: a guest (`Auth.CreateGuest`), and a game between two
+//! people where the white player invites and the black player accepts (`Games.CreateInvitation` +
+//! `Games.AcceptInvitation`).
 
 use draughts_proto::pb;
 use draughts_proto::pb::games_client::GamesClient;
 use tonic::transport::Channel;
+
+/// A guest as `Auth.CreateGuest` made it: its player id, display name and token.
+#[derive(Clone, Debug)]
+pub struct Guest {
+    pub id: String,
+    pub name: String,
+    pub token: String,
+}
+
+/// A new guest named `name` (panics when the server refuses: a test's set-up).
+pub async fn guest(channel: &Channel, name: &str) -> Guest {
+    let made = pb::auth_client::AuthClient::new(channel.clone())
+        .create_guest(pb::CreateGuestRequest {
+            display_name: name.into(),
+        })
+        .await
+        .unwrap_or_else(|e| panic!("CreateGuest {name}: {e}"))
+        .into_inner();
+    let player = made.player.unwrap_or_default();
+    Guest {
+        id: player.id,
+        name: player.display_name,
+        token: made.token,
+    }
+}
 
 /// `request` with `authorization: Bearer <token>` metadata.
 pub fn authed<T>(token: &str, message: T) -> tonic::Request<T> {

@@ -20,7 +20,7 @@
 
 pub mod games;
 mod service;
-pub use games::{agreed_game, authed};
+pub use games::{Guest, agreed_game, authed, guest};
 pub use service::{ServiceUnderTest, Shutdown};
 
 use std::ffi::OsStr;

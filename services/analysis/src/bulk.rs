@@ -44,7 +44,7 @@ pub fn job_for(event: &finished::FinishedV1, limits: &JobLimits) -> Result<JobSp
             moves: game.moves,
         },
         limits: limits.clone(),
-        game_id: Some(event.game_id.clone()),
+        game_id: Some(event.game_id.to_string()),
     })
 }
 

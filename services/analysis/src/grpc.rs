@@ -5,6 +5,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use draughts_engine::{Game, GameStatus};
+use draughts_proto::vocab::clock::computer_move_cap_ms;
 use draughts_proto::{convert, pb};
 use draughts_runtime::admission::Refused;
 use futures_util::{Stream, StreamExt};
@@ -508,7 +509,7 @@ impl pb::analysis_server::Analysis for AnalysisService {
         let clock_cap_ms = body
             .clock
             .as_ref()
-            .map(|c| (c.remaining_ms / 20 + c.increment_ms / 2).max(10));
+            .map(|c| computer_move_cap_ms(c.remaining_ms, c.increment_ms));
         let (record, result) = self
             .core
             .best_move(&caller, line, strength, clock_cap_ms, body.seed)

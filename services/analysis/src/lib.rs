@@ -32,7 +32,7 @@
 //! };
 //! let job = queue::NewJob {
 //!     job_id: queue::Queue::new_job_id(), class: contract::Class::Interactive, spec,
-//!     owner: Some("player:ann".into()), mergeable: true, trace: Default::default(),
+//!     owner: Some("player:ann".parse().unwrap()), mergeable: true, trace: Default::default(),
 //! };
 //! let submitted = q.submit(job).await?;
 //! assert_eq!(submitted.record().state, contract::JobState::Queued);
@@ -232,12 +232,25 @@ pub struct WorkerArgs {
         default_value_t = 10_000
     )]
     pub analysis_shutdown_grace_ms: u64,
-    /// Endgame tables from `draughts bitbase build` (every variant's found in the directory, loaded into
-    /// memory at start: about 76 MB for an 8x8 variant's 5 pieces, 22 MB for international's 4), probed
-    /// by the workers' searches. Unset: none.
+    /// Endgame tables (every variant's found in the directory, loaded into memory at start: about 76 MB
+    /// for an 8x8 variant's 5 pieces, 22 MB for international's 4), probed by the workers' searches;
+    /// what `--analysis-bitbases-build` asks for and the directory lacks is built there in the
+    /// background. Unset: none (`draughtsd` with a SQLite file: `draughts-bitbases` beside it).
     #[arg(long, env = "DRAUGHTS_ANALYSIS_BITBASES")]
     pub analysis_bitbases: Option<std::path::PathBuf>,
+    /// The endgame tables built in the background into `--analysis-bitbases` when missing, as
+    /// `VARIANT:PIECES,...` (`none`: build nothing). One thread; the workers use them once built.
+    #[arg(
+        long,
+        env = "DRAUGHTS_ANALYSIS_BITBASES_BUILD",
+        default_value = DEFAULT_BITBASES_BUILD
+    )]
+    pub analysis_bitbases_build: String,
 }
+
+/// What a server builds by itself when its tables directory lacks it: 4 pieces of the most played
+/// variants (31 MB, about a minute of one core in all: docs/ai.md, "Endgame bitbases").
+pub const DEFAULT_BITBASES_BUILD: &str = "international:4,russian:4,english:4,brazilian:4";
 
 impl WorkerArgs {
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -249,6 +262,7 @@ impl WorkerArgs {
                 "analysis-hash-mb must be from 1 to 4096".into(),
             ));
         }
+        self.bitbases_build_plan()?;
         if let Some(name) = &self.analysis_worker_name
             && (name.is_empty()
                 || name.len() > 64
@@ -263,17 +277,71 @@ impl WorkerArgs {
         Ok(())
     }
 
-    /// The workers' settings; reads the endgame tables when a directory is given (a missing directory or
-    /// a bad file is an error: a worker must not start believing it has tables it does not).
+    fn bitbases_build_plan(&self) -> Result<draughts_ai::bitbase::BuildPlan, ConfigError> {
+        self.analysis_bitbases_build
+            .parse()
+            .map_err(|e| ConfigError(format!("analysis-bitbases-build: {e}")))
+    }
+
+    /// The workers' settings; reads the endgame tables when a directory is given, and starts building
+    /// in the background what `--analysis-bitbases-build` asks for and the directory lacks (the
+    /// workers take the tables once built). A missing directory or table is a logged warning; a bad
+    /// file is an error (a worker must not start believing it has tables it does not).
     pub fn worker(&self) -> Result<WorkerConfig, ConfigError> {
+        use draughts_ai::bitbase::{self, Shelf, ShelfCell};
         let mut config = WorkerConfig::defaults();
+        let plan = self.bitbases_build_plan()?;
         if let Some(dir) = &self.analysis_bitbases {
-            let shelf = draughts_ai::bitbase::Shelf::load(dir)
-                .map_err(|e| ConfigError(format!("analysis-bitbases: {e}")))?;
-            for (variant, pieces) in shelf.summary() {
-                tracing::info!(%variant, pieces, "endgame tables loaded");
+            let load = |dir: &std::path::Path| {
+                Shelf::load(dir).map_err(|e| ConfigError(format!("analysis-bitbases: {e}")))
+            };
+            let shelf = if dir.exists() { Some(load(dir)?) } else { None };
+            let loaded = shelf.as_ref().map(Shelf::summary).unwrap_or_default();
+            for (variant, pieces) in &loaded {
+                tracing::info!(%variant, pieces, dir = %dir.display(), "endgame tables loaded");
             }
-            config.bitbases = Some(std::sync::Arc::new(shelf));
+            if loaded.is_empty() && plan.is_empty() {
+                tracing::warn!(dir = %dir.display(), "no endgame tables found: the workers search without them");
+            }
+            config.bitbases = ShelfCell::new(shelf);
+            if !plan.is_empty() {
+                let (dir, cell) = (dir.clone(), config.bitbases.clone());
+                let started = std::thread::Builder::new()
+                    .name("bitbase-build".into())
+                    .spawn(move || {
+                        let start = std::time::Instant::now();
+                        let built = bitbase::build_missing(&dir, &plan, 1, |variant, r| {
+                            tracing::info!(
+                                %variant,
+                                slice = %r.material,
+                                done = r.done,
+                                total = r.total,
+                                seconds = r.elapsed.as_secs_f64(),
+                                "endgame table built"
+                            );
+                        });
+                        match built.and_then(|solved| Ok((solved, Shelf::load(&dir)?))) {
+                            Ok((0, _)) => {}
+                            Ok((solved, shelf)) => {
+                                tracing::info!(
+                                    solved,
+                                    plan = %plan,
+                                    dir = %dir.display(),
+                                    seconds = start.elapsed().as_secs_f64(),
+                                    "endgame tables built: the workers use them from now on"
+                                );
+                                cell.replace(shelf);
+                            }
+                            Err(e) => tracing::warn!(
+                                error = %e,
+                                "building the endgame tables failed: the workers go on with what they have"
+                            ),
+                        }
+                    });
+                if let Err(e) = started {
+                    tracing::warn!(error = %e, "no thread for building the endgame tables");
+                }
+            }
         }
         if self.analysis_slots > 0 {
             config.slots = self.analysis_slots;
@@ -339,6 +407,7 @@ impl Config {
                 analysis_worker_name: None,
                 analysis_shutdown_grace_ms: 1_000,
                 analysis_bitbases: None,
+                analysis_bitbases_build: "none".into(),
             },
             in_process_workers: true,
         }

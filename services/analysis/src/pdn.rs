@@ -2,8 +2,10 @@
 //! the move text. Syntax first (tags, tokens), then the moves are resolved against the positions by the
 //! engine's notation, so an illegal move is reported with its ply.
 //!
-//! Read: `[GameType "20"]` (the variant by its PDN number; an optional `,...` tail is ignored) and
-//! `[FEN "..."]`; other tags are skipped. Skipped in the move text: move numbers (`12.`, `12...`, also
+//! Read: `[GameType "20"]` (the variant by its PDN number; an optional `,...` tail is ignored),
+//! `[Variant "..."]` where a number is shared, `[Options "..."]` (the house rules as the platform's games
+//! export them: docs/rules.md §5.7; they can change which moves are legal) and `[FEN "..."]`; other tags
+//! are skipped. Skipped in the move text: move numbers (`12.`, `12...`, also
 //! glued to a move as `12.32-28`), comments `{...}` and `;` to the end of the line, variations `(...)`
 //! (nested), NAGs `$n`, move suffixes `!` `?`, and the result (`2-0`, `0-2`, `1-1`, `1-0`, `0-1`,
 //! `1/2-1/2`, `0-0`, `*`).
@@ -15,7 +17,7 @@
 //! assert_eq!(game.moves, ["11-15", "23-19", "8-11"]);
 //! ```
 
-use draughts_engine::{Game, Position, RuleSet, Variant};
+use draughts_engine::{Game, Position, RuleOptions, RuleSet, Variant};
 
 /// Longest game accepted, plies.
 pub const MAX_PLIES: usize = 1000;
@@ -37,6 +39,8 @@ pub enum PdnError {
     GameType(String),
     #[error("PDN: bad FEN tag: {0}")]
     Fen(String),
+    #[error("PDN: bad Options tag: {0}")]
+    Options(String),
     #[error("PDN: ply {ply} ({text}): {reason}")]
     Move {
         ply: usize,
@@ -59,6 +63,7 @@ pub fn parse(text: &str, default_rules: Option<RuleSet>) -> Result<PdnGame, PdnE
     let mut game_type = None;
     let mut variant_tag: Option<String> = None;
     let mut fen = None;
+    let mut options: Option<String> = None;
     let mut tokens: Vec<String> = Vec::new();
     let mut chars = text.chars().peekable();
     let mut current = String::new();
@@ -99,6 +104,7 @@ pub fn parse(text: &str, default_rules: Option<RuleSet>) -> Result<PdnGame, PdnE
                     "GameType" => game_type = Some(value),
                     "Variant" => variant_tag = Some(value),
                     "FEN" => fen = Some(value),
+                    "Options" => options = Some(value),
                     _ => {}
                 }
             }
@@ -158,6 +164,15 @@ pub fn parse(text: &str, default_rules: Option<RuleSet>) -> Result<PdnGame, PdnE
             Some(v) => RuleSet::from(v),
             None => default_rules.unwrap_or_else(|| RuleSet::from(Variant::International)),
         },
+    };
+    // House rules: the tag's options replace the defaults' (an empty tag is none).
+    let rules = match options.as_deref().map(str::trim) {
+        Some(text) if !text.is_empty() => {
+            let parsed = RuleOptions::parse(text).map_err(|e| PdnError::Options(e.to_string()))?;
+            RuleSet::with_options(rules.variant(), parsed)
+                .map_err(|e| PdnError::Options(e.to_string()))?
+        }
+        _ => rules,
     };
     let start = match fen.as_deref() {
         Some(f) if !f.trim().is_empty() => {
@@ -225,6 +240,43 @@ mod tests {
         let game = parse("[GameType \"27,W,12,12,N2,0\"] 1. 46-40 25-31 *", None).unwrap();
         assert_eq!(game.rules.variant(), Variant::Canadian);
         assert_eq!(game.moves, ["46-40", "25-31"]);
+    }
+
+    #[test]
+    fn the_options_tag_gives_the_house_rules() {
+        // English: after 11-15 24-19 Black must take 15x24; without the capture obligation 9-13 is legal.
+        let text = "[GameType \"21\"][Options \"no-mandatory-capture\"] 1. 11-15 24-19 2. 9-13 *";
+        let game = parse(text, None).unwrap();
+        assert!(game.rules.options().no_mandatory_capture);
+        assert_eq!(game.moves, ["11-15", "24-19", "9-13"]);
+        let refused = parse(
+            &text.replace("[Options \"no-mandatory-capture\"]", ""),
+            None,
+        );
+        assert!(
+            matches!(refused, Err(PdnError::Move { ply: 3, .. })),
+            "{refused:?}"
+        );
+        // The tag as Games writes it (canonical text, draw rules only) reads back to the same rule set.
+        let rules = RuleSet::with_options(
+            Variant::International,
+            RuleOptions::parse("kings-only=30,repetition=off").unwrap(),
+        )
+        .unwrap();
+        let tag = draughts_engine::pdn_options_tag(rules.options());
+        let game = parse(&format!("[GameType \"20\"]{tag} 32-28 *"), None).unwrap();
+        assert_eq!(game.rules, rules);
+        // An empty tag is no options; a bad one, or one the variant refuses, is an error.
+        let game = parse("[GameType \"20\"][Options \"\"] 32-28 *", None).unwrap();
+        assert_eq!(game.rules, RuleSet::from(Variant::International));
+        for bad in ["move-limit=0", "castling", "kings-only=25"] {
+            let tag =
+                format!("[GameType \"20\"][Variant \"breakthrough\"][Options \"{bad}\"] 32-28 *");
+            assert!(
+                matches!(parse(&tag, None), Err(PdnError::Options(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -27,6 +27,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
+use draughts_proto::ids::PlayerId;
+use draughts_store::cas::{self, Change, Retry};
 use draughts_store::{EntryId, ErrorCode, LiveStore, StoreError, Version, now_unix_ms};
 use sha2::Digest;
 
@@ -36,10 +39,17 @@ use crate::contract::{
 };
 use crate::error::{AnalysisError, AnalysisResult};
 
-/// How many compare-and-set retries an update makes before giving up.
-const MAX_CAS_TRIES: usize = 32;
+/// How many compare-and-set tries an update makes before giving up ([`AnalysisError::Contended`]).
+const CAS_TRIES: Retry = Retry::times(32);
 /// The longest scan for a job's place in its class (further back it reports this many).
 const MAX_POSITION_SCAN: usize = 1000;
+
+/// Why one try at a fingerprint ([`Queue::take_or_join`]) did not settle it.
+enum TakeOrJoin {
+    /// Its holder went or finished between the tries' steps: try again.
+    Lost,
+    Failed(AnalysisError),
+}
 
 /// Settings of the queue, shared by the edge and the workers.
 #[derive(Clone, Debug)]
@@ -92,7 +102,7 @@ pub struct NewJob {
     pub class: Class,
     pub spec: JobSpec,
     /// The caller's player id (`None`: a server job without owner).
-    pub owner: Option<String>,
+    pub owner: Option<PlayerId>,
     /// Merge identical pending requests and answer from the cache.
     pub mergeable: bool,
     pub trace: HashMap<String, String>,
@@ -268,26 +278,43 @@ impl Queue {
     pub async fn update_versioned(
         &self,
         job_id: &str,
-        mut loaded: Option<(JobRecord, Version)>,
+        loaded: Option<(JobRecord, Version)>,
         mut change: impl FnMut(&mut JobRecord) -> bool,
     ) -> AnalysisResult<Option<(JobRecord, bool, Version)>> {
-        for _ in 0..MAX_CAS_TRIES {
-            let current = match loaded.take() {
-                Some(current) => Some(current),
-                None => self.load(job_id).await?,
-            };
-            let Some((mut record, version)) = current else {
-                return Ok(None);
-            };
-            if !change(&mut record) {
-                return Ok(Some((record, false, version)));
-            }
-            match self.write(job_id, &mut record, version).await? {
-                Some(version) => return Ok(Some((record, true, version))),
-                None => continue,
-            }
+        let codec = (
+            |bytes: &[u8]| decode::<JobRecord>(bytes).map_err(AnalysisError::from),
+            |record: &JobRecord| Ok::<_, AnalysisError>(Bytes::from(encode(record))),
+        );
+        let updated = cas::update_versioned(
+            self.live.as_ref(),
+            &contract::job_key(job_id),
+            &codec,
+            CAS_TRIES,
+            loaded,
+            |current| {
+                let Some(mut record) = current else {
+                    return Ok(Change::Keep(None));
+                };
+                if !change(&mut record) {
+                    return Ok(Change::Keep(Some((record, false))));
+                }
+                record.expires_ms = self.expires_ms();
+                Ok(Change::Write {
+                    effects: self.wake_ups(job_id, &record),
+                    ttl: Some(self.ttl()),
+                    value: record.clone(),
+                    then: Some((record, true)),
+                })
+            },
+        )
+        .await;
+        match updated {
+            Ok((Some((record, changed)), Some(version))) => Ok(Some((record, changed, version))),
+            // A record is only ever given with its version.
+            Ok(_) => Ok(None),
+            Err(AnalysisError::Store(StoreError::Conflict { .. })) => Err(AnalysisError::Contended),
+            Err(e) => Err(e),
         }
-        Err(AnalysisError::Contended)
     }
 
     /// One compare-and-set of a record already read at `version` (no read, no retry): the record
@@ -317,6 +344,26 @@ impl Queue {
         version: Version,
     ) -> AnalysisResult<Option<Version>> {
         record.expires_ms = self.expires_ms();
+        let effects = self.wake_ups(job_id, record);
+        match self
+            .live
+            .put_with(
+                &contract::job_key(job_id),
+                encode(&*record).into(),
+                Some(version),
+                Some(self.ttl()),
+                &effects,
+            )
+            .await
+        {
+            Ok(version) => Ok(Some(version)),
+            Err(StoreError::Conflict { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The wake-ups of a record's write: the job's event; when it is final, the finished notice.
+    fn wake_ups(&self, job_id: &str, record: &JobRecord) -> Vec<draughts_store::Effect> {
         let mut effects = vec![draughts_store::Effect::Publish {
             channel: contract::events_channel(job_id),
             payload: encode(&JobEvent {
@@ -339,21 +386,7 @@ impl Queue {
                 .into(),
             });
         }
-        match self
-            .live
-            .put_with(
-                &contract::job_key(job_id),
-                encode(&*record).into(),
-                Some(version),
-                Some(self.ttl()),
-                &effects,
-            )
-            .await
-        {
-            Ok(version) => Ok(Some(version)),
-            Err(StoreError::Conflict { .. }) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        effects
     }
 
     /// Submits a job: from the cache, merged into an identical pending job, or queued.
@@ -392,7 +425,7 @@ impl Queue {
         job_id: String,
         class: Class,
         spec: JobSpec,
-        owner: Option<String>,
+        owner: Option<PlayerId>,
         fingerprint: String,
         trace: HashMap<String, String>,
     ) -> JobRecord {
@@ -450,51 +483,78 @@ impl Queue {
                 Err(e) => tracing::warn!(error = %e, "unreadable cache entry ignored"),
             }
         }
-        // Take the fingerprint, or join whoever holds it.
-        for _ in 0..MAX_CAS_TRIES {
-            let key = contract::dedup_key(&fingerprint);
-            match self
-                .live
-                .put(&key, record.job_id.clone().into(), None, Some(self.ttl()))
-                .await
-            {
-                Ok(_) => break,
-                Err(StoreError::Conflict { .. }) => {}
-                Err(e) => return Err(e.into()),
+        // Take the fingerprint, or join whoever holds it (a holder gone or finished meanwhile is a
+        // lost race: its key is freed and taken again). After the last try the job queues unmerged.
+        let key = contract::dedup_key(&fingerprint);
+        let owner = job.owner.as_ref();
+        let taken = cas::retry(
+            CAS_TRIES,
+            |e| matches!(e, TakeOrJoin::Lost),
+            || self.take_or_join(&key, &record.job_id, owner),
+        )
+        .await;
+        match taken {
+            Ok(Some(merged)) => {
+                metrics::counter!("analysis_merged_total").increment(1);
+                return Ok(Submitted::Merged(merged));
             }
-            let Some((holder, version)) = self.live.get(&key).await? else {
-                continue;
-            };
-            let holder = String::from_utf8_lossy(&holder).into_owned();
-            let owner = job.owner.clone();
-            let joined = self
-                .update(&holder, |r| {
-                    if r.state.is_final() {
-                        return false;
-                    }
-                    match &owner {
-                        Some(o) if !r.owners.contains(o) => {
-                            r.owners.push(o.clone());
-                            true
-                        }
-                        _ => false,
-                    }
-                })
-                .await?;
-            match joined {
-                Some((r, _)) if !r.state.is_final() => {
-                    metrics::counter!("analysis_merged_total").increment(1);
-                    return Ok(Submitted::Merged(r));
-                }
-                // The holder is finished or gone: free the fingerprint and try again.
-                _ => {
-                    let _ = self.live.delete(&key).await;
-                    let _ = version;
-                }
-            }
+            Ok(None) | Err(TakeOrJoin::Lost) => {}
+            Err(TakeOrJoin::Failed(e)) => return Err(e),
         }
         self.enqueue_new(record, job.owner.as_deref(), true, async { Ok(()) })
             .await
+    }
+
+    /// One try at the fingerprint `key`: taken for `job_id` (`None`), or the pending job that holds
+    /// it, joined by `owner`; [`TakeOrJoin::Lost`] when the holder is gone or finished (its key is
+    /// freed for the next try).
+    async fn take_or_join(
+        &self,
+        key: &str,
+        job_id: &str,
+        owner: Option<&PlayerId>,
+    ) -> Result<Option<JobRecord>, TakeOrJoin> {
+        match self
+            .live
+            .put(key, job_id.to_owned().into(), None, Some(self.ttl()))
+            .await
+        {
+            Ok(_) => return Ok(None),
+            Err(StoreError::Conflict { .. }) => {}
+            Err(e) => return Err(TakeOrJoin::Failed(e.into())),
+        }
+        let holder = self
+            .live
+            .get(key)
+            .await
+            .map_err(|e| TakeOrJoin::Failed(e.into()))?;
+        let Some((holder, _)) = holder else {
+            return Err(TakeOrJoin::Lost);
+        };
+        let holder = String::from_utf8_lossy(&holder).into_owned();
+        let joined = self
+            .update(&holder, |r| {
+                if r.state.is_final() {
+                    return false;
+                }
+                match owner {
+                    Some(o) if !r.owners.contains(o) => {
+                        r.owners.push(o.clone());
+                        true
+                    }
+                    _ => false,
+                }
+            })
+            .await
+            .map_err(TakeOrJoin::Failed)?;
+        match joined {
+            Some((r, _)) if !r.state.is_final() => Ok(Some(r)),
+            // The holder is finished or gone: free the fingerprint and try again.
+            _ => {
+                let _ = self.live.delete(key).await;
+                Err(TakeOrJoin::Lost)
+            }
+        }
     }
 
     /// A new job's record and its entry go out together (one round trip of latency), with `gate`

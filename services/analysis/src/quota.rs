@@ -452,7 +452,7 @@ impl Quotas {
                 let holder = String::from_utf8_lossy(&holder).into_owned();
                 if let Some((record, _)) = queue.load(&holder).await?
                     && !record.state.is_final()
-                    && record.owners.contains(&caller.player_id)
+                    && record.owners.iter().any(|o| *o == caller.player_id)
                 {
                     return Err(busy(&holder));
                 }

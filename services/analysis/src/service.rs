@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use draughts_proto::ids::PlayerId;
+
 use draughts_store::now_unix_ms;
 use futures_util::StreamExt;
 
@@ -160,7 +162,7 @@ impl AnalysisCore {
                 job_id,
                 class: Class::Interactive,
                 spec,
-                owner: Some(caller.player_id.clone()),
+                owner: Some(owner_of(caller)?),
                 mergeable: true,
                 trace: draughts_runtime::propagation::inject_map(),
             })
@@ -219,7 +221,7 @@ impl AnalysisCore {
         }
         match self.queue.load(job_id).await? {
             Some((record, _))
-                if record.owners.contains(&caller.player_id)
+                if record.owners.iter().any(|o| *o == caller.player_id)
                     || caller.tier == crate::quota::Tier::Admin =>
             {
                 Ok(record)
@@ -283,7 +285,7 @@ impl AnalysisCore {
         let job_id = Queue::new_job_id();
         // The quota is counted alongside the job's submission (a refused count cancels the job).
         let quota = self.quotas.count(caller, Counter::BestMoves);
-        self.run_best_move_gated(job_id, spec, class, Some(caller.player_id.clone()), quota)
+        self.run_best_move_gated(job_id, spec, class, Some(owner_of(caller)?), quota)
             .await
     }
 
@@ -293,7 +295,7 @@ impl AnalysisCore {
         &self,
         job_id: String,
         spec: JobSpec,
-        owner: Option<String>,
+        owner: Option<PlayerId>,
     ) -> AnalysisResult<(JobRecord, BestMoveResult)> {
         self.run_best_move_gated(job_id, spec, Class::ComputerMove, owner, async { Ok(()) })
             .await
@@ -306,7 +308,7 @@ impl AnalysisCore {
         job_id: String,
         spec: JobSpec,
         class: Class,
-        owner: Option<String>,
+        owner: Option<PlayerId>,
         gate: impl Future<Output = AnalysisResult<()>>,
     ) -> AnalysisResult<(JobRecord, BestMoveResult)> {
         let finished = self.waiter.register(&job_id);
@@ -396,4 +398,9 @@ impl AnalysisCore {
         }
         record.started_ms.saturating_sub(record.created_ms)
     }
+}
+
+/// The caller as a job's owner.
+fn owner_of(caller: &crate::quota::Caller) -> AnalysisResult<PlayerId> {
+    PlayerId::parse(&caller.player_id).map_err(|e| AnalysisError::Invalid(format!("caller: {e}")))
 }

@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use draughts_ai::bitbase::Shelf;
+use draughts_ai::bitbase::ShelfCell;
 use draughts_ai::{SearchOptions, Searcher, StopHandle};
 use draughts_engine::Variant;
 use draughts_store::{Entry, Version, now_unix_ms};
@@ -83,8 +83,9 @@ pub struct WorkerConfig {
     pub max_search: Duration,
     /// How long a running job may still finish after shutdown is asked.
     pub shutdown_grace: Duration,
-    /// Endgame tables probed by every slot's searches (of the variants they cover).
-    pub bitbases: Option<Arc<Shelf>>,
+    /// Endgame tables probed by every slot's searches (of the variants they cover); a background
+    /// build may replace them while the workers run (each search takes the tables of its start).
+    pub bitbases: ShelfCell,
 }
 
 impl WorkerConfig {
@@ -98,7 +99,7 @@ impl WorkerConfig {
             hash_mb: 16,
             max_search: Duration::from_secs(600),
             shutdown_grace: Duration::from_secs(10),
-            bitbases: None,
+            bitbases: ShelfCell::default(),
         }
     }
 }
@@ -504,16 +505,23 @@ impl Slot {
     /// Starts a job's search on a blocking thread (with this slot's searcher, or a new one).
     fn spawn_search(&self, spec: &JobSpec, searcher: Option<Searcher>) -> Search {
         let mut searcher = searcher.unwrap_or_else(|| {
-            let mut s = Searcher::with_options(
+            Searcher::with_options(
                 Variant::International,
                 &SearchOptions {
                     tt_megabytes: self.config.hash_mb,
                     ..SearchOptions::default()
                 },
-            );
-            s.set_shelf(self.config.bitbases.clone());
-            s
+            )
         });
+        let tables = self.config.bitbases.current();
+        let same = match (searcher.shelf(), &tables) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            searcher.set_shelf(tables);
+        }
         let stop = searcher.stop_handle();
         stop.reset();
         let (progress_tx, progress) = watch::channel(None::<ProgressRec>);

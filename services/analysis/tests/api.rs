@@ -675,7 +675,7 @@ async fn workers_probe_the_endgame_tables_they_are_given() {
         scores.push(score);
         server.stop().await;
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
     // A table win scores BITBASE_WIN plus the evaluation, clamped to 2,000 either way.
     let won = draughts_ai::search::BITBASE_WIN - 2_000;
     assert!(
@@ -689,9 +689,41 @@ async fn workers_probe_the_endgame_tables_they_are_given() {
         scores[1]
     );
 
-    // A directory that does not exist stops the start with a clear error.
+    // A directory that does not exist is no tables (a warning), never a failed start; with a build
+    // plan the tables are made there in the background and the workers take them once built.
     let mut config = Config::for_tests();
     config.workers.analysis_bitbases = Some(dir.join("missing"));
+    let worker = config.workers.worker().unwrap();
+    assert!(worker.bitbases.current().is_none());
+    config.workers.analysis_bitbases = Some(dir.clone());
+    config.workers.analysis_bitbases_build = "english:3".into();
+    let worker = config.workers.worker().unwrap();
+    assert!(worker.bitbases.current().is_none(), "nothing there yet");
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let shelf = loop {
+        if let Some(shelf) = worker.bitbases.current() {
+            break shelf;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the background build never finished"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(shelf.summary(), [(Variant::English, 3)]);
+    assert_eq!(
+        shelf.get(Variant::English).unwrap().probe(&after),
+        Some(Value::Loss),
+        "the built tables are the same tables"
+    );
+    // A second start finds them and builds nothing; a bad plan is refused with the setting's name.
+    let again = config.workers.worker().unwrap();
+    assert_eq!(
+        again.bitbases.current().unwrap().summary(),
+        [(Variant::English, 3)]
+    );
+    config.workers.analysis_bitbases_build = "english:3,chess:4".into();
     let err = config.workers.worker().unwrap_err();
-    assert!(err.to_string().contains("analysis-bitbases"), "{err}");
+    assert!(err.to_string().contains("analysis-bitbases-build"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -56,7 +56,7 @@ fn start_workers(
         hash_mb: 16,
         max_search: Duration::from_secs(60),
         shutdown_grace: Duration::from_secs(5),
-        bitbases: None,
+        bitbases: Default::default(),
     };
     let handle = tokio::spawn(worker::run(queue.clone(), config, async move {
         let _ = rx.await;

@@ -146,7 +146,7 @@ mod checks {
             job_id: Queue::new_job_id(),
             class,
             spec,
-            owner: Some(owner.into()),
+            owner: Some(owner.parse().unwrap()),
             mergeable,
             trace: [(
                 "traceparent".to_string(),
@@ -189,7 +189,7 @@ mod checks {
                 hash_mb: 1,
                 max_search: Duration::from_secs(30),
                 shutdown_grace: grace,
-                bitbases: None,
+                bitbases: Default::default(),
             };
             let handle = tokio::spawn(worker::run(queue.clone(), config, async move {
                 let _ = stopped.await;
@@ -394,7 +394,7 @@ mod checks {
         .await;
         assert_eq!(
             (done.owners.as_slice(), done.attempts),
-            (&["player:cid".to_string()][..], 1)
+            (&["player:cid".parse().unwrap()][..], 1)
         );
         assert_eq!(
             done.trace,
@@ -745,7 +745,7 @@ mod checks {
             (done.attempts, done.owners.clone(), done.created_ms),
             (
                 1,
-                vec!["player:ann".to_string()],
+                vec!["player:ann".parse().unwrap()],
                 submitted.record().created_ms
             )
         );

@@ -4,6 +4,7 @@
 
 use draughts_analysis::contract::{JobSpec, Line, Rules};
 use draughts_analysis::{AnalysisCore, Queue};
+use draughts_proto::vocab::clock::computer_move_cap_ms;
 use draughts_validation::games::GamesError;
 use draughts_validation::games::computer::{ComputerPlayer, ComputerTurn};
 
@@ -41,14 +42,14 @@ impl ComputerPlayer for QueuedComputer {
             },
             level: Some(turn.level),
             limits: None,
-            // Never more than a tenth of the time left (plus the increment): the computer keeps time.
-            clock_cap_ms: Some((side_to_move_ms / 10 + turn.increment_ms).max(50)),
+            // The one time allocation of every deployment shape (Analysis.BestMove's `clock` too).
+            clock_cap_ms: Some(computer_move_cap_ms(side_to_move_ms, turn.increment_ms)),
             seed: rand::random(),
         };
-        let owner = format!("ai:{}", turn.level);
+        let owner = draughts_proto::ids::PlayerId::computer(turn.level);
         let (_, result) = self
             .analysis
-            .run_best_move(Queue::new_job_id(), spec, Some(owner))
+            .run_best_move(Queue::new_job_id(), spec, owner)
             .await
             .map_err(|e| GamesError::Refused(format!("the computer found no move: {e}")))?;
         Ok(result.mv.notation)

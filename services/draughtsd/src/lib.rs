@@ -6,6 +6,7 @@
 //! run on Redis and PostgreSQL, as the separate services do in a deployment. Backends are connected (and migrated) at start, so a wrong URL fails fast.
 
 pub mod computer;
+pub mod feeds;
 
 use std::sync::Arc;
 
@@ -48,6 +49,8 @@ pub struct Config {
     pub analysis_workers: draughts_analysis::WorkerArgs,
     #[command(flatten)]
     pub matchmaking: draughts_matchmaking::MatchmakingConfig,
+    #[command(flatten)]
+    pub tournaments: draughts_tournaments::TournamentsConfig,
     /// Run no analysis workers in this process (workers run as `draughts-analysis-worker` on the same
     /// Redis). Without Redis nothing else sees the queue, so this is refused with `memory://`.
     #[arg(long, env = "DRAUGHTS_ANALYSIS_EXTERNAL_WORKERS")]
@@ -89,11 +92,19 @@ impl Config {
                 analysis_worker_name: None,
                 analysis_shutdown_grace_ms: 1_000,
                 analysis_bitbases: None,
+                analysis_bitbases_build: "none".into(),
             },
             analysis_external_workers: false,
             matchmaking: draughts_matchmaking::MatchmakingConfig {
                 matchmaking_wave_ms: 200,
                 ..draughts_matchmaking::MatchmakingConfig::defaults()
+            },
+            tournaments: draughts_tournaments::TournamentsConfig {
+                tournaments_wave_ms: 300,
+                tournaments_tick_ms: 100,
+                tournaments_min_arena_secs: 2,
+                tournaments_claim_idle_ms: 2_000,
+                ..draughts_tournaments::TournamentsConfig::defaults()
             },
             web_dir: None,
             no_web: true,
@@ -132,6 +143,7 @@ impl Config {
         self.ratings.validate()?;
         self.games.validate()?;
         self.matchmaking.validate()?;
+        self.tournaments.validate()?;
         if let Some(dir) = &self.web_dir
             && !self.no_web
             && !dir.join("index.html").is_file()
@@ -145,19 +157,44 @@ impl Config {
     }
 }
 
+/// The file of a SQLite `database_url` (`None`: in memory, or another database).
+pub fn sqlite_file(database_url: &str) -> Option<&str> {
+    let rest = database_url
+        .strip_prefix("sqlite://")
+        .or_else(|| database_url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or_default();
+    if path.is_empty() || path.starts_with(":memory:") || database_url.contains("mode=memory") {
+        return None;
+    }
+    Some(path)
+}
+
+/// Where `draughtsd` keeps its endgame tables when `--analysis-bitbases` is unset: `draughts-bitbases`
+/// beside its SQLite file, so the embedded install keeps its data together (none with a database in
+/// memory or PostgreSQL: a deployment names its directory).
+///
+/// ```
+/// use draughtsd::default_bitbases_dir;
+/// use std::path::PathBuf;
+/// let dir = |url| default_bitbases_dir(url);
+/// assert_eq!(dir("sqlite://draughts.sqlite3?mode=rwc"), Some(PathBuf::from("draughts-bitbases")));
+/// assert_eq!(dir("sqlite:///var/lib/d/db.sqlite3"), Some(PathBuf::from("/var/lib/d/draughts-bitbases")));
+/// assert_eq!(dir("sqlite::memory:"), None);
+/// assert_eq!(dir("sqlite://x.db?mode=memory&cache=shared"), None);
+/// assert_eq!(dir("postgres://u@h/db"), None);
+/// ```
+pub fn default_bitbases_dir(database_url: &str) -> Option<std::path::PathBuf> {
+    let file = std::path::Path::new(sqlite_file(database_url)?);
+    let parent = file.parent().unwrap_or(std::path::Path::new(""));
+    Some(parent.join("draughts-bitbases"))
+}
+
 /// Makes the SQLite file of `database_url` (and its journal files) readable by its owner only: it
 /// holds password hashes and the token signing keys. Other URLs are left alone.
 pub fn protect_database_file(database_url: &str) {
-    let Some(rest) = database_url
-        .strip_prefix("sqlite://")
-        .or_else(|| database_url.strip_prefix("sqlite:"))
-    else {
+    let Some(path) = sqlite_file(database_url) else {
         return;
     };
-    let path = rest.split('?').next().unwrap_or_default();
-    if path.is_empty() || path.starts_with(":memory:") || database_url.contains("mode=memory") {
-        return;
-    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -201,6 +238,8 @@ pub enum StartError {
     Analysis(#[from] draughts_analysis::StartError),
     #[error(transparent)]
     Matchmaking(#[from] draughts_matchmaking::StartError),
+    #[error(transparent)]
+    Tournaments(#[from] draughts_tournaments::StartError),
 }
 
 /// The connected backends, shared by every service of the process.
@@ -231,6 +270,7 @@ pub struct Platform {
     pub ratings: draughts_ratings::Ratings,
     pub analysis: draughts_analysis::Analysis,
     pub matchmaking: draughts_matchmaking::Matchmaking,
+    pub tournaments: draughts_tournaments::Tournaments,
     /// In-process analysis workers (`None`: external workers serve the queue).
     pub analysis_workers: Option<draughts_analysis::WorkerConfig>,
 }
@@ -245,12 +285,16 @@ impl Platform {
         )
         .await?
         .with_limits(config.games.clone());
+        // The reconciler learns of finished games from what Games publishes, in process.
         let ratings = draughts_ratings::Ratings::new(
             backends.live.clone(),
             backends.db.clone(),
             &config.ratings,
         )
-        .await?;
+        .await?
+        .with_finished_feed(Arc::new(feeds::GamesFinishedFeed {
+            games: validation.games.clone(),
+        }));
         let analysis =
             draughts_analysis::Analysis::new(backends.live.clone(), &config.analysis).await?;
         // The computer players move through this process's analysis queue.
@@ -264,7 +308,7 @@ impl Platform {
         mm_config
             .matchmaking_games_url
             .get_or_insert_with(|| own.clone());
-        mm_config.matchmaking_ratings_url.get_or_insert(own);
+        mm_config.matchmaking_ratings_url.get_or_insert(own.clone());
         if mm_config.matchmaking_api_key.is_none() {
             mm_config.matchmaking_api_key = Some(
                 config
@@ -279,13 +323,36 @@ impl Platform {
             validation.auth.identities().clone(),
             &mm_config,
         )?;
+        // Tournaments too: this process's Games and Ratings, the same service credential.
+        let mut t_config = config.tournaments.clone();
+        t_config
+            .tournaments_games_url
+            .get_or_insert_with(|| own.clone());
+        t_config.tournaments_ratings_url.get_or_insert(own);
+        t_config
+            .tournaments_api_key
+            .get_or_insert_with(|| mm_config.matchmaking_api_key.clone().unwrap_or_default());
+        let tournaments = draughts_tournaments::Tournaments::new(
+            backends.live.clone(),
+            backends.db.clone(),
+            &t_config,
+        )
+        .await?;
         Ok(Platform {
             validation,
             ratings,
             analysis,
             matchmaking,
+            tournaments,
             analysis_workers: match config.analysis_external_workers {
-                false => Some(config.analysis_workers.worker()?),
+                false => {
+                    let mut args = config.analysis_workers.clone();
+                    if args.analysis_bitbases.is_none() {
+                        args.analysis_bitbases =
+                            default_bitbases_dir(&config.backends.database_url);
+                    }
+                    Some(args.worker()?)
+                }
                 true => None,
             },
         })
@@ -301,6 +368,8 @@ impl Platform {
             .register(&mut services, &config.server, &self.validation.auth);
         self.matchmaking
             .register(&mut services, &config.server, &self.validation.auth);
+        self.tournaments
+            .register(&mut services, &config.server, &self.validation.auth);
         services
     }
 
@@ -315,6 +384,7 @@ impl Platform {
         let consumer = self.ratings.run_consumer(stopped(stop_rx.clone()));
         let bulk = self.analysis.clone().run_bulk(stopped(stop_rx.clone()));
         let waves = self.matchmaking.run_waves(stopped(stop_rx.clone()));
+        let tournaments = self.tournaments.run_background(stopped(stop_rx.clone()));
         let workers = async {
             if let Some(workers) = self.analysis_workers {
                 self.analysis.run_workers(workers, stopped(stop_rx)).await;
@@ -324,7 +394,7 @@ impl Platform {
             shutdown.await;
             let _ = stop_tx.send(true);
         };
-        tokio::join!(timers, consumer, bulk, waves, workers, signal);
+        tokio::join!(timers, consumer, bulk, waves, tournaments, workers, signal);
     }
 }
 
@@ -357,6 +427,12 @@ pub async fn run(
             .get_or_insert_with(|| format!("dk_{}", random_secret()))
             .clone();
         config.matchmaking.matchmaking_api_key = Some(key);
+    }
+    let t = &mut config.tournaments;
+    t.tournaments_games_url.get_or_insert_with(|| own.clone());
+    t.tournaments_ratings_url.get_or_insert_with(|| own.clone());
+    if t.tournaments_api_key.is_none() {
+        t.tournaments_api_key = config.matchmaking.matchmaking_api_key.clone();
     }
     let backends = connect(&config).await?;
     protect_database_file(&config.backends.database_url);

@@ -615,6 +615,7 @@ async fn a_guest_becomes_an_account(channel: Channel) -> Secrets {
         rated: true,
         fen: String::new(),
         game_id: String::new(),
+        berserk_allowed: false,
     };
     let play = |token: &str, game_id: &str, mv: &str| {
         authed(

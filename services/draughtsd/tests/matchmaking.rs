@@ -255,14 +255,18 @@ async fn pairing_and_lobby(redis_url: &str, pg_url: &str) {
         direct.message().contains("Matchmaking.Accept"),
         "{direct:?}"
     );
-    // A seek with house rules and a rating range the accepter is outside of: listed with its house
-    // rules (part of its terms); refused by Matchmaking, and still by Games when asked directly.
+    // A seek with house rules (draw rules among them) and a rating range the accepter is outside of:
+    // listed with its house rules (part of its terms); refused by Matchmaking, and still by Games when
+    // asked directly.
     let house_rules = pb::RuleSet {
         variant: pb::Variant::English as i32,
         options: Some(pb::RuleOptions {
             no_mandatory_capture: true,
             promote_mid_capture: false,
             move_limit: 40,
+            repetition: Some(true),
+            endgame_counts: Some(false),
+            ..Default::default()
         }),
     };
     let ranged = mm_a
@@ -492,4 +496,57 @@ async fn anonymous_lobby_watchers_behind_a_proxy_count_per_client_address() {
 
 fn matchmaking_max_streams() -> usize {
     draughts_matchmaking::grpc::MAX_STREAMS_PER_CALLER
+}
+
+/// Quick pairing never seats two players of whom one blocks the other: Games refuses the agreed
+/// game, both wait on (neither is told why), and each is paired with someone else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn quick_pairing_never_seats_a_blocked_pair() {
+    let redis = draughts_testkit::RedisServer::start().expect("redis-server");
+    let pg = draughts_testkit::PostgresServer::start().expect("postgres");
+    let a = replica(&redis.url(), &pg.url()).await;
+    let ch = a.channel().await;
+    let new_guest = |name: &'static str| {
+        let ch = ch.clone();
+        async move {
+            let r = pb::auth_client::AuthClient::new(ch)
+                .create_guest(pb::CreateGuestRequest {
+                    display_name: name.into(),
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            (r.player.unwrap().id, r.token)
+        }
+    };
+    let (ann_id, ann) = new_guest("Ann").await;
+    let (bob_id, bob) = new_guest("Bob").await;
+    pb::games_client::GamesClient::new(ch.clone())
+        .block_player(authed(
+            &bob,
+            pb::BlockPlayerRequest {
+                player_id: ann_id.clone(),
+            },
+        ))
+        .await
+        .unwrap();
+    let mut s1 = seek(&ch, &ann, POOL).await;
+    let mut s2 = seek(&ch, &bob, POOL).await;
+    // Several waves pass (2 s apart in tests? whatever the setting: wait for 3 s of them).
+    let nothing = tokio::time::timeout(Duration::from_secs(3), async {
+        tokio::select! {
+            o = outcome(&mut s1) => o,
+            o = outcome(&mut s2) => o,
+        }
+    })
+    .await;
+    assert!(nothing.is_err(), "a blocked pair was paired: {nothing:?}");
+    let (cy_id, cy) = new_guest("Cy").await;
+    let mut s3 = seek(&ch, &cy, POOL).await;
+    let pb::seek_event::Kind::Paired(paired) = outcome(&mut s3).await else {
+        panic!("Cy is paired");
+    };
+    let opponent = paired.opponent.unwrap().id;
+    assert!(opponent == ann_id || opponent == bob_id, "{opponent}");
+    assert_ne!(opponent, cy_id);
 }

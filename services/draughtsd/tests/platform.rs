@@ -189,6 +189,7 @@ async fn a_finished_game_is_rated(channel: tonic::transport::Channel) {
             rated: true,
             fen: String::new(),
             game_id: String::new(),
+            berserk_allowed: false,
         },
     )
     .await
@@ -306,6 +307,7 @@ async fn a_guest_who_signs_up_keeps_its_games_and_ratings(channel: tonic::transp
             rated: true,
             fen: String::new(),
             game_id: String::new(),
+            berserk_allowed: false,
         },
     )
     .await
@@ -561,6 +563,7 @@ async fn complete_games_against_the_computer() {
                     rated: false,
                     fen: String::new(),
                     game_id: String::new(),
+                    berserk_allowed: false,
                 },
             ))
             .await
@@ -709,6 +712,7 @@ async fn a_separate_games_service_asks_the_analysis_service_for_computer_moves()
                 rated: false,
                 fen: String::new(),
                 game_id: String::new(),
+                berserk_allowed: false,
             },
         ))
         .await

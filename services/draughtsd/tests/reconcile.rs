@@ -1,6 +1,8 @@
 //! A finished game whose `games.finished` entry is lost (trimmed off the stream before the ratings
-//! consumer ran, as a Redis restart without persistence loses it) is rated from the games service's
-//! real `finished_games` table by the ratings reconciler, exactly once.
+//! consumer ran, as a Redis restart without persistence loses it) is rated by the ratings reconciler,
+//! exactly once, from what the games service publishes (`Games.ListFinishedGames`, in process here);
+//! that call is for the platform's services only; a game archived before the stored entry existed is
+//! listed with an entry built from the stored game.
 
 use std::time::{Duration, Instant};
 
@@ -8,8 +10,8 @@ use draughts_proto::pb;
 use draughts_store::sqlx::{self, Row};
 use draughtsd::{Config, Platform};
 
-fn config() -> Config {
-    let mut config = Config::for_tests("memory://", "sqlite::memory:");
+fn config(redis_url: &str, database_url: &str) -> Config {
+    let mut config = Config::for_tests(redis_url, database_url);
     config.ratings.guest_games = draughts_ratings::config::Policy::Rate;
     config.ratings.reconcile_interval_ms = 50;
     config.ratings.reconcile_delay_ms = 0;
@@ -33,8 +35,19 @@ async fn count(db: &draughts_store::Database, sql: &'static str) -> i64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_game_lost_from_the_stream_is_rated_from_the_database() {
-    let config = config();
+async fn a_game_lost_from_the_stream_is_rated_from_what_games_publishes() {
+    lost_game_is_rated(config("memory://", "sqlite::memory:")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_on_redis_and_postgres() {
+    let redis =
+        draughts_testkit::RedisServer::start().expect("redis-server (install: redis-server)");
+    let pg = draughts_testkit::PostgresServer::start().expect("postgres (install: postgresql)");
+    lost_game_is_rated(config(&redis.url(), &pg.url())).await;
+}
+
+async fn lost_game_is_rated(config: Config) {
     let backends = draughtsd::connect(&config).await.unwrap();
     let platform = Platform::new(&config, &backends).await.unwrap();
     let services = platform.services(&config);
@@ -103,6 +116,7 @@ async fn a_game_lost_from_the_stream_is_rated_from_the_database() {
             rated: true,
             fen: String::new(),
             game_id: String::new(),
+            berserk_allowed: false,
         },
     )
     .await
@@ -146,6 +160,59 @@ async fn a_game_lost_from_the_stream_is_rated_from_the_database() {
     }
     backends.live.trim(stream, 0).await.unwrap();
     assert_eq!(backends.live.len(stream).await.unwrap(), 0);
+
+    // Games.ListFinishedGames: the service credential gets the game as its stream entry (without
+    // its PDN); a player is refused.
+    let admin = config.auth.admin_api_key.clone().unwrap();
+    let list = |token: &str| {
+        authed(
+            token,
+            pb::ListFinishedGamesRequest {
+                rated_only: true,
+                ..Default::default()
+            },
+        )
+    };
+    let denied = games
+        .list_finished_games(list(&ann.token))
+        .await
+        .unwrap_err();
+    assert_eq!(denied.code(), tonic::Code::PermissionDenied, "{denied:?}");
+    let listed = games
+        .list_finished_games(list(&admin))
+        .await
+        .unwrap()
+        .into_inner()
+        .games;
+    assert_eq!(listed.len(), 1);
+    let entry = draughts_proto::contract::finished::decode(&listed[0].event).unwrap();
+    assert_eq!(
+        (entry.game_id.as_str(), entry.outcome, entry.pdn.as_str()),
+        (
+            game.game_id.as_str(),
+            draughts_proto::contract::finished::Outcome::WhiteWins,
+            ""
+        )
+    );
+    assert_eq!(entry.finished_at_ms, listed[0].finished_at_ms);
+    // A row archived before the entry was stored with it: the entry is built from the stored game.
+    sqlx::query("UPDATE finished_games SET event = NULL")
+        .execute(backends.db.pool())
+        .await
+        .unwrap();
+    let legacy = games
+        .list_finished_games(list(&admin))
+        .await
+        .unwrap()
+        .into_inner()
+        .games;
+    assert_eq!(
+        draughts_proto::contract::finished::decode(&legacy[0].event).unwrap(),
+        draughts_proto::contract::finished::FinishedV1 {
+            traceparent: None,
+            ..entry
+        }
+    );
 
     // Now the ratings consumer (and its reconciler) run.
     let consumer = tokio::spawn(platform.ratings.clone().run_consumer(stopped(stop_rx)));

@@ -30,7 +30,8 @@ use draughts_auth::Identities;
 use draughts_proto::contract::matchmaking::{
     self as mm, Commit, Member, Seat, Ticket, TicketState, WaveLease, Who,
 };
-use draughts_proto::ids::PlayerId;
+use draughts_proto::ids::{GameId, PlayerId, TicketId};
+use draughts_store::cas::{self, Change, Retry};
 use draughts_store::{Effect, LiveStore, Version, now_unix_ms};
 use sha2::{Digest, Sha256};
 
@@ -46,7 +47,11 @@ pub const MAX_POOL_READ: usize = 200_000;
 /// Most pairs one wave commits at once.
 const COMMIT_PARALLELISM: usize = 32;
 /// Most attempts of a compare-and-set loop before the caller gets ABORTED.
-const CAS_ATTEMPTS: usize = 8;
+const CAS_ATTEMPTS: u32 = 8;
+/// Most refused pairs a wave reads (see [`mm::AVOID`]).
+pub const MAX_AVOIDED: usize = 10_000;
+/// How long a pair Games refused is not made again.
+pub const AVOID_FOR: Duration = Duration::from_secs(600);
 /// Aborted games among the last 5 that make a player an aborter.
 pub const ABORTER_THRESHOLD: u32 = 3;
 
@@ -62,12 +67,17 @@ pub struct Settings {
     pub max_pools_per_seek: usize,
     /// How long a claimed pairing waits before another replica may finish it (10 s in service).
     pub commit_retry: Duration,
+    /// Most lobby seeks standing at once from one client address; 0 = no bound.
+    pub lobby_seeks_per_address: u64,
+    /// A real-time lobby seek lapses this long after its owner was last heard from
+    /// ([`crate::service::LOBBY_SEEK_LIVES_FOR`] in service).
+    pub lobby_seek_lives_for: Duration,
 }
 
 /// A signed-in caller, as the auth layer established them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
-    pub player: String,
+    pub player: PlayerId,
     pub name: String,
     pub guest: bool,
 }
@@ -114,14 +124,16 @@ pub struct WaveReport {
     pub lapsed: usize,
 }
 
-fn ticket_id() -> String {
-    format!("t{}", hex::encode(rand::random::<[u8; 12]>()))
+fn ticket_id() -> MatchmakingResult<TicketId> {
+    TicketId::parse(&format!("t{}", hex::encode(rand::random::<[u8; 12]>())))
+        .map_err(|e| MatchmakingError::Corrupt(e.to_string()))
 }
 
 /// The game id of a pairing: derived from the two tickets, so every retry names the same game.
-pub fn game_id_of(white: &str, black: &str) -> String {
+pub fn game_id_of(white: &str, black: &str) -> MatchmakingResult<GameId> {
     let digest = Sha256::digest(format!("{white}|{black}").as_bytes());
-    format!("m{}", hex::encode(&digest[..12]))
+    GameId::parse(&format!("m{}", hex::encode(&digest[..12])))
+        .map_err(|e| MatchmakingError::Corrupt(e.to_string()))
 }
 
 /// White of a pair: a coin from the two tickets (fair, and the same for every retry).
@@ -167,6 +179,21 @@ fn wake(ticket: &str) -> Effect {
     }
 }
 
+/// Whether `ticket` is claimed for `commit` (step 1 of its pairing).
+fn claimed_for(ticket: &Ticket, commit: &Commit) -> bool {
+    matches!(&ticket.state, TicketState::Matching { game_id, .. } if *game_id == commit.game_id)
+}
+
+/// Stores `ticket` (for [`TICKET_TTL`]) with `effects`, then gives `then`.
+fn write_ticket<R>(ticket: Ticket, effects: Vec<Effect>, then: R) -> Change<Ticket, R> {
+    Change::Write {
+        value: ticket,
+        ttl: Some(TICKET_TTL),
+        effects,
+        then,
+    }
+}
+
 impl Matchmaker {
     pub fn pool(&self, id: &str) -> MatchmakingResult<&Pool> {
         self.pools
@@ -198,6 +225,29 @@ impl Matchmaker {
                 effects,
             )
             .await?)
+    }
+
+    /// Changes ticket `id` by compare-and-set ([`cas::update`]; `None`: no such ticket), tried
+    /// again from a fresh read when another writer wins.
+    async fn change_ticket<R>(
+        &self,
+        id: &str,
+        change: impl FnMut(Option<Ticket>) -> MatchmakingResult<Change<Ticket, R>>,
+    ) -> MatchmakingResult<R> {
+        let codec = (
+            |bytes: &[u8]| -> MatchmakingResult<Ticket> { Ok(mm::decode_ticket(bytes)?) },
+            |ticket: &Ticket| -> MatchmakingResult<Bytes> {
+                Ok(Bytes::from(mm::encode_ticket(ticket)))
+            },
+        );
+        cas::update(
+            self.live.as_ref(),
+            &mm::ticket_key(id),
+            &codec,
+            Retry::times(CAS_ATTEMPTS),
+            change,
+        )
+        .await
     }
 
     /// The caller's waiting seek in `pools`, joined; or a new one (ending a waiting seek of the caller
@@ -271,7 +321,8 @@ impl Matchmaker {
                                 .player_state(&caller.player)
                                 .await?
                                 .live_games
-                                .contains(game_id)
+                                .iter()
+                                .any(|g| g == game_id.as_str())
                         {
                             return Ok(ticket);
                         }
@@ -288,7 +339,7 @@ impl Matchmaker {
         }
         let aborter = state.recent_aborts >= ABORTER_THRESHOLD;
         let now = now_unix_ms();
-        let id = ticket_id();
+        let id = ticket_id()?;
         let mut seats = Vec::with_capacity(pools.len());
         for pool in &pools {
             let rating = if caller.guest {
@@ -332,18 +383,23 @@ impl Matchmaker {
                 at_unix_ms: lapse,
             })
             .collect();
-        self.store(&ticket, None, &effects).await?;
-        // The pointer is a hint for joining: the last seek wins it.
-        let pointer_version = pointer.map(|(_, v)| v);
-        let _ = self
-            .live
+        // The pointer is written first: a ticket never stands in a pool without the pointer a
+        // reconnect joins it by. (Written after, a process killed between the two writes left a
+        // seek nobody followed: paired later, its player never heard, and the reconnect made a
+        // second seek.) A pointer to a ticket never stored is harmless: it loads as nothing.
+        // Another seek of the caller racing this one wins or loses the pointer as a whole.
+        // (Read again: ending a waiting seek above removed the pointer to it.)
+        let key = mm::player_key(&caller.player);
+        let current = self.live.get(&key).await?.map(|(_, v)| v);
+        self.live
             .put(
-                &mm::player_key(&caller.player),
-                Bytes::from(id.clone().into_bytes()),
-                pointer_version,
+                &key,
+                Bytes::from(id.clone().into_string().into_bytes()),
+                current,
                 Some(TICKET_TTL),
             )
-            .await;
+            .await?;
+        self.store(&ticket, None, &effects).await?;
         Ok(ticket)
     }
 
@@ -361,30 +417,39 @@ impl Matchmaker {
     /// Ends a waiting ticket with `reason` (`cancelled`, `expired`, `in_game`, `unknown_player`);
     /// returns whether it was waiting. A ticket being paired is left to its pairing.
     pub async fn end(&self, id: &str, reason: &str) -> MatchmakingResult<bool> {
-        for _ in 0..CAS_ATTEMPTS {
-            let Some((mut ticket, version)) = self.load(id).await? else {
-                return Ok(false);
-            };
-            if ticket.state != TicketState::Waiting {
-                return Ok(false);
-            }
-            ticket.state = TicketState::Ended {
-                reason: reason.to_owned(),
-                at_ms: now_unix_ms(),
-            };
-            match self
-                .store(&ticket, Some(version), &leave_pools(&ticket))
-                .await
-            {
-                Ok(_) => {
-                    self.drop_pointer(&ticket.player.id, id).await;
-                    return Ok(true);
+        self.end_when(id, reason, |ticket| ticket.state == TicketState::Waiting)
+            .await
+    }
+
+    /// Ends ticket `id` with `reason` if `may_end` says so, and drops its player's pointer to it;
+    /// returns whether it ended.
+    async fn end_when(
+        &self,
+        id: &str,
+        reason: &str,
+        may_end: impl Fn(&Ticket) -> bool,
+    ) -> MatchmakingResult<bool> {
+        let ended = self
+            .change_ticket(id, |ticket| match ticket {
+                Some(mut ticket) if may_end(&ticket) => {
+                    ticket.state = TicketState::Ended {
+                        reason: reason.to_owned(),
+                        at_ms: now_unix_ms(),
+                    };
+                    let effects = leave_pools(&ticket);
+                    let player = ticket.player.id.clone();
+                    Ok(write_ticket(ticket, effects, Some(player)))
                 }
-                Err(MatchmakingError::Conflict) => continue,
-                Err(e) => return Err(e),
+                _ => Ok(Change::Keep(None)),
+            })
+            .await?;
+        match ended {
+            Some(player) => {
+                self.drop_pointer(&player, id).await;
+                Ok(true)
             }
+            None => Ok(false),
         }
-        Err(MatchmakingError::Conflict)
     }
 
     /// Ends the caller's waiting seek, if any.
@@ -454,6 +519,29 @@ impl Matchmaker {
         Ok(())
     }
 
+    /// The pairs waves must not make (Games refused them), by player: one read of at most
+    /// [`MAX_AVOIDED`] pairs (best effort: without it, a refused pair is refused again).
+    async fn avoided(&self, now: u64) -> HashMap<String, Vec<String>> {
+        let mut by_player: HashMap<String, Vec<String>> = HashMap::new();
+        let _ = self.live.take_due(mm::AVOID, now, MAX_AVOIDED).await;
+        let Ok(pairs) = self.live.scheduled(mm::AVOID, MAX_AVOIDED).await else {
+            return by_player;
+        };
+        for (member, _) in &pairs {
+            if let Some((a, b)) = mm::avoid_pair(member) {
+                by_player
+                    .entry(a.to_owned())
+                    .or_default()
+                    .push(b.to_owned());
+                by_player
+                    .entry(b.to_owned())
+                    .or_default()
+                    .push(a.to_owned());
+            }
+        }
+        by_player
+    }
+
     /// One wave of `pool`, if this replica holds (or takes) its lease.
     pub async fn wave(&self, pool: &Pool) -> MatchmakingResult<WaveReport> {
         let Some(token) = self.lease(&pool.id).await? else {
@@ -473,10 +561,16 @@ impl Matchmaker {
             .filter_map(|(text, _)| mm::decode_member(text).ok())
             .collect();
         let interval = ms(self.settings.wave_interval).max(1);
+        let avoid = if members.len() < 2 {
+            HashMap::new()
+        } else {
+            self.avoided(now).await
+        };
         let candidates: Vec<Candidate> = members
             .iter()
             .map(|m| Candidate {
-                player: m.player.clone(),
+                avoid: avoid.get(m.player.as_str()).cloned().unwrap_or_default(),
+                player: m.player.to_string(),
                 rating: m.rating,
                 provisional: m.provisional,
                 guest: m.guest,
@@ -540,7 +634,7 @@ impl Matchmaker {
             pool: pool.id.clone(),
             white: white.ticket.clone(),
             black: black.ticket.clone(),
-            game_id: game_id_of(&white.ticket, &black.ticket),
+            game_id: game_id_of(&white.ticket, &black.ticket)?,
             token,
         };
         let commit_text = mm::encode_commit(&commit);
@@ -570,7 +664,7 @@ impl Matchmaker {
         &self,
         commit: &Commit,
         id: &str,
-        partner: &str,
+        partner: &TicketId,
         effects: &[Effect],
     ) -> MatchmakingResult<bool> {
         let Some((mut ticket, version)) = self.load(id).await? else {
@@ -582,7 +676,7 @@ impl Matchmaker {
         set_fence(&mut ticket, &commit.pool, commit.token);
         ticket.state = TicketState::Matching {
             pool: commit.pool.clone(),
-            partner: partner.to_owned(),
+            partner: partner.clone(),
             game_id: commit.game_id.clone(),
             token: commit.token,
             at_ms: now_unix_ms(),
@@ -596,51 +690,21 @@ impl Matchmaker {
 
     /// Puts a ticket claimed for `commit` back to waiting (its partner could not be paired).
     async fn unclaim(&self, commit: &Commit, id: &str) -> MatchmakingResult<()> {
-        for _ in 0..CAS_ATTEMPTS {
-            let Some((mut ticket, version)) = self.load(id).await? else {
-                return Ok(());
-            };
-            match &ticket.state {
-                TicketState::Matching { game_id, .. } if *game_id == commit.game_id => {}
-                _ => return Ok(()),
+        self.change_ticket(id, |ticket| match ticket {
+            Some(mut ticket) if claimed_for(&ticket, commit) => {
+                ticket.state = TicketState::Waiting;
+                Ok(write_ticket(ticket, vec![wake(id)], ()))
             }
-            ticket.state = TicketState::Waiting;
-            match self.store(&ticket, Some(version), &[wake(id)]).await {
-                Ok(_) => return Ok(()),
-                Err(MatchmakingError::Conflict) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(MatchmakingError::Conflict)
+            _ => Ok(Change::Keep(())),
+        })
+        .await
     }
 
     /// Ends a ticket claimed for `commit` with `reason`.
     async fn end_claimed(&self, commit: &Commit, id: &str, reason: &str) -> MatchmakingResult<()> {
-        for _ in 0..CAS_ATTEMPTS {
-            let Some((mut ticket, version)) = self.load(id).await? else {
-                return Ok(());
-            };
-            match &ticket.state {
-                TicketState::Matching { game_id, .. } if *game_id == commit.game_id => {}
-                _ => return Ok(()),
-            }
-            ticket.state = TicketState::Ended {
-                reason: reason.to_owned(),
-                at_ms: now_unix_ms(),
-            };
-            match self
-                .store(&ticket, Some(version), &leave_pools(&ticket))
-                .await
-            {
-                Ok(_) => {
-                    self.drop_pointer(&ticket.player.id, id).await;
-                    return Ok(());
-                }
-                Err(MatchmakingError::Conflict) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(MatchmakingError::Conflict)
+        self.end_when(id, reason, |ticket| claimed_for(ticket, commit))
+            .await
+            .map(drop)
     }
 
     /// Step 2 of a pairing (see the module docs): checks, the game, both tickets paired. Idempotent:
@@ -686,7 +750,7 @@ impl Matchmaker {
                     .await?
                     .live_games
                     .iter()
-                    .any(|g| *g != commit.game_id)
+                    .any(|g| g != commit.game_id.as_str())
             {
                 Some("in_game")
             } else {
@@ -699,14 +763,34 @@ impl Matchmaker {
                 return Ok(false);
             }
         }
-        self.games
+        let created = self
+            .games
             .create_game(&AgreedGame {
-                game_id: commit.game_id.clone(),
+                game_id: commit.game_id.to_string(),
                 pool: pool.clone(),
-                white: white.player.id.clone(),
-                black: black.player.id.clone(),
+                white: white.player.id.to_string(),
+                black: black.player.id.to_string(),
             })
-            .await?;
+            .await;
+        if let Err(MatchmakingError::Upstream { kind, .. }) = &created
+            && *kind == draughts_proto::ErrorKind::FailedPrecondition
+        {
+            // Games will not seat these two together (one blocks the other): both wait on, and
+            // waves pair them with others for a while. Neither is told why.
+            let until = now_unix_ms() + AVOID_FOR.as_millis() as u64;
+            self.live
+                .schedule(
+                    mm::AVOID,
+                    &mm::avoid_member(&white.player.id, &black.player.id),
+                    until,
+                )
+                .await?;
+            self.unclaim(commit, &commit.white).await?;
+            self.unclaim(commit, &commit.black).await?;
+            self.live.cancel(mm::COMMITS, &commit_text).await?;
+            return Ok(false);
+        }
+        created?;
         let now = now_unix_ms();
         for (id, color, opponent) in [
             (&commit.white, "white", &black.player),
@@ -730,33 +814,23 @@ impl Matchmaker {
         opponent: &Who,
         now: u64,
     ) -> MatchmakingResult<()> {
-        for _ in 0..CAS_ATTEMPTS {
-            let Some((mut ticket, version)) = self.load(id).await? else {
-                return Ok(());
-            };
-            match &ticket.state {
-                TicketState::Matching { game_id, .. } if *game_id == commit.game_id => {}
-                _ => return Ok(()),
+        // The player's pointer stays: a seek opened again in the same pools (a stream that broke at
+        // the moment of the pairing) finds the pairing (see `seek`).
+        self.change_ticket(id, |ticket| match ticket {
+            Some(mut ticket) if claimed_for(&ticket, commit) => {
+                ticket.state = TicketState::Paired {
+                    pool: commit.pool.clone(),
+                    game_id: commit.game_id.clone(),
+                    color: color.to_owned(),
+                    opponent: opponent.clone(),
+                    at_ms: now,
+                };
+                let effects = leave_pools(&ticket);
+                Ok(write_ticket(ticket, effects, ()))
             }
-            ticket.state = TicketState::Paired {
-                pool: commit.pool.clone(),
-                game_id: commit.game_id.clone(),
-                color: color.to_owned(),
-                opponent: opponent.clone(),
-                at_ms: now,
-            };
-            match self
-                .store(&ticket, Some(version), &leave_pools(&ticket))
-                .await
-            {
-                // The player's pointer stays: a seek opened again in the same pools (a stream that
-                // broke at the moment of the pairing) finds the pairing (see `seek`).
-                Ok(_) => return Ok(()),
-                Err(MatchmakingError::Conflict) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(MatchmakingError::Conflict)
+            _ => Ok(Change::Keep(())),
+        })
+        .await
     }
 
     /// Folds one pairing's wait into the pool's typical wait (best effort: a lost race skips it).
@@ -838,8 +912,7 @@ mod tests {
             }
         }
         assert!((400..600).contains(&whites), "{whites} of 1000");
-        assert_eq!(game_id_of("a", "b"), game_id_of("a", "b"));
-        assert_ne!(game_id_of("a", "b"), game_id_of("b", "a"));
-        assert!(draughts_proto::ids::GameId::parse(&game_id_of("a", "b")).is_ok());
+        assert_eq!(game_id_of("a", "b").unwrap(), game_id_of("a", "b").unwrap());
+        assert_ne!(game_id_of("a", "b").unwrap(), game_id_of("b", "a").unwrap());
     }
 }

@@ -21,9 +21,14 @@ pub enum MatchmakingError {
     Store(StoreError),
     #[error("stored matchmaking state: {0}")]
     Corrupt(String),
-    /// An answer of another service (Games, Ratings), with its kind and client-facing message.
+    /// An answer of another service (Games, Ratings), with its kind, client-facing message and the
+    /// reason it named (forwarded, so a client words a refusal of Games met through Accept itself).
     #[error("{message}")]
-    Upstream { kind: ErrorKind, message: String },
+    Upstream {
+        kind: ErrorKind,
+        message: String,
+        reason: Option<draughts_proto::pb::ErrorReason>,
+    },
     #[error("{0} is unreachable")]
     Unreachable(&'static str),
 }
@@ -63,6 +68,13 @@ impl ServiceError for MatchmakingError {
             MatchmakingError::Corrupt(_) => ErrorKind::Internal,
             MatchmakingError::Upstream { kind, .. } => *kind,
             MatchmakingError::Unreachable(_) => ErrorKind::Unavailable,
+        }
+    }
+
+    fn reason(&self) -> Option<draughts_proto::pb::ErrorReason> {
+        match self {
+            MatchmakingError::Upstream { reason, .. } => *reason,
+            _ => None,
         }
     }
 }

@@ -5,6 +5,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use draughts_auth::{Principal, PrincipalKind, Scope};
+use draughts_proto::ids::PlayerId;
 use draughts_proto::pb;
 use futures_util::Stream;
 use tonic::{Request, Response, Status};
@@ -80,6 +81,18 @@ impl MatchmakingService {
     }
 }
 
+/// Bots never meet people in quick pairing pools or lobby seeks (they play through challenges and
+/// invitations): FAILED_PRECONDITION for a bot caller (the mark is the server's, from its credential).
+fn refuse_bots<T>(req: &Request<T>, what: &str) -> Result<(), Status> {
+    match draughts_auth::optional_principal(req) {
+        Some(p) if p.is_bot() => Err(MatchmakingError::Precondition(format!(
+            "bots play through challenges, not {what}"
+        ))
+        .into()),
+        _ => Ok(()),
+    }
+}
+
 fn caller<T>(req: &Request<T>) -> Result<(Caller, String), Status> {
     let p: Principal = draughts_auth::principal(req)?;
     draughts_auth::require(&p, Scope::Play)?;
@@ -91,7 +104,8 @@ fn caller<T>(req: &Request<T>) -> Result<(Caller, String), Status> {
         .to_owned();
     Ok((
         Caller {
-            player: p.player_id,
+            player: PlayerId::parse(&p.player_id)
+                .map_err(|e| MatchmakingError::Invalid(format!("caller: {e}")))?,
             name: p.display_name,
             guest: p.kind == PrincipalKind::Guest,
         },
@@ -101,10 +115,11 @@ fn caller<T>(req: &Request<T>) -> Result<(Caller, String), Status> {
 
 fn player_wire(who: &draughts_proto::contract::matchmaking::Who) -> pb::Player {
     pb::Player {
-        id: who.id.clone(),
+        id: who.id.to_string(),
         display_name: who.name.clone(),
         guest: who.guest,
         computer: false,
+        bot: false,
     }
 }
 
@@ -117,7 +132,7 @@ fn seek_event(update: SeekUpdate) -> pb::SeekEvent {
             missed_waves,
             ratings,
         } => Kind::Waiting(pb::Waiting {
-            seek_id,
+            seek_id: seek_id.into_string(),
             waited_ms,
             missed_waves,
             ratings,
@@ -130,7 +145,7 @@ fn seek_event(update: SeekUpdate) -> pb::SeekEvent {
             opponent,
             waited_ms,
         } => Kind::Paired(pb::Paired {
-            seek_id,
+            seek_id: seek_id.into_string(),
             game_id,
             pool_id,
             color: if white {
@@ -142,7 +157,7 @@ fn seek_event(update: SeekUpdate) -> pb::SeekEvent {
             waited_ms,
         }),
         SeekUpdate::Ended { seek_id, reason } => Kind::Ended(pb::SeekEnded {
-            seek_id,
+            seek_id: seek_id.into_string(),
             reason: match reason.as_str() {
                 "cancelled" => pb::SeekEndReason::Cancelled,
                 "in_game" => pb::SeekEndReason::InGame,
@@ -193,7 +208,7 @@ fn lobby_seek_wire(seek: &draughts_proto::contract::matchmaking::LobbySeek) -> p
         },
     };
     pb::LobbySeek {
-        seek_id: seek.id.clone(),
+        seek_id: seek.id.to_string(),
         seeker: Some(player_wire(&seek.seeker)),
         rules: Some(rules),
         time_control: Some(pb::TimeControl {
@@ -255,6 +270,7 @@ impl pb::matchmaking_server::Matchmaking for MatchmakingService {
         req: Request<pb::SeekRequest>,
     ) -> Result<Response<Self::SeekStream>, Status> {
         let (me, _) = caller(&req)?;
+        refuse_bots(&req, "quick pairing pools")?;
         let slot = self.seeks.take(&me.player, "Seek")?;
         let req = req.into_inner();
         let range = range_of(req.rating_range.as_ref())?;
@@ -293,9 +309,11 @@ impl pb::matchmaking_server::Matchmaking for MatchmakingService {
         req: Request<pb::CreateLobbySeekRequest>,
     ) -> Result<Response<pb::LobbySeek>, Status> {
         let (me, authorization) = caller(&req)?;
+        refuse_bots(&req, "lobby seeks")?;
+        let address = draughts_auth::client_address(&req);
         let seek = self
             .core
-            .create_lobby_seek(&me, &authorization, req.into_inner())
+            .create_lobby_seek(&me, &address, &authorization, req.into_inner())
             .await?;
         Ok(Response::new(lobby_seek_wire(&seek)))
     }
@@ -349,6 +367,19 @@ impl pb::matchmaking_server::Matchmaking for MatchmakingService {
         req: Request<pb::AcceptRequest>,
     ) -> Result<Response<pb::GameView>, Status> {
         let (me, authorization) = caller(&req)?;
+        let lobby_seek = draughts_proto::contract::matchmaking::lobby_seek_key(&req.get_ref().id);
+        if self
+            .core
+            .mm
+            .live
+            .get(&lobby_seek)
+            .await
+            .ok()
+            .flatten()
+            .is_some()
+        {
+            refuse_bots(&req, "lobby seeks")?;
+        }
         Ok(Response::new(
             self.core
                 .accept(&me, &authorization, &req.get_ref().id)
@@ -390,24 +421,35 @@ impl pb::matchmaking_server::Matchmaking for MatchmakingService {
         // Anyone may watch; anonymous callers are counted by their client address as the rate limits
         // count it (the X-Forwarded-For entry behind a trusted proxy, whose own address every
         // anonymous watcher would share; IPv6 by its network).
-        let who = match draughts_auth::optional_principal(&req) {
-            Some(p) => {
-                self.core.seen(&p.player_id).await;
-                p.player_id
+        let signed_in = draughts_auth::optional_principal(&req).map(|p| p.player_id);
+        let who = match &signed_in {
+            Some(player) => {
+                self.core.seen(player).await;
+                player.clone()
             }
             None => draughts_auth::client_address(&req),
         };
         let slot = self.watches.take(&who, "WatchLobby")?;
         let first = self.core.read_lobby_stats().await?;
         let mut feed = self.core.lobby_feed();
+        let core = self.core.clone();
         let stream = async_stream(move |tx| async move {
             let _slot = slot;
             if tx.send(Ok(stats_wire(&first))).await.is_err() {
                 return;
             }
+            // While a signed-in player watches the lobby they are online and their real-time lobby
+            // seeks stay listed; when the stream goes, the seeks lapse a minute later.
+            let mut heartbeat = tokio::time::interval(crate::service::LOBBY_HEARTBEAT);
+            heartbeat.tick().await;
             loop {
                 tokio::select! {
                     _ = tx.closed() => return,
+                    _ = heartbeat.tick(), if signed_in.is_some() => {
+                        if let Some(player) = &signed_in {
+                            core.seen(player).await;
+                        }
+                    }
                     changed = feed.changed() => {
                         if changed.is_err() {
                             return;

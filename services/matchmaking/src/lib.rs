@@ -113,6 +113,15 @@ pub struct MatchmakingConfig {
         value_delimiter = ','
     )]
     pub matchmaking_per_speed_variants: Vec<String>,
+    /// Most lobby seeks standing at once from one client address (IPv6: one network, see
+    /// `--address-v6-prefix`), whoever the players; 0 = no bound. Behind a proxy, set the edge to
+    /// pass clients' addresses (`--trust-forwarded-for`), or every client shares the proxy's.
+    #[arg(
+        long,
+        env = "DRAUGHTS_MATCHMAKING_LOBBY_SEEKS_PER_ADDRESS",
+        default_value_t = crate::service::MAX_LOBBY_SEEKS_PER_ADDRESS
+    )]
+    pub matchmaking_lobby_seeks_per_address: u64,
 }
 
 impl MatchmakingConfig {
@@ -134,6 +143,7 @@ impl MatchmakingConfig {
             matchmaking_ratings_url: None,
             matchmaking_api_key: None,
             matchmaking_per_speed_variants: vec!["international".into()],
+            matchmaking_lobby_seeks_per_address: crate::service::MAX_LOBBY_SEEKS_PER_ADDRESS,
         }
     }
 
@@ -195,6 +205,8 @@ impl MatchmakingConfig {
             },
             max_pools_per_seek: 8,
             commit_retry: Duration::from_secs(10),
+            lobby_seeks_per_address: self.matchmaking_lobby_seeks_per_address,
+            lobby_seek_lives_for: crate::service::LOBBY_SEEK_LIVES_FOR,
         }
     }
 }

@@ -61,6 +61,8 @@ pub struct Candidate {
     pub range: Option<(i32, i32)>,
     /// Waves this seek has been in without being paired.
     pub missed_waves: u32,
+    /// Players this candidate must not be paired with (one of the two blocks the other).
+    pub avoid: Vec<String>,
 }
 
 impl Candidate {
@@ -74,6 +76,7 @@ impl Candidate {
             aborter: false,
             range: None,
             missed_waves: 0,
+            avoid: Vec::new(),
         }
     }
 }
@@ -111,6 +114,9 @@ impl Rules {
 /// Whether `a` and `b` may be paired now (the rules of the module docs).
 pub fn compatible(a: &Candidate, b: &Candidate, rules: &Rules) -> bool {
     if a.player == b.player || a.guest != b.guest {
+        return false;
+    }
+    if a.avoid.contains(&b.player) || b.avoid.contains(&a.player) {
         return false;
     }
     if a.aborter != b.aborter {
@@ -394,6 +400,18 @@ mod tests {
         };
         check(&[ranged.clone(), c("b", 1540)], &[]);
         check(&[ranged, c("b", 1560)], &[(0, 1)]);
+        // One blocks the other: never paired, each paired with someone else when possible.
+        let avoiding = Candidate {
+            avoid: vec!["b".into()],
+            ..c("a", 1500)
+        };
+        check(&[avoiding.clone(), c("b", 1500)], &[]);
+        check(&[c("b", 1500), avoiding.clone()], &[]);
+        // (a-c and b-d would do as well: the same total gap.)
+        check(
+            &[avoiding, c("b", 1500), c("c", 1510), c("d", 1490)],
+            &[(0, 3), (1, 2)],
+        );
     }
 
     #[test]
@@ -451,6 +469,7 @@ mod tests {
                     aborter,
                     range: range.map(|(lo, width)| (lo, lo + width)),
                     missed_waves,
+                    avoid: Vec::new(),
                 },
             )
     }

@@ -1,11 +1,11 @@
 //! The configured quick-pairing pools: variant x time control x rated/casual, with stable ids.
 //!
 //! ```
-//! use draughts_matchmaking::pools::{pools, TimeSpec};
+//! use draughts_matchmaking::pools::{pools, TimeControl};
 //! let all = pools(&["english".into()], &["3+2".into(), "corr3".into()]).unwrap();
 //! let ids: Vec<_> = all.iter().map(|p| p.id.as_str()).collect();
 //! assert_eq!(ids, ["english-3+2-rated", "english-3+2-casual", "english-corr3-rated", "english-corr3-casual"]);
-//! assert_eq!(all[0].time, TimeSpec::Fischer { base_ms: 180_000, increment_ms: 2_000 });
+//! assert_eq!(all[0].time, TimeControl::Fischer { base_ms: 180_000, increment_ms: 2_000 });
 //! ```
 
 use std::str::FromStr;
@@ -15,61 +15,15 @@ use draughts_engine::Variant;
 /// The time controls of the default pools (minutes + seconds; `corr<days>`).
 pub const DEFAULT_TIME_CONTROLS: &str = "1+0,2+1,3+0,3+2,5+0,5+3,10+0,15+10,corr3";
 
-/// A pool's time control.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeSpec {
-    Fischer { base_ms: u64, increment_ms: u64 },
-    Correspondence { days_per_move: u32 },
-}
-
-impl TimeSpec {
-    /// `3+2` (base minutes + increment seconds) or `corr3` (days per move).
-    pub fn parse(text: &str) -> Result<TimeSpec, String> {
-        let bad =
-            || format!("time control {text:?}: expected MINUTES+SECONDS (3+2) or corrDAYS (corr3)");
-        if let Some(days) = text.strip_prefix("corr") {
-            let days: u32 = days.parse().map_err(|_| bad())?;
-            if !(1..=30).contains(&days) {
-                return Err(bad());
-            }
-            return Ok(TimeSpec::Correspondence {
-                days_per_move: days,
-            });
-        }
-        let (base, inc) = text.split_once('+').ok_or_else(bad)?;
-        let base: u64 = base.parse().map_err(|_| bad())?;
-        let inc: u64 = inc.parse().map_err(|_| bad())?;
-        if (base == 0 && inc == 0) || base > 180 || inc > 180 {
-            return Err(bad());
-        }
-        Ok(TimeSpec::Fischer {
-            base_ms: base * 60_000,
-            increment_ms: inc * 1000,
-        })
-    }
-
-    /// The id text: `3+2`, `corr3`.
-    pub fn key(&self) -> String {
-        match *self {
-            TimeSpec::Fischer {
-                base_ms,
-                increment_ms,
-            } => format!("{}+{}", base_ms / 60_000, increment_ms / 1000),
-            TimeSpec::Correspondence { days_per_move } => format!("corr{days_per_move}"),
-        }
-    }
-
-    pub fn is_correspondence(&self) -> bool {
-        matches!(self, TimeSpec::Correspondence { .. })
-    }
-}
+/// A pool's time control is the platform's one type, in its short text form (`3+2`, `corr3`).
+pub use draughts_proto::vocab::time::TimeControl;
 
 /// One pool.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pool {
     pub id: String,
     pub variant: Variant,
-    pub time: TimeSpec,
+    pub time: TimeControl,
     pub rated: bool,
 }
 
@@ -86,7 +40,7 @@ pub fn pools(variants: &[String], time_controls: &[String]) -> Result<Vec<Pool>,
     }
     let times = time_controls
         .iter()
-        .map(|t| TimeSpec::parse(t.trim()))
+        .map(|t| TimeControl::parse_short(t.trim()))
         .collect::<Result<Vec<_>, _>>()?;
     let mut out = Vec::new();
     for variant in vs {
@@ -95,7 +49,7 @@ pub fn pools(variants: &[String], time_controls: &[String]) -> Result<Vec<Pool>,
                 let id = format!(
                     "{}-{}-{}",
                     variant.key(),
-                    time.key(),
+                    time.short_key(),
                     if rated { "rated" } else { "casual" }
                 );
                 if out.iter().any(|p: &Pool| p.id == id) {
@@ -132,9 +86,9 @@ mod tests {
     #[test]
     fn bad_time_controls_are_refused() {
         for bad in [
-            "", "3", "0+0", "3+", "+2", "corr0", "corr31", "999+0", "x+1",
+            "", "3", "0+0", "3+", "+2", "corr0", "corr31", "99999+0", "0+3601", "x+1",
         ] {
-            assert!(TimeSpec::parse(bad).is_err(), "{bad}");
+            assert!(TimeControl::parse_short(bad).is_err(), "{bad}");
         }
         assert!(pools(&["chess".into()], &["3+2".into()]).is_err());
         assert!(pools(&["english".into()], &["3+2".into(), "3+2".into()]).is_err());

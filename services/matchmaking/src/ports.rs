@@ -9,11 +9,13 @@
 use std::fmt;
 
 use async_trait::async_trait;
+use draughts_auth::layer::ServiceKey;
+use draughts_proto::vocab::time::{Speed, TimeControl};
 use draughts_proto::{kind_of_code, pb};
 use tonic::transport::{Channel, Endpoint};
 
 use crate::error::{MatchmakingError, MatchmakingResult};
-use crate::pools::{Pool, TimeSpec};
+use crate::pools::Pool;
 
 /// A game both players agreed to by seeking in the same pool.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +67,8 @@ pub trait GamesPort: Send + Sync + fmt::Debug {
         reason: i32,
     ) -> MatchmakingResult<pb::Invitation>;
     async fn cancel(&self, authorization: &str, id: &str) -> MatchmakingResult<pb::Invitation>;
+    /// How many games are in progress now (the lobby's number), as Games counts them.
+    async fn games_in_progress(&self) -> MatchmakingResult<u64>;
 }
 
 /// A rating as pairing uses it.
@@ -94,8 +98,8 @@ pub const START_RATING: PairingRating = PairingRating {
 pub struct GrpcPlatform {
     games: Channel,
     ratings: Channel,
-    /// `Bearer <key>`: the service credential (an API key with the `admin` scope) for CreateGame.
-    service_authorization: String,
+    /// The service credential (an API key with the `admin` scope) for CreateGame.
+    service_key: ServiceKey,
     /// Variants that Ratings rates per speed class (its `--per-speed-variants`; international by default).
     per_speed: Vec<draughts_engine::Variant>,
 }
@@ -122,31 +126,27 @@ impl GrpcPlatform {
         Ok(GrpcPlatform {
             games: channel(games_url)?,
             ratings: channel(ratings_url)?,
-            service_authorization: format!("Bearer {api_key}"),
+            service_key: ServiceKey::new(api_key).map_err(|e| e.to_string())?,
             per_speed,
         })
+    }
+
+    /// `message` with the service credential, made for `user` when it names one (`x-on-behalf-of`:
+    /// the call counts against that user's own rate limit, not against matchmaking's key; see
+    /// `draughts_auth::layer`).
+    fn service_request<T>(
+        &self,
+        message: T,
+        user: Option<&str>,
+    ) -> MatchmakingResult<tonic::Request<T>> {
+        self.service_key
+            .request(message, user)
+            .map_err(|e| MatchmakingError::Invalid(e.to_string()))
     }
 
     fn games(&self) -> pb::games_client::GamesClient<Channel> {
         pb::games_client::GamesClient::new(self.games.clone())
     }
-}
-
-/// `request` with the service credential, made for `user` (`x-on-behalf-of`: the call counts
-/// against that user's own rate limit, not against matchmaking's key; see `draughts_auth::layer`).
-fn service_request<T>(
-    message: T,
-    authorization: &str,
-    user: &str,
-) -> MatchmakingResult<tonic::Request<T>> {
-    let mut request = request(message, Some(authorization))?;
-    let value = user
-        .parse()
-        .map_err(|_| MatchmakingError::Invalid("malformed player id".into()))?;
-    request
-        .metadata_mut()
-        .insert(draughts_auth::layer::ON_BEHALF_OF, value);
-    Ok(request)
 }
 
 fn request<T>(message: T, authorization: Option<&str>) -> MatchmakingResult<tonic::Request<T>> {
@@ -173,49 +173,20 @@ fn upstream(service: &'static str, status: tonic::Status) -> MatchmakingError {
         _ => MatchmakingError::Upstream {
             kind,
             message: status.message().to_owned(),
+            reason: draughts_proto::reason_of(&status),
         },
     }
 }
 
 /// The wire form of a pool's time control.
-pub fn time_control_wire(time: &TimeSpec) -> pb::TimeControl {
-    use pb::time_control::Kind;
-    pb::TimeControl {
-        kind: Some(match *time {
-            TimeSpec::Fischer {
-                base_ms,
-                increment_ms,
-            } => Kind::Fischer(pb::Fischer {
-                base_ms,
-                increment_ms,
-            }),
-            TimeSpec::Correspondence { days_per_move } => {
-                Kind::Correspondence(pb::Correspondence { days_per_move })
-            }
-        }),
-    }
+pub fn time_control_wire(time: &TimeControl) -> pb::TimeControl {
+    time.to_wire()
 }
 
-/// Ratings' speed class of a time control (its rule: estimated duration base + 40 x increment).
-pub fn speed_class(time: &TimeSpec) -> pb::SpeedClass {
-    match *time {
-        TimeSpec::Correspondence { .. } => pb::SpeedClass::Correspondence,
-        TimeSpec::Fischer {
-            base_ms,
-            increment_ms,
-        } => {
-            let estimate = base_ms + 40 * increment_ms;
-            if estimate < 180_000 {
-                pb::SpeedClass::Bullet
-            } else if estimate < 480_000 {
-                pb::SpeedClass::Blitz
-            } else if estimate < 1_500_000 {
-                pb::SpeedClass::Rapid
-            } else {
-                pb::SpeedClass::Classical
-            }
-        }
-    }
+/// The speed class of a pool's time control: the platform's one rule
+/// ([`draughts_proto::vocab::time::Speed`], Ratings' too).
+pub fn speed_class(time: &TimeControl) -> pb::SpeedClass {
+    Speed::of(time).to_wire()
 }
 
 #[async_trait]
@@ -238,18 +209,28 @@ impl GamesPort for GrpcPlatform {
             rated: game.pool.rated,
             fen: String::new(),
             game_id: game.game_id.clone(),
+            berserk_allowed: false,
         };
         // For the player whose seek completed the pair (the later one of the two is as good as any:
         // each player's own seeks are bounded by their own limit).
         self.games()
-            .create_game(service_request(
-                message,
-                &self.service_authorization,
-                &game.black,
-            )?)
+            .create_game(self.service_request(message, Some(&game.black))?)
             .await
             .map_err(|s| upstream("Games", s))?;
         Ok(())
+    }
+
+    async fn games_in_progress(&self) -> MatchmakingResult<u64> {
+        // For no player: it counts against matchmaking's own key (the callers share one cached
+        // count per replica, see `MatchmakingCore::games_in_progress`).
+        let request = self.service_request(pb::CountGamesInProgressRequest {}, None)?;
+        Ok(self
+            .games()
+            .count_games_in_progress(request)
+            .await
+            .map_err(|s| upstream("Games", s))?
+            .into_inner()
+            .games_in_progress)
     }
 
     async fn player_state(&self, player: &str) -> MatchmakingResult<PlayerState> {
@@ -260,11 +241,7 @@ impl GamesPort for GrpcPlatform {
         };
         let list = self
             .games()
-            .list_games(service_request(
-                message,
-                &self.service_authorization,
-                player,
-            )?)
+            .list_games(self.service_request(message, Some(player))?)
             .await
             .map_err(|s| upstream("Games", s))?
             .into_inner();
@@ -390,11 +367,7 @@ impl RatingsPort for GrpcPlatform {
         };
         let mut client = pb::ratings_client::RatingsClient::new(self.ratings.clone());
         match client
-            .get_rating(service_request(
-                message,
-                &self.service_authorization,
-                player,
-            )?)
+            .get_rating(self.service_request(message, Some(player))?)
             .await
         {
             Ok(rating) => {
@@ -418,7 +391,7 @@ mod tests {
 
     #[test]
     fn speed_classes_follow_ratings() {
-        let f = |m: u64, s: u64| TimeSpec::Fischer {
+        let f = |m: u64, s: u64| TimeControl::Fischer {
             base_ms: m * 60_000,
             increment_ms: s * 1000,
         };
@@ -430,7 +403,7 @@ mod tests {
         assert_eq!(speed_class(&f(15, 10)), pb::SpeedClass::Rapid);
         assert_eq!(speed_class(&f(30, 0)), pb::SpeedClass::Classical);
         assert_eq!(
-            speed_class(&TimeSpec::Correspondence { days_per_move: 3 }),
+            speed_class(&TimeControl::Correspondence { days_per_move: 3 }),
             pb::SpeedClass::Correspondence
         );
     }

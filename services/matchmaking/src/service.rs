@@ -7,19 +7,38 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use draughts_proto::contract::matchmaking::{self as mm, LobbySeek, Ticket, TicketState, Who};
+use draughts_proto::ids::{GameId, TicketId};
 use draughts_proto::pb;
-use draughts_store::{Notice, now_unix_ms};
+use draughts_store::cas::{self, Change, Raw, Retry};
+use draughts_store::{Effect, Notice, now_unix_ms};
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 use crate::core::{Caller, Matchmaker};
 use crate::error::{MatchmakingError, MatchmakingResult};
-use crate::pools::{Pool, TimeSpec};
+use crate::pools::{Pool, TimeControl};
 
 /// Most lobby seeks of one player.
 pub const MAX_LOBBY_SEEKS_PER_PLAYER: u64 = 3;
+/// Most lobby seeks made from one client address (IPv6: one network), whoever the players.
+pub const MAX_LOBBY_SEEKS_PER_ADDRESS: u64 = 10;
 /// Most lobby seeks in all.
 pub const MAX_LOBBY_SEEKS: u64 = 10_000;
+/// A real-time lobby seek lapses this long after its owner was last heard from (any call of theirs to
+/// Matchmaking, or the heartbeat of their open WatchLobby stream).
+pub const LOBBY_SEEK_LIVES_FOR: Duration = Duration::from_secs(60);
+/// How often an open WatchLobby stream of a signed-in player keeps their real-time seeks alive.
+pub const LOBBY_HEARTBEAT: Duration = Duration::from_secs(20);
+/// Longest a guest's correspondence seek stands (a guest is a browser's session, not an account).
+pub const GUEST_SEEK_MAX: Duration = Duration::from_secs(24 * 3600);
+/// A reserved per-player or per-address slot is ignored after this unless the seek is made.
+const SLOT_RESERVED_FOR: Duration = Duration::from_secs(60);
+/// Compare-and-set rounds of one reservation before it gives up (UNAVAILABLE).
+const RESERVE_ATTEMPTS: u32 = 32;
+/// How long a lobby gate key (whose version is all that matters) lives after its last write.
+const GATE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Lapsed lobby seeks removed per round of the background prune.
+const PRUNE_BATCH: usize = 500;
 /// How long a player counts as online after their last call.
 pub const ONLINE_FOR: Duration = Duration::from_secs(60);
 /// How often the lobby's numbers are read again.
@@ -33,13 +52,13 @@ const RELEASE_TIME: Duration = Duration::from_secs(2);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SeekUpdate {
     Waiting {
-        seek_id: String,
+        seek_id: TicketId,
         waited_ms: u64,
         missed_waves: u32,
         ratings: Vec<i32>,
     },
     Paired {
-        seek_id: String,
+        seek_id: TicketId,
         game_id: String,
         pool_id: String,
         white: bool,
@@ -47,7 +66,7 @@ pub enum SeekUpdate {
         waited_ms: u64,
     },
     Ended {
-        seek_id: String,
+        seek_id: TicketId,
         reason: String,
     },
 }
@@ -71,7 +90,13 @@ pub struct MatchmakingCore {
     last_wave: Arc<Mutex<HashMap<String, Instant>>>,
     /// The lobby's numbers, shared by every WatchLobby stream of this replica.
     lobby: Arc<tokio::sync::watch::Sender<LobbyStats>>,
+    /// The last count of games in progress Games gave, and when.
+    in_progress: Arc<Mutex<Option<(Instant, u64)>>>,
 }
+
+/// How long a count of games in progress is used before Games is asked again (every WatchLobby
+/// start and lobby refresh of a replica share it, so a crowd of watchers costs Games nothing more).
+pub const IN_PROGRESS_FRESH: Duration = Duration::from_millis(250);
 
 impl MatchmakingCore {
     pub fn new(mm: Matchmaker) -> MatchmakingCore {
@@ -79,13 +104,41 @@ impl MatchmakingCore {
             mm,
             last_wave: Arc::default(),
             lobby: Arc::new(tokio::sync::watch::channel(LobbyStats::default()).0),
+            in_progress: Arc::default(),
         }
     }
 
-    /// Marks `player` online for [`ONLINE_FOR`] (best effort).
+    /// Marks `player` online for [`ONLINE_FOR`] and keeps their real-time lobby seeks alive for
+    /// [`LOBBY_SEEK_LIVES_FOR`] (best effort).
     pub async fn seen(&self, player: &str) {
-        let until = now_unix_ms() + ONLINE_FOR.as_millis() as u64;
+        let now = now_unix_ms();
+        let until = now + ONLINE_FOR.as_millis() as u64;
         let _ = self.mm.live.schedule(mm::ONLINE, player, until).await;
+        if let Err(e) = self.keep_seeks_alive(player, now).await {
+            tracing::debug!(error = %e, "keeping lobby seeks alive failed");
+        }
+    }
+
+    /// Pushes back the lapse of `player`'s real-time lobby seeks (at most
+    /// [`MAX_LOBBY_SEEKS_PER_PLAYER`] of them: O(1) commands).
+    async fn keep_seeks_alive(&self, player: &str, now: u64) -> MatchmakingResult<()> {
+        let live = &self.mm.live;
+        let mine = live
+            .scheduled(
+                &mm::lobby_of(player),
+                MAX_LOBBY_SEEKS_PER_PLAYER as usize + 2,
+            )
+            .await?;
+        for (id, _) in mine.iter().filter(|(id, _)| !id.starts_with("r:")) {
+            if let Some(seek) = self.lobby_seek(id).await?
+                && seek.real_time()
+                && seek.expires_ms > now
+            {
+                live.schedule(mm::LOBBY, id, self.lapse_of(&seek, now))
+                    .await?;
+            }
+        }
+        Ok(())
     }
 
     /// Starts (or joins) the caller's seek and follows it: updates on the receiver until it is paired
@@ -147,7 +200,7 @@ impl MatchmakingCore {
                     at_ms,
                 }) => Some(SeekUpdate::Paired {
                     seek_id: id.clone(),
-                    game_id: game_id.clone(),
+                    game_id: game_id.to_string(),
                     pool_id: pool.clone(),
                     white: color == "white",
                     opponent: opponent.clone(),
@@ -245,6 +298,9 @@ impl MatchmakingCore {
                     }
                 }
                 _ = lobby_tick.tick() => {
+                    if let Err(e) = self.prune_lobby().await {
+                        tracing::warn!(error = %e, "removing lapsed lobby seeks failed");
+                    }
                     if self.lobby.receiver_count() > 0 {
                         match self.read_lobby_stats().await {
                             Ok(stats) => { self.lobby.send_if_modified(|old| {
@@ -324,7 +380,6 @@ impl MatchmakingCore {
         let live = &self.mm.live;
         let now = now_unix_ms();
         live.take_due(mm::ONLINE, now, 10_000).await?;
-        self.prune_lobby().await?;
         let mut pools = Vec::with_capacity(self.mm.pools.len());
         for pool in self.mm.pools.iter() {
             let seeking = live.schedule_len(&mm::pool_set(&pool.id)).await?;
@@ -337,21 +392,63 @@ impl MatchmakingCore {
         Ok(LobbyStats {
             at_ms: now,
             players_online: live.schedule_len(mm::ONLINE).await?,
-            games_in_progress: live.schedule_len(mm::GAMES_IN_PROGRESS_SET).await?,
+            games_in_progress: self.games_in_progress().await,
             pools,
             lobby_seeks: live.schedule_len(mm::LOBBY).await?,
         })
     }
 
-    /// Removes lapsed lobby seeks.
-    async fn prune_lobby(&self) -> MatchmakingResult<()> {
-        for id in self
-            .mm
-            .live
-            .take_due(mm::LOBBY, now_unix_ms(), 1000)
-            .await?
+    /// When `seek` lapses if nothing keeps it alive from `now`: its expiry, or for a real-time seek
+    /// [`LOBBY_SEEK_LIVES_FOR`] (the setting) from now if sooner.
+    fn lapse_of(&self, seek: &LobbySeek, now: u64) -> u64 {
+        if seek.real_time() {
+            seek.expires_ms
+                .min(now + self.mm.settings.lobby_seek_lives_for.as_millis() as u64)
+        } else {
+            seek.expires_ms
+        }
+    }
+
+    /// Games in progress, as Games counts them (`Games.CountGamesInProgress`: Games owns its
+    /// schedules), at most one call per [`IN_PROGRESS_FRESH`] on this replica; when Games does not
+    /// answer, the last count (the lobby's numbers are a view, not a promise).
+    async fn games_in_progress(&self) -> u64 {
+        let last = self.in_progress.lock().ok().and_then(|last| *last);
+        if let Some((at, count)) = last
+            && at.elapsed() < IN_PROGRESS_FRESH
         {
-            self.mm.live.delete(&mm::lobby_seek_key(&id)).await?;
+            return count;
+        }
+        match self.mm.games.games_in_progress().await {
+            Ok(count) => {
+                if let Ok(mut slot) = self.in_progress.lock() {
+                    *slot = Some((Instant::now(), count));
+                }
+                count
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "games in progress not counted; the last count is shown");
+                last.map_or(0, |(_, count)| count)
+            }
+        }
+    }
+
+    /// Removes lapsed lobby seeks (expired, or real-time ones whose owner went away): run in the
+    /// background by every replica (each lapsed seek is taken by one), never on a caller's read.
+    pub async fn prune_lobby(&self) -> MatchmakingResult<()> {
+        let live = &self.mm.live;
+        for id in live.take_due(mm::LOBBY, now_unix_ms(), PRUNE_BATCH).await? {
+            match self.lobby_seek(&id).await? {
+                Some(seek) => self.unlist(&seek).await?,
+                None => {
+                    // The record is gone (a crash between writes): clear every index it may be in.
+                    live.cancel(&mm::lobby_index(None), &id).await?;
+                    for variant in draughts_engine::Variant::ALL {
+                        live.cancel(&mm::lobby_index(Some(variant.key())), &id)
+                            .await?;
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -364,41 +461,209 @@ impl MatchmakingCore {
     }
 
     async fn unlist(&self, seek: &LobbySeek) -> MatchmakingResult<()> {
-        self.mm.live.cancel(mm::LOBBY, &seek.id).await?;
-        self.mm
-            .live
-            .cancel(&mm::lobby_of(&seek.seeker.id), &seek.id)
+        let live = &self.mm.live;
+        live.cancel(mm::LOBBY, &seek.id).await?;
+        live.cancel(&mm::lobby_index(None), &seek.id).await?;
+        live.cancel(&mm::lobby_index(Some(&seek.variant)), &seek.id)
             .await?;
-        self.mm.live.delete(&mm::lobby_seek_key(&seek.id)).await?;
+        live.cancel(&mm::lobby_of(&seek.seeker.id), &seek.id)
+            .await?;
+        if !seek.address.is_empty() {
+            live.cancel(&mm::lobby_at(&seek.address), &seek.id).await?;
+        }
+        live.delete(&mm::lobby_seek_key(&seek.id)).await?;
         Ok(())
+    }
+
+    /// Reserves one of `bound` places in `set` (a per-player or per-address schedule of seeks) for
+    /// [`SLOT_RESERVED_FOR`], or refuses with `refusal`. Atomic: the count is read, then the place
+    /// taken in one compare-and-set of the set's gate key (whose version every reservation bumps), so
+    /// of racing calls, one whose count is stale loses its write and counts again.
+    async fn reserve(
+        &self,
+        set: &str,
+        slot: &str,
+        bound: u64,
+        now: u64,
+        refusal: impl FnOnce() -> String,
+    ) -> MatchmakingResult<()> {
+        let live = &self.mm.live;
+        let gate = mm::lobby_gate(set);
+        live.take_due(set, now, 100).await?;
+        let taken = Effect::Schedule {
+            set: set.to_owned(),
+            member: slot.to_owned(),
+            at_unix_ms: now + SLOT_RESERVED_FOR.as_millis() as u64,
+        };
+        let reserved = cas::update_async(
+            live.as_ref(),
+            &gate,
+            &Raw,
+            Retry::times(RESERVE_ATTEMPTS),
+            |_| {
+                let taken = taken.clone();
+                async move {
+                    if live.schedule_len(set).await? >= bound {
+                        return Ok(Change::Keep(false));
+                    }
+                    Ok(Change::Write {
+                        value: Bytes::from_static(b"1"),
+                        ttl: Some(GATE_TTL),
+                        effects: vec![taken],
+                        then: true,
+                    })
+                }
+            },
+        )
+        .await;
+        match reserved {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(MatchmakingError::Exhausted(refusal())),
+            Err(MatchmakingError::Conflict) => Err(MatchmakingError::Exhausted(
+                "too many lobby seeks being made at once: try again".into(),
+            )),
+            Err(e) => Err(e),
+        }
     }
 
     /// Offers a custom game in the lobby: an open invitation of Games (made for the caller), listed.
     pub async fn create_lobby_seek(
         &self,
         caller: &Caller,
+        address: &str,
         authorization: &str,
-        request: pb::CreateLobbySeekRequest,
+        mut request: pb::CreateLobbySeekRequest,
     ) -> MatchmakingResult<LobbySeek> {
         self.seen(&caller.player).await;
         let range = range_of(request.rating_range.as_ref())?;
         let rules = draughts_proto::convert::rule_set(request.rules.as_ref())?;
+        let time = time_of(request.time_control.as_ref())?;
+        if caller.guest && time.is_correspondence() {
+            let most = GUEST_SEEK_MAX.as_millis() as u64;
+            if request.expires_in_ms == 0 || request.expires_in_ms > most {
+                request.expires_in_ms = most;
+            }
+        }
         let live = &self.mm.live;
         let now = now_unix_ms();
-        let mine = mm::lobby_of(&caller.player);
-        live.take_due(&mine, now, 100).await?;
-        if live.schedule_len(&mine).await? >= MAX_LOBBY_SEEKS_PER_PLAYER {
-            return Err(MatchmakingError::Exhausted(format!(
-                "at most {MAX_LOBBY_SEEKS_PER_PLAYER} lobby seeks per player: cancel one first"
-            )));
-        }
-        self.prune_lobby().await?;
         if live.schedule_len(mm::LOBBY).await? >= MAX_LOBBY_SEEKS {
             return Err(MatchmakingError::Exhausted(
                 "the lobby is full; try again later".into(),
             ));
         }
-        let time = time_of(request.time_control.as_ref())?;
+        let slot = format!("r:{:016x}", rand::random::<u64>());
+        let mine = mm::lobby_of(&caller.player);
+        self.reserve(&mine, &slot, MAX_LOBBY_SEEKS_PER_PLAYER, now, || {
+            format!("at most {MAX_LOBBY_SEEKS_PER_PLAYER} lobby seeks per player: cancel one first")
+        })
+        .await?;
+        // An unknown address (no edge in front) is nobody's: no per-address bound.
+        let per_address = self.mm.settings.lobby_seeks_per_address;
+        let address = if per_address == 0 || address == "addr:unknown" {
+            ""
+        } else {
+            address
+        };
+        let at = mm::lobby_at(address);
+        let reserved_at = if address.is_empty() {
+            Ok(())
+        } else {
+            self.reserve(&at, &slot, per_address, now, || {
+                format!(
+                    "at most {per_address} lobby seeks from one address: try again when one ends"
+                )
+            })
+            .await
+        };
+        let made = match reserved_at {
+            Ok(()) => {
+                self.make_lobby_seek(
+                    caller,
+                    address,
+                    authorization,
+                    request,
+                    rules,
+                    time,
+                    range,
+                    now,
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        // The reservations give way to the seek itself (or to nothing), each in one atomic step so
+        // that no moment counts both.
+        let seek = made.as_ref().ok().map(|s| (s.id.as_str(), s.expires_ms));
+        self.settle(&mine, &slot, seek).await?;
+        if !address.is_empty() {
+            self.settle(&at, &slot, seek).await?;
+        }
+        made
+    }
+
+    /// Replaces the reservation `slot` in `set` by `seek` (its id and expiry), or removes it, in one
+    /// compare-and-set of the set's gate (never two places for one seek, never a moment without one).
+    async fn settle(
+        &self,
+        set: &str,
+        slot: &str,
+        seek: Option<(&str, u64)>,
+    ) -> MatchmakingResult<()> {
+        let live = &self.mm.live;
+        let gate = mm::lobby_gate(set);
+        let mut effects = Vec::with_capacity(2);
+        if let Some((id, expires_ms)) = seek {
+            effects.push(Effect::Schedule {
+                set: set.to_owned(),
+                member: id.to_owned(),
+                at_unix_ms: expires_ms,
+            });
+        }
+        effects.push(Effect::Cancel {
+            set: set.to_owned(),
+            member: slot.to_owned(),
+        });
+        let settled = cas::update(
+            live.as_ref(),
+            &gate,
+            &Raw,
+            Retry::times(RESERVE_ATTEMPTS),
+            |_| {
+                Ok(Change::Write {
+                    value: Bytes::from_static(b"1"),
+                    ttl: Some(GATE_TTL),
+                    effects: effects.clone(),
+                    then: (),
+                })
+            },
+        )
+        .await;
+        match settled {
+            Ok(()) => return Ok(()),
+            Err(MatchmakingError::Conflict) => {}
+            Err(e) => return Err(e),
+        }
+        // Contended beyond reason: the same effects one by one (a moment may count both).
+        if let Some((id, expires_ms)) = seek {
+            live.schedule(set, id, expires_ms).await?;
+        }
+        live.cancel(set, slot).await?;
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn make_lobby_seek(
+        &self,
+        caller: &Caller,
+        address: &str,
+        authorization: &str,
+        request: pb::CreateLobbySeekRequest,
+        rules: draughts_engine::RuleSet,
+        time: TimeControl,
+        range: Option<(i32, i32)>,
+        now: u64,
+    ) -> MatchmakingResult<LobbySeek> {
+        let live = &self.mm.live;
         let pool = Pool {
             id: String::new(),
             variant: rules.variant(),
@@ -430,14 +695,15 @@ impl MatchmakingCore {
             )
             .await?;
         let (base_ms, increment_ms, days_per_move) = match time {
-            TimeSpec::Fischer {
+            TimeControl::Fischer {
                 base_ms,
                 increment_ms,
             } => (base_ms, increment_ms, 0),
-            TimeSpec::Correspondence { days_per_move } => (0, 0, days_per_move),
+            TimeControl::Correspondence { days_per_move } => (0, 0, days_per_move),
         };
         let seek = LobbySeek {
-            id: invitation.invitation_id.clone(),
+            id: GameId::parse(&invitation.invitation_id)
+                .map_err(|e| MatchmakingError::Corrupt(format!("Games' invitation id: {e}")))?,
             seeker: caller_who(caller),
             variant: rules.variant().key().to_owned(),
             options: rules.options().to_string(),
@@ -455,8 +721,14 @@ impl MatchmakingCore {
             created_ms: now,
             expires_ms: invitation.expires_at_ms.max(now + 1000),
             accept_key,
+            address: address.to_owned(),
         };
-        let ttl = Duration::from_millis(seek.expires_ms.saturating_sub(now).max(1000));
+        // The record outlives the lapse by a margin, so that the background prune can read what to unlist.
+        let ttl = Duration::from_millis(seek.expires_ms.saturating_sub(now).max(1000))
+            + Duration::from_secs(600);
+        // The lapse first: whatever a crash leaves behind is pruned from it.
+        live.schedule(mm::LOBBY, &seek.id, self.lapse_of(&seek, now))
+            .await?;
         live.put(
             &mm::lobby_seek_key(&seek.id),
             Bytes::from(mm::encode_lobby_seek(&seek)),
@@ -464,37 +736,33 @@ impl MatchmakingCore {
             Some(ttl),
         )
         .await?;
-        live.schedule(mm::LOBBY, &seek.id, seek.expires_ms).await?;
-        live.schedule(&mine, &seek.id, seek.expires_ms).await?;
+        let listed_at = mm::LISTING_EPOCH_MS.saturating_sub(now);
+        live.schedule(&mm::lobby_index(None), &seek.id, listed_at)
+            .await?;
+        live.schedule(&mm::lobby_index(Some(&seek.variant)), &seek.id, listed_at)
+            .await?;
         Ok(seek)
     }
 
-    /// The lobby's open seeks, newest first (optionally of one variant).
+    /// A page of the lobby's open seeks, newest first (optionally of one variant): one read of the
+    /// listing index and one read per seek, whatever the lobby holds.
     pub async fn list_lobby_seeks(
         &self,
         variant: Option<draughts_engine::Variant>,
         limit: usize,
     ) -> MatchmakingResult<Vec<LobbySeek>> {
-        self.prune_lobby().await?;
-        let listed = self
-            .mm
-            .live
-            .scheduled(mm::LOBBY, MAX_LOBBY_SEEKS as usize)
-            .await?;
-        let mut out = Vec::new();
-        // Expiry order is close to creation order: read from the latest expiry backwards.
-        for (id, _) in listed.iter().rev() {
-            if out.len() >= limit {
-                break;
-            }
-            if let Some(seek) = self.lobby_seek(id).await?
-                && variant.is_none_or(|v| v.key() == seek.variant)
-            {
-                out.push(seek);
-            }
-        }
-        out.sort_by_key(|s| std::cmp::Reverse(s.created_ms));
-        Ok(out)
+        let now = now_unix_ms();
+        let index = mm::lobby_index(variant.map(|v| v.key()));
+        let listed = self.mm.live.scheduled(&index, limit.max(1)).await?;
+        let seeks =
+            futures_util::future::try_join_all(listed.iter().map(|(id, _)| self.lobby_seek(id)))
+                .await?;
+        // A seek lapsed moments ago and not pruned yet is left out.
+        Ok(seeks
+            .into_iter()
+            .flatten()
+            .filter(|s| s.expires_ms > now)
+            .collect())
     }
 
     /// Accepts a challenge, rematch or lobby seek: Games starts the game; the quick-pairing seeks of
@@ -640,11 +908,11 @@ fn seek_pool(seek: &LobbySeek) -> MatchmakingResult<Pool> {
         id: String::new(),
         variant,
         time: if seek.days_per_move > 0 {
-            TimeSpec::Correspondence {
+            TimeControl::Correspondence {
                 days_per_move: seek.days_per_move,
             }
         } else {
-            TimeSpec::Fischer {
+            TimeControl::Fischer {
                 base_ms: seek.base_ms,
                 increment_ms: seek.increment_ms,
             }
@@ -664,18 +932,6 @@ pub fn range_of(range: Option<&pb::RatingRange>) -> MatchmakingResult<Option<(i3
     }
 }
 
-fn time_of(tc: Option<&pb::TimeControl>) -> MatchmakingResult<TimeSpec> {
-    use pb::time_control::Kind;
-    match tc.and_then(|t| t.kind.as_ref()) {
-        Some(Kind::Fischer(f)) => Ok(TimeSpec::Fischer {
-            base_ms: f.base_ms,
-            increment_ms: f.increment_ms,
-        }),
-        Some(Kind::Correspondence(c)) => Ok(TimeSpec::Correspondence {
-            days_per_move: c.days_per_move,
-        }),
-        None => Err(MatchmakingError::Invalid(
-            "time_control is required (fischer or correspondence)".into(),
-        )),
-    }
+fn time_of(tc: Option<&pb::TimeControl>) -> MatchmakingResult<TimeControl> {
+    TimeControl::from_wire(tc).map_err(|e| MatchmakingError::Invalid(e.to_string()))
 }

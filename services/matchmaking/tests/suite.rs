@@ -27,6 +27,10 @@ struct FakeGames {
     busy: Mutex<HashSet<String>>,
     aborters: Mutex<HashSet<String>>,
     fail_creation: Mutex<bool>,
+    /// Pairs (sorted, space-separated) Games refuses to seat together: one blocks the other.
+    blocked: Mutex<HashSet<String>>,
+    /// Invitations made (lobby seeks), by id.
+    invitations: Mutex<u64>,
 }
 
 #[async_trait]
@@ -35,11 +39,26 @@ impl GamesPort for FakeGames {
         if *self.fail_creation.lock().unwrap() {
             return Err(draughts_matchmaking::MatchmakingError::Unreachable("Games"));
         }
+        if self
+            .blocked
+            .lock()
+            .unwrap()
+            .contains(&mm::avoid_member(&game.white, &game.black))
+        {
+            return Err(draughts_matchmaking::MatchmakingError::Upstream {
+                kind: draughts_proto::ErrorKind::FailedPrecondition,
+                message: "not available".into(),
+                reason: None,
+            });
+        }
         let mut created = self.created.lock().unwrap();
         if !created.iter().any(|g| g.game_id == game.game_id) {
             created.push(game.clone());
         }
         Ok(())
+    }
+    async fn games_in_progress(&self) -> MatchmakingResult<u64> {
+        Ok(self.created.lock().unwrap().len() as u64)
     }
     async fn player_state(&self, player: &str) -> MatchmakingResult<PlayerState> {
         let mut live_games: Vec<String> = self
@@ -65,9 +84,24 @@ impl GamesPort for FakeGames {
     async fn invite(
         &self,
         _: &str,
-        _: pb::CreateInvitationRequest,
+        request: pb::CreateInvitationRequest,
     ) -> MatchmakingResult<pb::Invitation> {
-        unreachable!("not used by the suite")
+        let n = {
+            let mut n = self.invitations.lock().unwrap();
+            *n += 1;
+            *n
+        };
+        let now = draughts_store::now_unix_ms();
+        Ok(pb::Invitation {
+            invitation_id: format!("g{n:015x}"),
+            expires_at_ms: now
+                + if request.expires_in_ms == 0 {
+                    600_000
+                } else {
+                    request.expires_in_ms
+                },
+            ..Default::default()
+        })
     }
     async fn rematch(&self, _: &str, _: &str) -> MatchmakingResult<pb::Invitation> {
         unreachable!("not used by the suite")
@@ -78,8 +112,11 @@ impl GamesPort for FakeGames {
     async fn decline(&self, _: &str, _: &str, _: i32) -> MatchmakingResult<pb::Invitation> {
         unreachable!("not used by the suite")
     }
-    async fn cancel(&self, _: &str, _: &str) -> MatchmakingResult<pb::Invitation> {
-        unreachable!("not used by the suite")
+    async fn cancel(&self, _: &str, id: &str) -> MatchmakingResult<pb::Invitation> {
+        Ok(pb::Invitation {
+            invitation_id: id.to_owned(),
+            ..Default::default()
+        })
     }
 }
 
@@ -140,6 +177,8 @@ impl World {
                 },
                 max_pools_per_seek: 8,
                 commit_retry: Duration::from_millis(200),
+                lobby_seeks_per_address: 10,
+                lobby_seek_lives_for: Duration::from_millis(1500),
             },
             games: self.games.clone(),
             ratings: self.ratings.clone(),
@@ -156,7 +195,7 @@ impl World {
             .unwrap();
         self.ratings.lock_set(&id, rating);
         Caller {
-            player: id,
+            player: PlayerId::parse(&id).unwrap(),
             name: name.into(),
             guest: false,
         }
@@ -268,7 +307,7 @@ async fn fair_play_rules(world: World) {
         .aborters
         .lock()
         .unwrap()
-        .insert(ab.player.clone());
+        .insert(ab.player.to_string());
     let ok = world.player("ok", 1500).await;
     let t1 = m.seek(&ab, &pools_of(&[POOL]), None).await.unwrap();
     let t2 = m.seek(&ok, &pools_of(&[POOL]), None).await.unwrap();
@@ -283,7 +322,12 @@ async fn fair_play_rules(world: World) {
     let ho = world.player("ho", 1500).await;
     let t3 = m.seek(&gi, &pools_of(&[POOL]), None).await.unwrap();
     let t4 = m.seek(&ho, &pools_of(&[POOL]), None).await.unwrap();
-    world.games.busy.lock().unwrap().insert(gi.player.clone());
+    world
+        .games
+        .busy
+        .lock()
+        .unwrap()
+        .insert(gi.player.to_string());
     m.wave(&pool).await.unwrap();
     assert!(
         matches!(state(&m, &t3.id).await, TicketState::Ended { reason, .. } if reason == "in_game")
@@ -295,7 +339,7 @@ async fn fair_play_rules(world: World) {
     );
     // An identity Auth does not know (a guest whose token expired) is never given a game.
     let ghost = Caller {
-        player: "guest:ghost".into(),
+        player: PlayerId::parse("guest:ghost").unwrap(),
         name: "Ghost".into(),
         guest: false,
     };
@@ -373,6 +417,28 @@ async fn several_pools_first_pairing_wins_and_reconnects_join(world: World) {
         world.live.schedule_len(&mm::pool_set(POOL)).await.unwrap(),
         0
     );
+    // A replica killed between a seek's two writes leaves its pointer to a ticket never stored:
+    // the next seek stands (and is the one a reconnect joins); no ticket ever waits unpointed.
+    let mi = world.player("mi", 1500).await;
+    world
+        .live
+        .put(
+            &mm::player_key(&mi.player),
+            bytes::Bytes::from_static(b"t-never-stored"),
+            None,
+            Some(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap();
+    let stood = b.seek(&mi, &pools_of(&[POOL]), None).await.unwrap();
+    assert_eq!(
+        a.seek(&mi, &pools_of(&[POOL]), None).await.unwrap().id,
+        stood.id,
+        "a reconnect joins the seek that stood"
+    );
+    let pointer = world.live.get(&mm::player_key(&mi.player)).await.unwrap();
+    assert_eq!(pointer.unwrap().0.as_ref(), stood.id.as_bytes());
+    assert!(a.cancel_player(&mi.player, "cancelled").await.unwrap());
     // A seek nobody renews lapses (its replica died and nobody reconnected).
     let mut short = a.clone();
     short.settings.seek_ttl = Duration::from_millis(50);
@@ -423,6 +489,160 @@ async fn a_replica_dying_in_a_wave_loses_nothing(world: World) {
     assert!(t_b > t_a.unwrap(), "fencing tokens grow");
 }
 
+/// Quick pairing never seats two players of whom one blocks the other (Games refuses; the pair is
+/// avoided by later waves), and each is paired with someone else.
+async fn blocked_players_are_not_paired(world: World) {
+    let a = world.replica("a");
+    let ann = world.player("ann", 1500).await;
+    let bob = world.player("bob", 1500).await;
+    world
+        .games
+        .blocked
+        .lock()
+        .unwrap()
+        .insert(mm::avoid_member(&ann.player, &bob.player));
+    let t1 = a.seek(&ann, &pools_of(&[POOL]), None).await.unwrap();
+    let t2 = a.seek(&bob, &pools_of(&[POOL]), None).await.unwrap();
+    let pool = a.pool(POOL).unwrap().clone();
+    a.wave(&pool).await.unwrap();
+    a.recover().await.unwrap();
+    assert_eq!(state(&a, &t1.id).await, TicketState::Waiting);
+    assert_eq!(state(&a, &t2.id).await, TicketState::Waiting);
+    // Later waves do not even try them.
+    for _ in 0..3 {
+        let report = a.wave(&pool).await.unwrap();
+        assert_eq!(report.paired, 0, "{report:?}");
+    }
+    assert!(world.games.created.lock().unwrap().is_empty());
+    let cy = world.player("cy", 1510).await;
+    let t3 = a.seek(&cy, &pools_of(&[POOL]), None).await.unwrap();
+    a.wave(&pool).await.unwrap();
+    a.recover().await.unwrap();
+    let states = [
+        state(&a, &t1.id).await,
+        state(&a, &t2.id).await,
+        state(&a, &t3.id).await,
+    ];
+    assert!(game_of(&states[2]).is_some(), "cy is paired: {states:?}");
+    assert_eq!(
+        states[..2].iter().filter(|s| game_of(s).is_some()).count(),
+        1,
+        "with one of ann and bob: {states:?}"
+    );
+}
+
+fn lobby_request(expires_in_ms: u64, correspondence: bool) -> pb::CreateLobbySeekRequest {
+    pb::CreateLobbySeekRequest {
+        rules: Some(pb::RuleSet {
+            variant: pb::Variant::International as i32,
+            options: None,
+        }),
+        time_control: Some(if correspondence {
+            pb::TimeControl {
+                kind: Some(pb::time_control::Kind::Correspondence(pb::Correspondence {
+                    days_per_move: 3,
+                })),
+            }
+        } else {
+            pb::TimeControl {
+                kind: Some(pb::time_control::Kind::Fischer(pb::Fischer {
+                    base_ms: 180_000,
+                    increment_ms: 2_000,
+                })),
+            }
+        }),
+        expires_in_ms,
+        ..Default::default()
+    }
+}
+
+/// Lobby seeks: bounded per player and per address even under concurrent calls, listed newest
+/// first from the index, real-time ones lapsing when their owner goes quiet, correspondence ones
+/// standing; guests' correspondence seeks at most a day.
+async fn lobby_seeks_are_bounded_listed_and_lapse(world: World) {
+    use draughts_matchmaking::service::MatchmakingCore;
+    let core = MatchmakingCore::new(world.replica("a"));
+    let ann = world.player("ann", 1500).await;
+    // Ten at once from one player: exactly three stand.
+    let tries = futures_util::future::join_all(
+        (0..10).map(|_| core.create_lobby_seek(&ann, "addr:10.0.0.1", "", lobby_request(0, false))),
+    )
+    .await;
+    assert_eq!(tries.iter().filter(|r| r.is_ok()).count(), 3, "{tries:?}");
+    assert!(
+        tries
+            .iter()
+            .any(|r| matches!(r, Err(e) if e.to_string().contains("per player")))
+    );
+    // Per address: players sharing an address get ten in all.
+    let mut made = 3;
+    for i in 0..6 {
+        let p = world.player(&format!("p{i}"), 1500).await;
+        for _ in 0..3 {
+            if core
+                .create_lobby_seek(&p, "addr:10.0.0.1", "", lobby_request(0, false))
+                .await
+                .is_ok()
+            {
+                made += 1;
+            }
+        }
+    }
+    assert_eq!(made, 10, "ten from one address");
+    let other = world.player("other", 1500).await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let corr = core
+        .create_lobby_seek(&other, "addr:10.0.0.2", "", lobby_request(0, true))
+        .await
+        .unwrap();
+    let listed = core.list_lobby_seeks(None, 50).await.unwrap();
+    assert_eq!(listed.len(), 11);
+    assert_eq!(listed[0].id, corr.id, "newest first");
+    assert!(
+        listed
+            .windows(2)
+            .all(|w| w[0].created_ms >= w[1].created_ms)
+    );
+    assert_eq!(core.list_lobby_seeks(None, 4).await.unwrap().len(), 4);
+    // Nobody keeps the real-time seeks alive: they lapse (1.5 s here), the correspondence one stands.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    core.prune_lobby().await.unwrap();
+    let listed = core.list_lobby_seeks(None, 50).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        [corr.id.as_str()]
+    );
+    // Their places are free again; a heartbeat (any call of the owner) keeps a seek alive.
+    let kept = core
+        .create_lobby_seek(&ann, "addr:10.0.0.1", "", lobby_request(0, false))
+        .await
+        .unwrap();
+    // (3.2 s in all, more than twice its life without a heartbeat.)
+    for _ in 0..8 {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        core.seen(&ann.player).await;
+        core.prune_lobby().await.unwrap();
+    }
+    assert!(
+        core.list_lobby_seeks(None, 50)
+            .await
+            .unwrap()
+            .iter()
+            .any(|s| s.id == kept.id)
+    );
+    // A guest's correspondence seek stands a day at most.
+    let guest = Caller {
+        guest: true,
+        ..world.player("guesty", 1500).await
+    };
+    let week = 7 * 24 * 3600 * 1000;
+    let g = core
+        .create_lobby_seek(&guest, "addr:10.0.0.3", "", lobby_request(week, true))
+        .await
+        .unwrap();
+    assert!(g.expires_ms <= draughts_store::now_unix_ms() + 24 * 3600 * 1000);
+}
+
 macro_rules! suite {
     ($($check:ident),* $(,)?) => {
         mod memory {
@@ -468,4 +688,41 @@ suite!(
     fair_play_rules,
     several_pools_first_pairing_wins_and_reconnects_join,
     a_replica_dying_in_a_wave_loses_nothing,
+    blocked_players_are_not_paired,
+    lobby_seeks_are_bounded_listed_and_lapse,
 );
+
+/// A page of the lobby costs O(page) Redis commands, however full the lobby is (an anonymous call).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lobby_page_costs_commands_in_proportion_to_the_page() {
+    use draughts_matchmaking::service::MatchmakingCore;
+    let server =
+        draughts_testkit::RedisServer::start().expect("redis-server (install: redis-server)");
+    let live = draughts_store::open_live_store(&server.url(), "mm-page:")
+        .await
+        .unwrap();
+    let world = World::new(live);
+    let core = MatchmakingCore::new(world.replica("a"));
+    for i in 0..100 {
+        let p = world.player(&format!("p{i}"), 1500).await;
+        for _ in 0..3 {
+            core.create_lobby_seek(&p, &format!("addr:10.0.{i}.1"), "", lobby_request(0, true))
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(core.list_lobby_seeks(None, 200).await.unwrap().len(), 200);
+    for page in [10usize, 50] {
+        let before = draughts_testkit::RedisStats::read(server.port());
+        let listed = core.list_lobby_seeks(None, page).await.unwrap();
+        let cost = draughts_testkit::RedisStats::read(server.port())
+            .since(&before)
+            .total_calls();
+        assert_eq!(listed.len(), page);
+        // One read of the index, one per seek (and the INFO call that measures).
+        assert!(
+            cost <= page as u64 + 3,
+            "a page of {page} of 300 seeks cost {cost} commands"
+        );
+    }
+}

@@ -6,65 +6,9 @@ use std::str::FromStr;
 
 use draughts_engine::Variant;
 
-/// How long a game is, from its time control.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Speed {
-    /// Estimated duration under 3 minutes per player.
-    Bullet,
-    /// Under 8 minutes.
-    Blitz,
-    /// Under 25 minutes.
-    Rapid,
-    /// 25 minutes or more.
-    Classical,
-    /// Days per move.
-    Correspondence,
-}
-
-impl Speed {
-    /// Every speed class, fastest first.
-    pub const ALL: [Speed; 5] = [
-        Speed::Bullet,
-        Speed::Blitz,
-        Speed::Rapid,
-        Speed::Classical,
-        Speed::Correspondence,
-    ];
-
-    /// The stable key (`bullet`, ...), used in stored category keys.
-    pub const fn key(self) -> &'static str {
-        match self {
-            Speed::Bullet => "bullet",
-            Speed::Blitz => "blitz",
-            Speed::Rapid => "rapid",
-            Speed::Classical => "classical",
-            Speed::Correspondence => "correspondence",
-        }
-    }
-
-    /// The class of a time control. Fischer games are classed by their estimated duration per player,
-    /// `base + 40 x increment` (40 moves, as the big online platforms estimate it).
-    pub fn of(time_control: &TimeControl) -> Speed {
-        match *time_control {
-            TimeControl::Correspondence { .. } => Speed::Correspondence,
-            TimeControl::Fischer {
-                base_ms,
-                increment_ms,
-            } => {
-                let estimated_ms = base_ms.saturating_add(increment_ms.saturating_mul(40));
-                match estimated_ms {
-                    ms if ms < 3 * 60_000 => Speed::Bullet,
-                    ms if ms < 8 * 60_000 => Speed::Blitz,
-                    ms if ms < 25 * 60_000 => Speed::Rapid,
-                    _ => Speed::Classical,
-                }
-            }
-        }
-    }
-}
-
-/// A game's time control: the one type of the Redis contracts.
-pub use draughts_proto::contract::finished::TimeControl;
+/// A game's time control and its speed class: the platform's one type and rule
+/// ([`draughts_proto::vocab::time`], shared with Games, the contract and matchmaking).
+pub use draughts_proto::vocab::time::{Speed, TimeControl};
 
 /// Which rating a game counts for: a variant, and a speed class for the variants rated per speed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -38,6 +38,19 @@ pub enum ComputerPolicy {
     HumanOnly,
 }
 
+/// What to do with games between a BOT and a person (games between two bots are rated like any
+/// other). Either way bots are on their own leaderboards (`LeaderboardRequest.bots`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BotPolicy {
+    /// Both sides rated, as lichess does: bots and people in one rating pool, so their ratings
+    /// compare, and apart on the leaderboards.
+    Rate,
+    /// Only the bot is rated, against the person's current rating; the person's rating stays.
+    BotOnly,
+    /// Not rated.
+    Skip,
+}
+
 /// The rating system: Glicko-2 parameters, rating periods and which games count.
 #[derive(Clone, Debug, clap::Args)]
 pub struct RatingsConfig {
@@ -114,6 +127,10 @@ pub struct RatingsConfig {
     /// farmed with guests of one's own; ratings are for signed-in accounts) or `rate`.
     #[arg(long, env = "DRAUGHTS_RATINGS_GUEST_GAMES", value_enum, default_value_t = Policy::Skip)]
     pub guest_games: Policy,
+    /// Games between a BOT and a person: `rate` (both sides, as lichess: one rating pool, bots on
+    /// their own leaderboards), `bot-only` (the person's rating stays) or `skip`.
+    #[arg(long, env = "DRAUGHTS_RATINGS_BOT_GAMES", value_enum, default_value_t = BotPolicy::Rate)]
+    pub bot_games: BotPolicy,
     /// Games played with house-rule options (no-mandatory-capture, move-limit, ...): `skip` or `rate`.
     #[arg(long, env = "DRAUGHTS_RATINGS_HOUSE_RULE_GAMES", value_enum, default_value_t = Policy::Skip)]
     pub house_rule_games: Policy,
@@ -149,9 +166,10 @@ pub struct RatingsConfig {
         default_value_t = 5_000
     )]
     pub claim_interval_ms: u64,
-    /// How often the reconciler sweeps the games service's `finished_games` table for finished games
-    /// the stream did not deliver, milliseconds; 0 turns it off (then a lost stream entry is never
-    /// rated). Needs that table in this service's database.
+    /// How often the reconciler sweeps the finished games the games service lists
+    /// (`Games.ListFinishedGames`) for those the stream did not deliver, milliseconds; 0 turns it off
+    /// (then a lost stream entry is never rated). The separate service needs `--ratings-games-url` and
+    /// `--ratings-api-key` for it.
     #[arg(
         long,
         env = "DRAUGHTS_RATINGS_RECONCILE_INTERVAL_MS",
@@ -193,6 +211,7 @@ impl RatingsConfig {
             speed_class_variants: "international".into(),
             casual_games: Policy::Skip,
             computer_games: ComputerPolicy::Skip,
+            bot_games: BotPolicy::Rate,
             guest_games: Policy::Skip,
             house_rule_games: Policy::Skip,
             pair_games_per_day: 10,

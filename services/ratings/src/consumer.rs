@@ -113,6 +113,12 @@ impl Consumer {
         self
     }
 
+    /// The same consumer, its reconciler reading `feed` (what the games service publishes).
+    pub fn with_feed(mut self, feed: Arc<dyn crate::games_feed::FinishedFeed>) -> Consumer {
+        self.reconciler = self.reconciler.with_feed(feed);
+        self
+    }
+
     /// This consumer's name in the group.
     pub fn name(&self) -> &str {
         &self.name

@@ -21,6 +21,10 @@ pub enum RatingsError {
     /// The identity registry cannot be read; retry.
     #[error("player names are unavailable: retry later")]
     Unavailable,
+    /// Another service of the platform did not answer (the games service's finished-games feed);
+    /// retried (never sent to clients: only the background reconciler calls out).
+    #[error("upstream: {0}")]
+    Upstream(String),
 }
 
 impl RatingsError {
@@ -31,7 +35,7 @@ impl RatingsError {
                 e.code(),
                 ErrorCode::Unavailable | ErrorCode::Conflict | ErrorCode::Internal
             ),
-            RatingsError::Unavailable => true,
+            RatingsError::Unavailable | RatingsError::Upstream(_) => true,
             RatingsError::InvalidArgument(_)
             | RatingsError::Corrupt(_)
             | RatingsError::NotFound(_) => false,
@@ -52,7 +56,7 @@ impl ServiceError for RatingsError {
             RatingsError::Store(e) => e.code().into(),
             RatingsError::Corrupt(_) => ErrorKind::Internal,
             RatingsError::NotFound(_) => ErrorKind::NotFound,
-            RatingsError::Unavailable => ErrorKind::Unavailable,
+            RatingsError::Unavailable | RatingsError::Upstream(_) => ErrorKind::Unavailable,
         }
     }
 }

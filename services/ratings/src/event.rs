@@ -1,12 +1,13 @@
 //! What the ratings service reads: a finished game, from a `games.finished` stream entry (decoded by
-//! the one contract, [`draughts_proto::contract::finished`], whose docs list every field), from a row
-//! of the games service's `finished_games` table (the reconciler, [`crate::reconcile`]), or from an
-//! admin import.
+//! the one contract, [`draughts_proto::contract::finished`], whose docs list every field), from the
+//! same entry as the games service lists it (the reconciler, [`crate::reconcile`]), or from an admin
+//! import.
 //!
 //! `game_id` is the idempotency key: an entry may be delivered more than once, and a game is rated once.
 
 use draughts_engine::Variant;
 use draughts_proto::contract::finished::{self, DecodeError, FinishedV1};
+use draughts_proto::ids;
 
 pub use draughts_proto::contract::finished::{Outcome, TimeControl};
 
@@ -18,19 +19,16 @@ pub const FINISHED_STREAM: &str = finished::STREAM;
 /// blocking the consumer group.
 pub const DEAD_LETTER_STREAM: &str = "games.finished.ratings-rejected";
 
-/// Longest player or game id accepted, in bytes.
-pub const MAX_ID_BYTES: usize = 128;
+/// Longest player id accepted, in bytes: the platform's one bound ([`ids::MAX_PLAYER_ID_BYTES`]), so
+/// that every game Games accepts can be rated.
+pub const MAX_PLAYER_ID_BYTES: usize = ids::MAX_PLAYER_ID_BYTES;
+/// Longest game id accepted, in bytes ([`ids::MAX_GAME_ID_BYTES`]).
+pub const MAX_GAME_ID_BYTES: usize = ids::MAX_GAME_ID_BYTES;
 
-/// One side of a finished game.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Side {
-    /// Stable player id.
-    pub id: String,
-    /// A guest (no account).
-    pub guest: bool,
-    /// The computer.
-    pub computer: bool,
-}
+/// One side of a finished game: the platform's one player type. Its `bot` comes from the server's
+/// data only (the `games.finished` entry Games writes from the player's credential, or the identity
+/// registry for an import), never from a client.
+pub use draughts_proto::vocab::player::Player;
 
 /// Where a finished game came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +37,7 @@ pub enum Source {
     Stream,
     /// `Ratings.RecordResult`.
     Import,
-    /// The reconciler: a game in `finished_games` that the stream did not deliver.
+    /// The reconciler: a finished game the games service lists that the stream did not deliver.
     Reconcile,
 }
 
@@ -63,8 +61,8 @@ pub struct FinishedGame {
     pub options: String,
     /// Rated (true) or casual (false).
     pub rated: bool,
-    pub white: Side,
-    pub black: Side,
+    pub white: Player,
+    pub black: Player,
     pub outcome: Outcome,
     /// `None` when unknown (imports may leave it out).
     pub time_control: Option<TimeControl>,
@@ -84,13 +82,14 @@ pub enum EventError {
     Invalid(String),
 }
 
-/// Checks an id: not empty, at most [`MAX_ID_BYTES`], no control characters.
-pub fn check_id(what: &str, id: &str) -> Result<(), String> {
+/// Checks an id: not empty, at most `max` bytes ([`MAX_PLAYER_ID_BYTES`], [`MAX_GAME_ID_BYTES`]), no
+/// control characters.
+pub fn check_id(what: &str, id: &str, max: usize) -> Result<(), String> {
     if id.is_empty() {
         return Err(format!("{what} is required"));
     }
-    if id.len() > MAX_ID_BYTES {
-        return Err(format!("{what} is longer than {MAX_ID_BYTES} bytes"));
+    if id.len() > max {
+        return Err(format!("{what} is longer than {max} bytes"));
     }
     if id.chars().any(char::is_control) {
         return Err(format!("{what} contains control characters"));
@@ -108,18 +107,13 @@ impl FinishedGame {
 
     /// The ratings view of a decoded `games.finished` event.
     pub fn from_contract(event: FinishedV1) -> FinishedGame {
-        let side = |p: finished::Player| Side {
-            id: p.id,
-            guest: p.guest,
-            computer: p.computer,
-        };
         FinishedGame {
-            game_id: event.game_id,
+            game_id: event.game_id.into_string(),
             variant: event.variant,
             options: event.options,
             rated: event.rated,
-            white: side(event.white),
-            black: side(event.black),
+            white: event.white,
+            black: event.black,
             outcome: event.outcome,
             time_control: event.time_control,
             finished_at_ms: event.finished_at_ms,
@@ -127,12 +121,9 @@ impl FinishedGame {
         }
     }
 
-    /// Checks the ids.
+    /// Checks the game id (the players' ids are checked by their type, [`ids::PlayerId`]).
     pub fn check(&self) -> Result<(), String> {
-        check_id("game id", &self.game_id)?;
-        check_id("white player id", &self.white.id)?;
-        check_id("black player id", &self.black.id)?;
-        Ok(())
+        check_id("game id", &self.game_id, MAX_GAME_ID_BYTES)
     }
 }
 
@@ -157,6 +148,7 @@ mod tests {
         assert!(game.rated);
         assert_eq!(game.white.id, "player:1");
         assert!(game.black.guest && !game.black.computer);
+        assert!(!game.white.bot && !game.black.bot);
         assert_eq!(game.outcome, Outcome::WhiteWins);
         assert_eq!(
             game.time_control,
@@ -170,20 +162,50 @@ mod tests {
 
     #[test]
     fn check(/* payload, expected error */) {
-        let cases: [(&str, EventError); 3] = [
+        let cases: [(&str, EventError); 2] = [
             (r#"{"v":2,"game_id":"g"}"#, DecodeError::Version(2).into()),
             (
                 &EXAMPLE.replace("\"outcome\":\"white\"", "\"outcome\":\"blue\""),
                 DecodeError::Outcome("blue".into()).into(),
-            ),
-            (
-                &EXAMPLE.replace("\"g_1\"", "\"\""),
-                EventError::Invalid("game id is required".into()),
             ),
         ];
         for (payload, expected) in cases {
             let error = FinishedGame::from_event(payload.as_bytes()).unwrap_err();
             assert_eq!(error, expected, "{payload}");
         }
+        // The contract checks the game id (a `GameId`).
+        let error =
+            FinishedGame::from_event(EXAMPLE.replace("\"g_1\"", "\"\"").as_bytes()).unwrap_err();
+        assert!(
+            matches!(&error, EventError::Decode(DecodeError::Malformed(m)) if m.contains("game id is empty")),
+            "{error}"
+        );
+    }
+
+    /// Every id Games accepts is accepted here (Games took player ids up to 140 bytes and ratings 128:
+    /// such a game was dead-lettered and never rated); one byte more is refused by both.
+    #[test]
+    fn the_longest_ids_games_accepts_are_accepted() {
+        let longest = format!(
+            "player:{}",
+            "x".repeat(ids::MAX_PLAYER_ID_BYTES - "player:".len())
+        );
+        assert!(ids::PlayerId::parse(&longest).is_ok());
+        let game_id = "g".repeat(ids::MAX_GAME_ID_BYTES);
+        assert!(ids::GameId::parse(&game_id).is_ok());
+        let payload = EXAMPLE
+            .replace("\"player:1\"", &format!("{longest:?}"))
+            .replace("\"g_1\"", &format!("{game_id:?}"));
+        let game = FinishedGame::from_event(payload.as_bytes()).unwrap();
+        assert_eq!((game.white.id.len(), game.game_id.len()), (140, 64));
+        let too_long = format!("{longest}x");
+        assert!(ids::PlayerId::parse(&too_long).is_err());
+        let payload = EXAMPLE.replace("\"player:1\"", &format!("{too_long:?}"));
+        // The contract refuses it (player ids are checked on read).
+        let error = FinishedGame::from_event(payload.as_bytes()).unwrap_err();
+        assert!(
+            matches!(&error, EventError::Decode(DecodeError::Malformed(m)) if m.contains("longer than 140 bytes")),
+            "{error}"
+        );
     }
 }

@@ -8,7 +8,7 @@ use tonic::{Request, Response, Status};
 use crate::category::{Category, Speed, TimeControl};
 use crate::domain::{HistoryEntry, RatingView, RatingsCore};
 use crate::error::RatingsError;
-use crate::event::{FinishedGame, Outcome, Side};
+use crate::event::{FinishedGame, Outcome, Player};
 
 /// The Ratings gRPC service.
 #[derive(Clone, Debug)]
@@ -23,6 +23,25 @@ impl RatingsService {
         RatingsService {
             core,
             identities: None,
+        }
+    }
+
+    /// Whether `player_id` is a BOT, for an import: the identity registry's word (an unreadable
+    /// registry is UNAVAILABLE, never a guess; without a registry, or for an id that is not a
+    /// player's, a person).
+    async fn is_bot_strict(&self, player_id: &str) -> Result<bool, Status> {
+        let (Some(identities), Ok(id)) = (
+            &self.identities,
+            draughts_proto::ids::PlayerId::parse(player_id),
+        ) else {
+            return Ok(false);
+        };
+        match identities.lookup(&id).await {
+            Ok(found) => Ok(found.is_some_and(|identity| identity.bot)),
+            Err(e) => {
+                tracing::warn!(error = %e, "identity registry unavailable for an import");
+                Err(RatingsError::Unavailable.to_status())
+            }
         }
     }
 
@@ -55,26 +74,13 @@ fn now_ms() -> u64 {
 }
 
 fn speed_from_wire(speed: i32) -> Result<Option<Speed>, Status> {
-    match pb::SpeedClass::try_from(speed) {
-        Ok(pb::SpeedClass::Unspecified) => Ok(None),
-        Ok(pb::SpeedClass::Bullet) => Ok(Some(Speed::Bullet)),
-        Ok(pb::SpeedClass::Blitz) => Ok(Some(Speed::Blitz)),
-        Ok(pb::SpeedClass::Rapid) => Ok(Some(Speed::Rapid)),
-        Ok(pb::SpeedClass::Classical) => Ok(Some(Speed::Classical)),
-        Ok(pb::SpeedClass::Correspondence) => Ok(Some(Speed::Correspondence)),
-        Err(_) => Err(invalid(format!("unknown speed class {speed}"))),
-    }
+    pb::SpeedClass::try_from(speed)
+        .map(Speed::from_wire)
+        .map_err(|_| invalid(format!("unknown speed class {speed}")))
 }
 
 fn speed_to_wire(speed: Option<Speed>) -> pb::SpeedClass {
-    match speed {
-        None => pb::SpeedClass::Unspecified,
-        Some(Speed::Bullet) => pb::SpeedClass::Bullet,
-        Some(Speed::Blitz) => pb::SpeedClass::Blitz,
-        Some(Speed::Rapid) => pb::SpeedClass::Rapid,
-        Some(Speed::Classical) => pb::SpeedClass::Classical,
-        Some(Speed::Correspondence) => pb::SpeedClass::Correspondence,
-    }
+    speed.map_or(pb::SpeedClass::Unspecified, Speed::to_wire)
 }
 
 fn category(wire: Option<&pb::RatingCategory>) -> Result<Category, Status> {
@@ -148,12 +154,18 @@ fn time_control(wire: Option<&pb::TimeControl>) -> Result<Option<TimeControl>, S
     }
 }
 
-fn side(wire: Option<&pb::Player>, which: &str) -> Result<Side, Status> {
+fn side(wire: Option<&pb::Player>, which: &str) -> Result<Player, Status> {
     let player = wire.ok_or_else(|| invalid(format!("{which} is required")))?;
-    Ok(Side {
-        id: player.id.trim().to_owned(),
+    // An import may name players of before the id checks, as their stored games do.
+    let id = draughts_proto::ids::PlayerId::parse_stored(player.id.trim())
+        .map_err(|e| invalid(format!("{which}.id: {e}")))?;
+    Ok(Player {
+        name: player.display_name.clone(),
         guest: player.guest,
         computer: player.computer,
+        // The server's word only: set from the identity registry by `record_result`.
+        bot: false,
+        ..Player::new(id)
     })
 }
 
@@ -232,18 +244,22 @@ impl pb::ratings_server::Ratings for RatingsService {
         let category = category(req.category.as_ref())?;
         let page = self
             .core
-            .leaderboard(category, req.page_size, &req.page_token, now_ms())
+            .leaderboard(category, req.bots, req.page_size, &req.page_token, now_ms())
             .await
             .map_err(err)?;
+        // The mark is the row's own (bots are rated in a table of their own since the mark exists;
+        // no row of a bot predates it), so a page costs no registry read.
+        let entries = page
+            .entries
+            .into_iter()
+            .map(|(rank, view)| pb::LeaderboardEntry {
+                rank,
+                bot: view.bot,
+                rating: Some(rating_to_wire(view)),
+            })
+            .collect();
         Ok(Response::new(pb::LeaderboardResponse {
-            entries: page
-                .entries
-                .into_iter()
-                .map(|(rank, view)| pb::LeaderboardEntry {
-                    rank,
-                    rating: Some(rating_to_wire(view)),
-                })
-                .collect(),
+            entries,
             next_page_token: page.next_page_token.unwrap_or_default(),
         }))
     }
@@ -321,15 +337,16 @@ impl pb::ratings_server::Ratings for RatingsService {
                 rating_change: entry.rating_change,
             })
             .collect();
-        let (display_name, since_ms) = identity
-            .map(|i| (i.name, i.since_ms))
-            .unwrap_or_else(|| (id.to_string(), 0));
+        let (display_name, since_ms, bot) = identity
+            .map(|i| (i.name, i.since_ms, i.bot))
+            .unwrap_or_else(|| (id.to_string(), 0, false));
         Ok(Response::new(pb::Profile {
             player: Some(pb::Player {
                 id: id.to_string(),
                 display_name,
                 guest: id.is_guest(),
                 computer: id.is_computer(),
+                bot,
             }),
             since_ms,
             ratings,
@@ -368,7 +385,9 @@ impl pb::ratings_server::Ratings for RatingsService {
     ) -> Result<Response<pb::RecordResultResponse>, Status> {
         let caller = draughts_auth::principal(&req)?;
         draughts_auth::require(&caller, Scope::Admin)?;
-        let game = finished_game(req.get_ref())?;
+        let mut game = finished_game(req.get_ref())?;
+        game.white.bot = self.is_bot_strict(&game.white.id).await?;
+        game.black.bot = self.is_bot_strict(&game.black.id).await?;
         let outcome = self.core.record(&game, now_ms()).await.map_err(err)?;
         tracing::info!(
             game_id = %game.game_id,

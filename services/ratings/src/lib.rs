@@ -1,7 +1,7 @@
 //! The ratings service: `draughts.v1.Ratings`. Glicko-2 ratings per player and category (a variant, and
 //! per speed class for the variants configured so: international by default), computed from the
 //! finished games the games service publishes on the `games.finished` stream, applied exactly once per
-//! game id; leaderboards of established players with stable keyset paging; rating history;
+//! game id; leaderboards of established players with stable keyset paging (people's and BOTs' apart); rating history;
 //! predictions; and an admin import.
 //!
 //! Layout:
@@ -11,8 +11,8 @@
 //!   (applying batches atomically and idempotently, fixed rating periods) and the read path;
 //! - [`consumer`]: the stream loop (consumer group, batches, takeover of a dead consumer's entries,
 //!   acknowledgement after the commit), which also runs the reconciler;
-//! - [`reconcile`]: finished games in the games service's `finished_games` table that the stream did
-//!   not deliver, rated through the same idempotent apply;
+//! - [`reconcile`]: finished games that the stream did not deliver, found in what the games service
+//!   publishes (`Games.ListFinishedGames`, [`games_feed`]), rated through the same idempotent apply;
 //! - [`grpc`]: the edge (converts only);
 //! - [`config`]: [`RatingsConfig`], the rating system's parameters and policies.
 //!
@@ -21,7 +21,7 @@
 //!
 //! ```
 //! use draughts_ratings::{Ratings, RatingsConfig};
-//! use draughts_ratings::event::{FinishedGame, Outcome, Side, Source};
+//! use draughts_ratings::event::{FinishedGame, Outcome, Player, Source};
 //! use draughts_ratings::category::Category;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -29,7 +29,7 @@
 //! let live = draughts_store::open_live_store("memory://", "").await?;
 //! let db = draughts_store::Database::connect("sqlite::memory:").await?;
 //! let ratings = Ratings::new(live, db, &RatingsConfig::defaults()).await?;
-//! let side = |id: &str| Side { id: id.into(), guest: false, computer: false };
+//! let side = |id: &str| Player::new(id.parse().unwrap());
 //! let game = FinishedGame {
 //!     game_id: "g1".into(), variant: draughts_engine::Variant::English, options: String::new(),
 //!     rated: true, white: side("player:ann"), black: side("player:bob"),
@@ -50,6 +50,7 @@ pub mod consumer;
 pub mod domain;
 pub mod error;
 pub mod event;
+pub mod games_feed;
 pub mod glicko;
 pub mod grpc;
 pub mod links;
@@ -64,7 +65,7 @@ use draughts_runtime::{BackendConfig, ConfigError, ServerConfig, Services, Telem
 use draughts_store::{Database, LiveStore};
 use tokio::net::TcpListener;
 
-pub use config::{ComputerPolicy, PeriodMode, Policy, RatingsConfig};
+pub use config::{BotPolicy, ComputerPolicy, PeriodMode, Policy, RatingsConfig};
 pub use consumer::Consumer;
 pub use domain::RatingsCore;
 pub use error::RatingsError;
@@ -99,6 +100,42 @@ pub struct Config {
     pub auth: AuthConfig,
     #[command(flatten)]
     pub ratings: RatingsConfig,
+    #[command(flatten)]
+    pub games: GamesFeedConfig,
+}
+
+/// Where the reconciler reads the finished games the games service publishes
+/// (`Games.ListFinishedGames`; see [`reconcile`]). Without both, the reconciler is off.
+#[derive(Clone, Debug, clap::Args)]
+pub struct GamesFeedConfig {
+    /// The games service, `http://host:port`.
+    #[arg(long, env = "DRAUGHTS_RATINGS_GAMES_URL")]
+    pub ratings_games_url: Option<String>,
+    /// This service's credential there: an API key with the `service` scope.
+    #[arg(long, env = "DRAUGHTS_RATINGS_API_KEY", hide_env_values = true)]
+    pub ratings_api_key: Option<String>,
+}
+
+impl GamesFeedConfig {
+    /// Both or neither.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.ratings_games_url.is_some() != self.ratings_api_key.is_some() {
+            return Err(ConfigError(
+                "--ratings-games-url and --ratings-api-key go together (the reconciler's feed of finished games)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The feed they name, if any.
+    pub fn feed(&self) -> Result<Option<Arc<dyn games_feed::FinishedFeed>>, ConfigError> {
+        match (&self.ratings_games_url, &self.ratings_api_key) {
+            (Some(url), Some(key)) => {
+                Ok(Some(Arc::new(games_feed::GrpcFinishedFeed::new(url, key)?)))
+            }
+            _ => Ok(None),
+        }
+    }
 }
 
 impl Config {
@@ -108,6 +145,7 @@ impl Config {
         self.telemetry.validate()?;
         self.backends.validate()?;
         self.auth.validate()?;
+        self.games.validate()?;
         self.ratings.validate()
     }
 
@@ -119,6 +157,10 @@ impl Config {
             backends: BackendConfig::embedded_for_tests(),
             auth: AuthConfig::for_tests(),
             ratings: RatingsConfig::defaults(),
+            games: GamesFeedConfig {
+                ratings_games_url: None,
+                ratings_api_key: None,
+            },
         }
     }
 }
@@ -144,6 +186,8 @@ pub struct Ratings {
     pub core: RatingsCore,
     live: Arc<dyn LiveStore>,
     config: RatingsConfig,
+    /// What the reconciler reads (`None`: it is off).
+    feed: Option<Arc<dyn games_feed::FinishedFeed>>,
 }
 
 impl Ratings {
@@ -159,7 +203,15 @@ impl Ratings {
             core,
             live,
             config: config.clone(),
+            feed: None,
         })
+    }
+
+    /// The same service, its reconciler reading `feed`: the finished games the games service
+    /// publishes (without one the reconciler is off).
+    pub fn with_finished_feed(mut self, feed: Arc<dyn games_feed::FinishedFeed>) -> Ratings {
+        self.feed = Some(feed);
+        self
     }
 
     /// Adds `draughts.v1.Ratings` to a host, behind the authentication layer of `auth`.
@@ -174,7 +226,11 @@ impl Ratings {
 
     /// The stream consumer this service runs (named by the configuration, else uniquely).
     pub fn consumer(&self) -> Consumer {
-        Consumer::new(self.live.clone(), self.core.clone(), &self.config)
+        let consumer = Consumer::new(self.live.clone(), self.core.clone(), &self.config);
+        match &self.feed {
+            Some(feed) => consumer.with_feed(feed.clone()),
+            None => consumer,
+        }
     }
 
     /// Applies finished games from the stream until `shutdown` resolves (then finishes the batch in
@@ -202,7 +258,14 @@ pub async fn run(
     config.validate()?;
     let (live, db) = connect(&config.backends).await?;
     let auth = Authenticator::new(config.auth.clone(), live.clone())?;
-    let ratings = Ratings::new(live, db, &config.ratings).await?;
+    let mut ratings = Ratings::new(live, db, &config.ratings).await?;
+    match config.games.feed()? {
+        Some(feed) => ratings = ratings.with_finished_feed(feed),
+        None if config.ratings.reconcile_interval_ms > 0 => tracing::warn!(
+            "no --ratings-games-url and --ratings-api-key: the reconciler is off (a finished game whose stream entry is lost is never rated)"
+        ),
+        None => {}
+    }
     let mut services = Services::new();
     ratings.register(&mut services, &config.server, &auth);
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);

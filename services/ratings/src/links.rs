@@ -29,7 +29,9 @@ pub async fn apply(
     for entry in entries {
         match linked::decode(&entry.payload) {
             Ok(link) => {
-                let categories = core.merge_guest(&link.guest_id, &link.player_id).await?;
+                let categories = core
+                    .merge_guest(link.guest_id.as_str(), link.player_id.as_str())
+                    .await?;
                 tracing::info!(guest_id = %link.guest_id, player_id = %link.player_id, ?categories, "guest ratings merged");
                 merged += 1;
             }

@@ -1,49 +1,47 @@
 //! The reconciler: finished games that the `games.finished` stream did not deliver (an entry lost with
 //! a Redis that restarted without its append-only file, trimmed, or dead-lettered by a bug since fixed)
-//! are found in the games service's durable table and rated exactly once.
+//! are found in what the games service publishes and rated exactly once.
 //!
-//! The games service writes every finished game to `finished_games` (same database) BEFORE it appends
-//! the stream entry, and since its migration 2 the row carries the entry's payload (column `event`, the
-//! [`draughts_proto::contract::finished`] encoding). The reconciler sweeps that table in pages ordered
-//! by (`finished_at_ms`, `game_id`), keeping only rows without a `rating_games` row, from the stored
-//! watermark minus a safety margin (`--reconcile-margin-ms`: rows archived late, for example by an
-//! archive job retried after a replica died, still fall inside it) up to `now - --reconcile-delay-ms`
-//! (newer games are left to the stream, the normal path). Each page goes through
-//! [`RatingsCore::apply`], the same idempotent transaction as the stream path, so a game the stream
-//! delivers too, or that two replicas reconcile at once, is still rated once. When a sweep reaches its
-//! end the watermark moves to it (`rating_reconcile`); a restart mid-sweep starts the sweep again,
-//! which only costs reads.
+//! The games service owns its storage; it archives every finished game durably BEFORE it appends the
+//! stream entry, and lists the archived games, each as its stream entry, through
+//! `Games.ListFinishedGames` (for the platform's services only: [`FinishedFeed`]). The reconciler asks
+//! for them in pages ordered by (`finished_at_ms`, `game_id`), from the stored watermark minus a safety
+//! margin (`--reconcile-margin-ms`: games archived late, for example by an archive job retried after a
+//! replica died, still fall inside it) up to `now - --reconcile-delay-ms` (newer games are left to the
+//! stream, the normal path), and leaves out the games it already has a `rating_games` row for (its own
+//! table). The rest of each page goes through [`RatingsCore::apply`], the same idempotent transaction
+//! as the stream path, so a game the stream delivers too, or that two replicas reconcile at once, is
+//! still rated once. When a sweep reaches its end the watermark moves to it (`rating_reconcile`); a
+//! restart mid-sweep starts the sweep again, which only costs reads.
 //!
-//! Rows written before the `event` column existed (NULL) are read from their columns and from the
-//! stored game (`record`): options, players' guest/computer flags and the time control, each with a
-//! default when absent.
-//!
-//! Casual games are not read at all unless casual games are rated (`--casual-games rate`): on a
+//! Casual games are not asked for unless casual games are rated (`--casual-games rate`): on a
 //! platform where most games are casual, every sweep re-read an hour of them. Other games the
 //! policies do not rate (aborted, against the computer, ...) have no `rating_games` row and are looked
 //! at again by every sweep whose margin covers them; they are never rated.
+//!
+//! Without a feed (a `draughts-ratings` started without `--ratings-games-url`) the reconciler is off.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use draughts_proto::contract::finished::{self, Outcome, TimeControl};
 use draughts_store::sqlx::{self, Row};
-use serde::Deserialize;
 
 use crate::config::RatingsConfig;
 use crate::domain::{ApplyReport, RatingsCore};
 use crate::error::RatingsResult;
-use crate::event::{FinishedGame, Side, Source};
+use crate::event::{FinishedGame, Source};
+use crate::games_feed::{FeedQuery, FinishedFeed};
 
-/// Rows per page.
+/// Games per page (the games service's largest page).
 pub const PAGE_ROWS: usize = 500;
 
 /// What one page did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReconcileReport {
-    /// Rows of `finished_games` without a rating record in the page.
+    /// Finished games in the page that have no rating record yet.
     pub scanned: usize,
-    /// Rows that could not be read as a finished game (logged, skipped).
+    /// Entries that could not be read as a finished game (logged, skipped).
     pub undecodable: usize,
     /// What the domain did with the rest (`recorded`: games the stream had not delivered).
     pub applied: ApplyReport,
@@ -51,18 +49,20 @@ pub struct ReconcileReport {
     pub sweep_done: bool,
 }
 
-/// Where a sweep is: rows after (`after_ms`, `after_id`) and before `end_ms` are left.
+/// Where a sweep is: games after (`after_ms`, `after_id`) and before `end_ms` are left.
 #[derive(Clone, Debug)]
 struct Sweep {
-    after_ms: i64,
+    after_ms: u64,
     after_id: String,
-    end_ms: i64,
+    end_ms: u64,
 }
 
 /// The reconciler of one replica (cheap to clone; clones share the sweep).
 #[derive(Clone, Debug)]
 pub struct Reconciler {
     core: RatingsCore,
+    /// What the games service publishes; `None`: the reconciler is off.
+    feed: Option<Arc<dyn FinishedFeed>>,
     interval: Duration,
     delay_ms: u64,
     margin_ms: u64,
@@ -72,29 +72,17 @@ pub struct Reconciler {
     sweep: Arc<Mutex<Option<Sweep>>>,
 }
 
-/// The fields of a stored game (the games service's `record` column) a pre-`event` row is completed
-/// from; everything else is ignored, every field has a default.
-#[derive(Deserialize, Default)]
-struct LegacyRecord {
-    #[serde(default)]
-    options: String,
-    #[serde(default)]
-    white: Option<finished::Player>,
-    #[serde(default)]
-    black: Option<finished::Player>,
-    #[serde(default)]
-    time: Option<TimeControl>,
-}
-
 fn ms_i64(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
 impl Reconciler {
-    /// A reconciler with the configuration's interval, delay and margin.
+    /// A reconciler with the configuration's interval, delay and margin; off until it is given a
+    /// feed ([`Reconciler::with_feed`]).
     pub fn new(core: RatingsCore, config: &RatingsConfig) -> Reconciler {
         Reconciler {
             core,
+            feed: None,
             interval: Duration::from_millis(config.reconcile_interval_ms),
             delay_ms: config.reconcile_delay_ms,
             margin_ms: config.reconcile_margin_ms,
@@ -104,15 +92,25 @@ impl Reconciler {
         }
     }
 
+    /// The same reconciler reading `feed`.
+    pub fn with_feed(mut self, feed: Arc<dyn FinishedFeed>) -> Reconciler {
+        self.feed = Some(feed);
+        self
+    }
+
     /// The same reconciler with another page size (tests).
     pub fn with_page_rows(mut self, rows: usize) -> Reconciler {
         self.page_rows = rows.max(1);
         self
     }
 
-    /// Time between sweeps (zero: the reconciler is off).
+    /// Time between sweeps (zero: the reconciler is off, also when it has no feed).
     pub fn interval(&self) -> Duration {
-        self.interval
+        if self.feed.is_some() {
+            self.interval
+        } else {
+            Duration::ZERO
+        }
     }
 
     /// The stored watermark, Unix ms: every game that finished before it has been looked at.
@@ -144,56 +142,51 @@ impl Reconciler {
         }
     }
 
-    /// Reconciles one page of the current sweep (starting a sweep if none is under way).
+    /// Reconciles one page of the current sweep (starting a sweep if none is under way). Without a
+    /// feed, a page does nothing and ends its sweep.
     pub async fn page(&self, now_ms: u64) -> RatingsResult<ReconcileReport> {
+        let Some(feed) = &self.feed else {
+            return Ok(ReconcileReport {
+                sweep_done: true,
+                ..ReconcileReport::default()
+            });
+        };
         let current = self.sweep.lock().map(|s| s.clone()).unwrap_or(None);
         let sweep = match current {
             Some(sweep) => sweep,
             None => {
                 let watermark = self.watermark().await?;
                 Sweep {
-                    after_ms: ms_i64(watermark.saturating_sub(self.margin_ms)),
+                    after_ms: watermark.saturating_sub(self.margin_ms),
                     after_id: String::new(),
-                    end_ms: ms_i64(now_ms.saturating_sub(self.delay_ms)),
+                    end_ms: now_ms.saturating_sub(self.delay_ms),
                 }
             }
         };
-        let rows = sqlx::query(
-            // The stored game (`record`, its whole move list) only for rows without an `event`: a
-            // page of 500 whole games was most of the reconciler's memory.
-            "SELECT f.game_id, f.finished_at_ms, f.event, f.variant, f.white_id, f.black_id, f.outcome, f.rated, \
-                    CASE WHEN f.event IS NULL THEN f.record ELSE NULL END AS record \
-             FROM finished_games f \
-             WHERE (f.finished_at_ms > $1 OR (f.finished_at_ms = $1 AND f.game_id > $2)) AND f.finished_at_ms < $3 \
-               AND (f.rated <> 0 OR $5 <> 0) \
-               AND NOT EXISTS (SELECT 1 FROM rating_games r WHERE r.game_id = f.game_id) \
-             ORDER BY f.finished_at_ms, f.game_id LIMIT $4",
-        )
-        .bind(sweep.after_ms)
-        .bind(sweep.after_id.clone())
-        .bind(sweep.end_ms)
-        .bind(i64::try_from(self.page_rows).unwrap_or(i64::MAX))
-        .bind(i64::from(self.casual_rated))
-        .fetch_all(self.core.database().pool())
-        .await?;
-        let mut report = ReconcileReport {
-            scanned: rows.len(),
-            ..ReconcileReport::default()
-        };
-        let mut games = Vec::with_capacity(rows.len());
-        let mut last: Option<(i64, String)> = None;
-        for row in &rows {
-            let game_id: String = row.try_get(0)?;
-            let finished_at_ms: i64 = row.try_get(1)?;
-            last = Some((finished_at_ms, game_id.clone()));
-            match game_of_row(row) {
+        let entries = feed
+            .page(&FeedQuery {
+                after_ms: sweep.after_ms,
+                after_game_id: sweep.after_id.clone(),
+                before_ms: sweep.end_ms,
+                limit: self.page_rows,
+                rated_only: !self.casual_rated,
+            })
+            .await?;
+        let known = self
+            .known(entries.iter().map(|e| e.game_id.as_str()))
+            .await?;
+        let mut report = ReconcileReport::default();
+        let mut games = Vec::with_capacity(entries.len());
+        for entry in entries.iter().filter(|e| !known.contains(&e.game_id)) {
+            report.scanned += 1;
+            match FinishedGame::from_event(&entry.event) {
                 Ok(game) => games.push(game),
-                Err(reason) => {
+                Err(e) => {
                     report.undecodable += 1;
                     tracing::warn!(
-                        game_id,
-                        reason,
-                        "finished game row cannot be rated; skipped"
+                        game_id = entry.game_id,
+                        reason = %e,
+                        "finished game cannot be rated; skipped"
                     );
                 }
             }
@@ -205,10 +198,10 @@ impl Reconciler {
                 "rated finished games the stream had not delivered"
             );
         }
-        let next = match last {
-            Some((after_ms, after_id)) if rows.len() >= self.page_rows => Some(Sweep {
-                after_ms,
-                after_id,
+        let next = match entries.last() {
+            Some(last) if entries.len() >= self.page_rows => Some(Sweep {
+                after_ms: last.finished_at_ms,
+                after_id: last.game_id.clone(),
                 end_ms: sweep.end_ms,
             }),
             _ => None,
@@ -217,7 +210,7 @@ impl Reconciler {
             sqlx::query(
                 "UPDATE rating_reconcile SET watermark_ms = $1 WHERE id = 1 AND watermark_ms < $1",
             )
-            .bind(sweep.end_ms)
+            .bind(ms_i64(sweep.end_ms))
             .execute(self.core.database().pool())
             .await?;
             report.sweep_done = true;
@@ -227,43 +220,29 @@ impl Reconciler {
         }
         Ok(report)
     }
-}
 
-/// The finished game of a `finished_games` row: its `event` payload, else (rows archived before that
-/// column) its columns and stored game.
-fn game_of_row(row: &draughts_store::sqlx::any::AnyRow) -> Result<FinishedGame, String> {
-    let text = |i: usize| row.try_get::<String, _>(i).map_err(|e| e.to_string());
-    if let Ok(Some(event)) = row.try_get::<Option<String>, _>(2) {
-        return FinishedGame::from_event(event.as_bytes()).map_err(|e| e.to_string());
-    }
-    let variant_key = text(3)?;
-    let variant = draughts_engine::Variant::from_key(&variant_key)
-        .map_err(|_| format!("unknown variant {variant_key:?}"))?;
-    let outcome_key = text(6)?;
-    let outcome = Outcome::from_key(&outcome_key)
-        .ok_or_else(|| format!("unknown outcome {outcome_key:?}"))?;
-    let record: LegacyRecord = serde_json::from_str(&text(8)?).unwrap_or_default();
-    let side = |id: String, stored: Option<finished::Player>| {
-        let stored = stored.filter(|p| p.id == id).unwrap_or_default();
-        Side {
-            guest: stored.guest || id.starts_with("guest:"),
-            computer: stored.computer || id.starts_with("ai:"),
-            id,
+    /// Which of `ids` already have a rating record (this service's `rating_games`).
+    async fn known<'a>(
+        &self,
+        ids: impl Iterator<Item = &'a str>,
+    ) -> RatingsResult<HashSet<String>> {
+        let ids: Vec<&str> = ids.collect();
+        let mut known = HashSet::new();
+        for chunk in ids.chunks(100) {
+            let placeholders = (1..=chunk.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            // Only numbered placeholders are formatted in; the ids are bound.
+            let sql = format!("SELECT game_id FROM rating_games WHERE game_id IN ({placeholders})");
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                query = query.bind(id.to_string());
+            }
+            for row in query.fetch_all(self.core.database().pool()).await? {
+                known.insert(row.try_get::<String, _>(0)?);
+            }
         }
-    };
-    let game = FinishedGame {
-        game_id: text(0)?,
-        variant,
-        options: record.options,
-        rated: row.try_get::<i64, _>(7).map_err(|e| e.to_string())? != 0,
-        white: side(text(4)?, record.white),
-        black: side(text(5)?, record.black),
-        outcome,
-        time_control: record.time,
-        finished_at_ms: u64::try_from(row.try_get::<i64, _>(1).map_err(|e| e.to_string())?)
-            .unwrap_or(0),
-        traceparent: None,
-    };
-    game.check()?;
-    Ok(game)
+        Ok(known)
+    }
 }

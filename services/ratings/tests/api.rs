@@ -176,6 +176,7 @@ async fn every_rpc_through_a_real_server() {
             category: english(),
             page_size: 2,
             page_token: String::new(),
+            bots: false,
         })
         .await
         .unwrap()
@@ -191,7 +192,8 @@ async fn every_rpc_through_a_real_server() {
         .leaderboard(pb::LeaderboardRequest {
             category: english(),
             page_size: 2,
-            page_token: first.next_page_token,
+            page_token: first.next_page_token.clone(),
+            bots: false,
         })
         .await
         .unwrap()
@@ -199,6 +201,35 @@ async fn every_rpc_through_a_real_server() {
     assert_eq!(second.entries.len(), 1);
     assert_eq!(second.entries[0].rank, 3);
     assert!(second.next_page_token.is_empty());
+    // The BOTs' leaderboard: none of these players is a bot (an import takes the mark from the
+    // identity registry, never from the request's `Player.bot`); a people's page token is refused there.
+    let mut bot_claim = result("imp4", "player:dan", "player:eve", pb::Outcome::Draw);
+    bot_claim.white.as_mut().unwrap().bot = true;
+    client
+        .record_result(with_token(ADMIN_KEY, bot_claim))
+        .await
+        .unwrap();
+    let bots = client
+        .leaderboard(pb::LeaderboardRequest {
+            category: english(),
+            page_size: 2,
+            page_token: String::new(),
+            bots: true,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(bots.entries.is_empty(), "{bots:?}");
+    let status = client
+        .leaderboard(pb::LeaderboardRequest {
+            category: english(),
+            page_size: 2,
+            page_token: first.next_page_token.clone(),
+            bots: true,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
 
     let history = client
         .rating_history(pb::RatingHistoryRequest {
@@ -310,6 +341,7 @@ async fn bad_requests_are_invalid_arguments() {
                 category: english(),
                 page_size,
                 page_token: page_token.into(),
+                bots: false,
             })
             .await
             .unwrap_err();

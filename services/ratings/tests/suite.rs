@@ -7,7 +7,7 @@
 //! moments; leaderboard paging under concurrent updates; the policies (casual, computer, guest, house
 //! rules, aborted); fixed rating periods (Glickman's scheme); deviation growth with inactivity;
 //! malformed entries dead-lettered; history paging; games whose stream entries were lost rated once
-//! from the games service's `finished_games` table (the reconciler).
+//! from what the games service lists (the reconciler).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -18,8 +18,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use draughts_engine::Variant;
 use draughts_proto::contract::finished;
+use draughts_proto::ids::PlayerId;
 use draughts_ratings::category::{Category, Speed, TimeControl};
-use draughts_ratings::event::{FINISHED_STREAM, FinishedGame, Outcome, Side, Source};
+use draughts_ratings::event::{FINISHED_STREAM, FinishedGame, Outcome, Player, Source};
+use draughts_ratings::games_feed::{FeedEntry, FeedQuery, FinishedFeed};
 use draughts_ratings::glicko::{self, Game};
 use draughts_ratings::reconcile::Reconciler;
 use draughts_ratings::{ComputerPolicy, Consumer, PeriodMode, Policy, RatingsConfig, RatingsCore};
@@ -67,7 +69,249 @@ const CHECKS: &[(&str, Check)] = &[
     ("games_lost_from_the_stream_are_reconciled", |b| {
         Box::pin(games_lost_from_the_stream_are_reconciled(b))
     }),
+    ("the_longest_ids_are_rated", |b| {
+        Box::pin(the_longest_ids_are_rated(b))
+    }),
+    ("bots_are_rated_apart", |b| {
+        Box::pin(bots_are_rated_apart(b))
+    }),
 ];
+
+fn bot(id: &str) -> Player {
+    Player {
+        bot: true,
+        ..side(id)
+    }
+}
+
+/// BOTs' ratings apart: the mark comes from the `games.finished` entry (the contract's `bot`), is kept
+/// per player (`rating_bots`) and on every rating row of a bot, old rows too; people's and bots'
+/// leaderboards never mix, ranks count within one, a page token of one is refused by the other;
+/// rows stored before the mark existed still read (as people's until the bot's next game); the
+/// policy for a bot against a person: rated (lichess), bot-only or skipped; fixed periods mark too.
+async fn bots_are_rated_apart(b: Backend) {
+    // Rows of the schema before bots (migrations up to 1004): a person and a bot, two categories.
+    let before: Vec<_> = draughts_ratings::domain::MIGRATIONS
+        .iter()
+        .filter(|m| m.version < 1005)
+        .cloned()
+        .collect();
+    b.db.migrate(&before).await.unwrap();
+    let now = 2_000_000;
+    for (category, player, rating) in [
+        ("english", "player:old", 1600.0),
+        ("english", "player:oldbot", 1700.0),
+        ("international", "player:oldbot", 1650.0),
+    ] {
+        sqlx::query(
+            "INSERT INTO ratings (category, player_id, rating, deviation, volatility, games, wins, draws, \
+             losses, rated_at_ms, last_game_at_ms, established_until_ms) \
+             VALUES ($1, $2, $3, 60.0, 0.06, 30, 15, 0, 15, 1000, 1000, $4)",
+        )
+        .bind(category)
+        .bind(player)
+        .bind(rating)
+        .bind(i64::MAX)
+        .execute(b.db.pool())
+        .await
+        .unwrap();
+    }
+    let mut config = test_config();
+    config.provisional_deviation = 340.0;
+    let core = RatingsCore::new(b.db.clone(), &config).await.unwrap();
+    // The old rows read, as people's.
+    let old = core.rating("player:oldbot", ENGLISH, now).await.unwrap();
+    assert_eq!((old.games, old.bot), (30, false));
+    let people = |core: &RatingsCore, category| {
+        let core = core.clone();
+        async move {
+            let page = core
+                .leaderboard(category, false, 50, "", now)
+                .await
+                .unwrap();
+            page.entries
+                .into_iter()
+                .map(|(rank, v)| (rank, v.player_id, v.bot))
+                .collect::<Vec<_>>()
+        }
+    };
+    let bots = |core: &RatingsCore, category| {
+        let core = core.clone();
+        async move {
+            let page = core.leaderboard(category, true, 50, "", now).await.unwrap();
+            page.entries
+                .into_iter()
+                .map(|(rank, v)| (rank, v.player_id, v.bot))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(people(&core, ENGLISH).await.len(), 2);
+    assert!(bots(&core, ENGLISH).await.is_empty());
+
+    // The mark travels in the stream entry (the contract), from the server's data.
+    let mut g1 = game("b1", "player:pa", "player:pb", Outcome::WhiteWins, 1_000);
+    let mut g2 = game("b2", "bot:ba", "bot:bb", Outcome::WhiteWins, 1_001);
+    g2.white = bot("bot:ba");
+    g2.black = bot("bot:bb");
+    let mut g3 = game("b3", "player:pa", "bot:ba", Outcome::Draw, 1_002);
+    g3.black = bot("bot:ba");
+    let mut g4 = game("b4", "player:oldbot", "bot:bb", Outcome::WhiteWins, 1_003);
+    g4.white = bot("player:oldbot");
+    let games: Vec<FinishedGame> = [&g1, &g2, &g3, &g4]
+        .into_iter()
+        .map(|g| FinishedGame::from_event(&event(g)).unwrap())
+        .collect();
+    assert!(games[1].white.bot && games[1].black.bot && !games[0].white.bot);
+    let report = core.apply(&games, Source::Stream, now).await.unwrap();
+    assert_eq!((report.recorded, report.skipped), (4, 0));
+    // A bot against a person is rated on both sides by default (lichess).
+    let pa = core.rating("player:pa", ENGLISH, now).await.unwrap();
+    assert_eq!((pa.games, pa.draws, pa.bot), (2, 1, false));
+    let ba = core.rating("bot:ba", ENGLISH, now).await.unwrap();
+    assert_eq!((ba.games, ba.bot), (2, true));
+
+    let people_board = people(&core, ENGLISH).await;
+    let names: Vec<&str> = people_board.iter().map(|(_, p, _)| p.as_str()).collect();
+    assert_eq!(names.len(), 3, "{people_board:?}");
+    assert!(names.contains(&"player:old") && names.contains(&"player:pa"));
+    assert!(names.contains(&"player:pb"));
+    assert!(people_board.iter().all(|(_, _, bot)| !bot));
+    let bot_board = bots(&core, ENGLISH).await;
+    let names: Vec<&str> = bot_board.iter().map(|(_, p, _)| p.as_str()).collect();
+    assert_eq!(
+        names,
+        ["player:oldbot", "bot:ba", "bot:bb"],
+        "{bot_board:?}"
+    );
+    assert!(bot_board.iter().all(|(_, _, bot)| *bot));
+    assert_eq!(
+        bot_board
+            .iter()
+            .map(|(rank, _, _)| *rank)
+            .collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    // The old bot's row of another category is marked too (its next game marked all its rows).
+    let intl = Category {
+        variant: Variant::International,
+        speed: None,
+    };
+    assert!(people(&core, intl).await.is_empty());
+    assert_eq!(bots(&core, intl).await.len(), 1);
+    // Ranks count within one leaderboard.
+    let pb = core.rating("player:pb", ENGLISH, now).await.unwrap();
+    let (best_person, _, _) = &people_board[0];
+    assert_eq!(*best_person, 1);
+    let ba_rank = core.rank(&ba, now).await.unwrap().unwrap();
+    assert_eq!(ba_rank, 2);
+    assert!(core.rank(&pb, now).await.unwrap().unwrap() <= 3);
+    // A page token belongs to its leaderboard.
+    let page = core.leaderboard(ENGLISH, true, 1, "", now).await.unwrap();
+    let token = page.next_page_token.unwrap();
+    let err = core
+        .leaderboard(ENGLISH, false, 1, &token, now)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("another leaderboard"), "{err}");
+    let next = core
+        .leaderboard(ENGLISH, true, 1, &token, now)
+        .await
+        .unwrap();
+    assert_eq!(next.entries[0].0, 2);
+    assert_eq!(next.entries[0].1.player_id, "bot:ba");
+
+    // bot-only: the person's rating stays, the bot's moves; skip: neither.
+    config.bot_games = draughts_ratings::BotPolicy::BotOnly;
+    let bot_only = RatingsCore::new(b.db.clone(), &config).await.unwrap();
+    g1 = game("b5", "player:pb", "bot:bb", Outcome::BlackWins, 1_004);
+    g1.black = bot("bot:bb");
+    let bb_before = bot_only.rating("bot:bb", ENGLISH, now).await.unwrap();
+    bot_only
+        .apply(&[g1.clone()], Source::Stream, now)
+        .await
+        .unwrap();
+    assert_eq!(
+        bot_only
+            .rating("player:pb", ENGLISH, now)
+            .await
+            .unwrap()
+            .games,
+        pb.games
+    );
+    let bb = bot_only.rating("bot:bb", ENGLISH, now).await.unwrap();
+    assert_eq!(bb.games, bb_before.games + 1);
+    config.bot_games = draughts_ratings::BotPolicy::Skip;
+    let skip = RatingsCore::new(b.db.clone(), &config).await.unwrap();
+    g1.game_id = "b6".into();
+    let report = skip.apply(&[g1], Source::Stream, now).await.unwrap();
+    assert_eq!((report.recorded, report.skipped), (0, 1));
+    // Two bots are rated whatever the policy.
+    g2.game_id = "b7".into();
+    assert_eq!(
+        skip.apply(&[g2], Source::Stream, now)
+            .await
+            .unwrap()
+            .recorded,
+        1
+    );
+
+    // Fixed periods: the rows written when the period is rated carry the mark too.
+    config.bot_games = draughts_ratings::BotPolicy::Rate;
+    config.periods = PeriodMode::Fixed;
+    let fixed = RatingsCore::new(b.db.clone(), &config).await.unwrap();
+    let mut g = game("b8", "bot:fixed", "player:fixed", Outcome::WhiteWins, 1_005);
+    g.white = bot("bot:fixed");
+    g.variant = Variant::Frisian;
+    assert_eq!(
+        fixed
+            .apply(&[g], Source::Stream, now)
+            .await
+            .unwrap()
+            .pending,
+        1
+    );
+    assert_eq!(fixed.close_due_periods(u64::MAX / 4).await.unwrap(), 1);
+    let frisian = Category {
+        variant: Variant::Frisian,
+        speed: None,
+    };
+    let later = u64::MAX / 4;
+    let marked = fixed.rating("bot:fixed", frisian, later).await.unwrap();
+    assert_eq!((marked.games, marked.bot), (1, true));
+    assert!(
+        !fixed
+            .rating("player:fixed", frisian, later)
+            .await
+            .unwrap()
+            .bot
+    );
+}
+
+/// A finished game between players whose ids are as long as Games accepts (140 bytes), with the
+/// longest game id, goes through the stream and is rated (it was dead-lettered when ratings took 128).
+async fn the_longest_ids_are_rated(b: Backend) {
+    let config = test_config();
+    let core = RatingsCore::new(b.db.clone(), &config).await.unwrap();
+    let id = |c: char| format!("player:{}", c.to_string().repeat(140 - "player:".len()));
+    let (white, black) = (id('w'), id('b'));
+    let g = game(&"g".repeat(64), &white, &black, Outcome::WhiteWins, 1_000);
+    append_all(&b.live, [event(&g)]).await;
+    let (stop, handle) = spawn_consumer(&b, &core, &config, "long");
+    wait_applied(&b, &config.consumer_group, 1).await;
+    stop.send(()).unwrap();
+    handle.await.unwrap();
+    let now = draughts_store::now_unix_ms();
+    let rating = core.rating(&white, ENGLISH, now).await.unwrap();
+    assert_eq!((rating.games, rating.wins), (1, 1), "{rating:?}");
+    assert_eq!(core.rating(&black, ENGLISH, now).await.unwrap().games, 1);
+    assert_eq!(
+        b.live
+            .len(draughts_ratings::event::DEAD_LETTER_STREAM)
+            .await
+            .unwrap_or(0),
+        0
+    );
+}
 
 async fn run_all<F, Fut>(label: &str, mut fresh: F)
 where
@@ -168,12 +412,9 @@ fn test_config() -> RatingsConfig {
     c
 }
 
-fn side(id: &str) -> Side {
-    Side {
-        id: id.to_owned(),
-        guest: false,
-        computer: false,
-    }
+fn side(id: &str) -> Player {
+    // Kindless ids ("sp2") as imports and games of before the id checks may hold.
+    Player::new(PlayerId::parse_stored(id).unwrap())
 }
 
 fn game(id: &str, white: &str, black: &str, outcome: Outcome, at_ms: u64) -> FinishedGame {
@@ -198,14 +439,13 @@ const ENGLISH: Category = Category {
 
 /// The stream payload of a game, as the games service writes it (the one contract).
 fn event(g: &FinishedGame) -> Bytes {
-    let player = |s: &Side| finished::Player {
-        id: s.id.clone(),
-        name: s.id.clone(),
-        guest: s.guest,
-        computer: s.computer,
+    // The same side, named as its id (the suite's ids, like "sp2", read as ids of before the checks).
+    let player = |s: &Player| Player {
+        name: s.id.to_string(),
+        ..s.clone()
     };
     Bytes::from(finished::encode(&finished::FinishedV1 {
-        game_id: g.game_id.clone(),
+        game_id: g.game_id.parse().unwrap(),
         variant: g.variant,
         options: g.options.clone(),
         rated: g.rated,
@@ -608,7 +848,10 @@ async fn leaderboard_paging_under_concurrent_updates(b: Backend) {
     let mut pages = 0;
     loop {
         wait_for_writes().await;
-        let page = core.leaderboard(ENGLISH, 7, &token, now).await.unwrap();
+        let page = core
+            .leaderboard(ENGLISH, false, 7, &token, now)
+            .await
+            .unwrap();
         pages += 1;
         for (rank, view) in &page.entries {
             seen.push((view.glicko.rating, view.player_id.clone(), *rank));
@@ -644,7 +887,10 @@ async fn leaderboard_paging_under_concurrent_updates(b: Backend) {
     let mut token = String::new();
     let mut rank = 0;
     loop {
-        let page = core.leaderboard(ENGLISH, 11, &token, now).await.unwrap();
+        let page = core
+            .leaderboard(ENGLISH, false, 11, &token, now)
+            .await
+            .unwrap();
         for (r, _) in &page.entries {
             rank += 1;
             assert_eq!(*r, rank);
@@ -656,7 +902,7 @@ async fn leaderboard_paging_under_concurrent_updates(b: Backend) {
     }
     assert_eq!(rank, players as u64);
     // A token is bound to its leaderboard.
-    let first = core.leaderboard(ENGLISH, 5, "", now).await.unwrap();
+    let first = core.leaderboard(ENGLISH, false, 5, "", now).await.unwrap();
     let international = Category {
         variant: Variant::International,
         speed: None,
@@ -664,6 +910,7 @@ async fn leaderboard_paging_under_concurrent_updates(b: Backend) {
     let err = core
         .leaderboard(
             international,
+            false,
             5,
             first.next_page_token.as_deref().unwrap(),
             now,
@@ -671,8 +918,16 @@ async fn leaderboard_paging_under_concurrent_updates(b: Backend) {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("another leaderboard"), "{err}");
-    assert!(core.leaderboard(ENGLISH, 5, "zz", now).await.is_err());
-    assert!(core.leaderboard(ENGLISH, 500, "", now).await.is_err());
+    assert!(
+        core.leaderboard(ENGLISH, false, 5, "zz", now)
+            .await
+            .is_err()
+    );
+    assert!(
+        core.leaderboard(ENGLISH, false, 500, "", now)
+            .await
+            .is_err()
+    );
 }
 
 /// Casual games, computer games, guests, house rules and aborted games as the configuration says.
@@ -837,7 +1092,7 @@ async fn a_pair_s_games_are_rated_up_to_the_daily_limit(b: Backend) {
         let mut g = g.clone();
         g.game_id = format!("one-{}", g.game_id);
         for s in [&mut g.white, &mut g.black] {
-            s.id = format!("one-{}", s.id);
+            s.id = PlayerId::parse_stored(&format!("one-{}", s.id)).unwrap();
         }
         g
     };
@@ -992,7 +1247,10 @@ async fn inactivity_grows_deviation(b: Backend) {
     let fresh = core.rating("ann", ENGLISH, 1_030).await.unwrap();
     assert!(!fresh.provisional, "{fresh:?}");
     assert!(fresh.glicko.deviation < 110.0);
-    let board = core.leaderboard(ENGLISH, 10, "", 1_030).await.unwrap();
+    let board = core
+        .leaderboard(ENGLISH, false, 10, "", 1_030)
+        .await
+        .unwrap();
     assert_eq!(board.entries.len(), 2);
     assert_eq!(board.entries[0].1.player_id, "ann");
 
@@ -1009,7 +1267,7 @@ async fn inactivity_grows_deviation(b: Backend) {
     assert_eq!(much_later.glicko.deviation, config.max_deviation);
     assert!(much_later.provisional);
     let empty = core
-        .leaderboard(ENGLISH, 10, "", 1_030 + 100_000 * period_ms)
+        .leaderboard(ENGLISH, false, 10, "", 1_030 + 100_000 * period_ms)
         .await
         .unwrap();
     assert!(
@@ -1083,77 +1341,96 @@ async fn history_pages(b: Backend) {
     assert!(page.entries.iter().all(|e| e.rating_change > 0.0));
 }
 
-/// The columns of the games service's `finished_games` table (its MIGRATIONS in
-/// services/validation/src/games/service.rs, versions 1 and 2) that the reconciler reads, with their
-/// types; this suite cannot depend on the games crate, and `services/draughtsd/tests/platform.rs`
-/// checks the reconciler against the real table.
-const FINISHED_GAMES_FIXTURE: &str = "CREATE TABLE IF NOT EXISTS finished_games (
-    game_id TEXT PRIMARY KEY, variant TEXT NOT NULL, white_id TEXT NOT NULL, black_id TEXT NOT NULL,
-    outcome TEXT NOT NULL, reason TEXT NOT NULL, result TEXT NOT NULL, rated BIGINT NOT NULL,
-    plies BIGINT NOT NULL, finished_at_ms BIGINT NOT NULL, pdn TEXT NOT NULL, record TEXT NOT NULL,
-    event TEXT)";
+/// The games service as the reconciler sees it: the finished games it lists
+/// (`Games.ListFinishedGames`), kept in memory; the real one is checked end to end in
+/// `services/draughtsd/tests/reconcile.rs`.
+#[derive(Debug, Default)]
+struct ArchivedGames {
+    games: std::sync::Mutex<Vec<FeedEntry>>,
+    /// Whether each game was created rated (the feed's `rated_only`).
+    rated: std::sync::Mutex<HashMap<String, bool>>,
+}
 
-/// A row as the games service archives it; `event: None` is a row archived before the `event`
-/// column (then the players' flags and the options come from `record`).
-async fn archive_row(db: &Database, g: &FinishedGame, with_event: bool) {
-    let record = serde_json::json!({
-        "v": 2, "id": g.game_id, "variant": g.variant.key(), "options": g.options,
-        "white": {"id": g.white.id, "name": "W", "guest": g.white.guest, "computer": g.white.computer},
-        "black": {"id": g.black.id, "name": "B", "guest": g.black.guest, "computer": g.black.computer},
-        "time": {"kind": "fischer", "base_ms": 300000, "increment_ms": 0}, "rated": g.rated,
-    });
-    let event = with_event.then(|| String::from_utf8(event(g).to_vec()).unwrap());
-    sqlx::query(
-        "INSERT INTO finished_games (game_id, variant, white_id, black_id, outcome, reason, result, rated, plies, finished_at_ms, pdn, record, event) \
-         VALUES ($1, $2, $3, $4, $5, 'resignation', '1-0', $6, 40, $7, '', $8, $9)",
-    )
-    .bind(g.game_id.clone())
-    .bind(g.variant.key())
-    .bind(g.white.id.clone())
-    .bind(g.black.id.clone())
-    .bind(g.outcome.key())
-    .bind(i64::from(g.rated))
-    .bind(g.finished_at_ms as i64)
-    .bind(record.to_string())
-    .bind(event)
-    .execute(db.pool())
-    .await
-    .unwrap();
+impl ArchivedGames {
+    fn archive(&self, g: &FinishedGame) {
+        let mut games = self.games.lock().unwrap();
+        games.push(FeedEntry {
+            game_id: g.game_id.clone(),
+            finished_at_ms: g.finished_at_ms,
+            event: event(g).to_vec(),
+        });
+        games.sort_by(|a, b| (a.finished_at_ms, &a.game_id).cmp(&(b.finished_at_ms, &b.game_id)));
+        self.rated
+            .lock()
+            .unwrap()
+            .insert(g.game_id.clone(), g.rated);
+    }
+}
+
+#[tonic::async_trait]
+impl FinishedFeed for ArchivedGames {
+    async fn page(&self, q: &FeedQuery) -> draughts_ratings::error::RatingsResult<Vec<FeedEntry>> {
+        let rated = self.rated.lock().unwrap().clone();
+        Ok(self
+            .games
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| {
+                (e.finished_at_ms, e.game_id.as_str()) > (q.after_ms, q.after_game_id.as_str())
+            })
+            .filter(|e| e.finished_at_ms < q.before_ms)
+            .filter(|e| !q.rated_only || rated[&e.game_id])
+            .take(q.limit)
+            .cloned()
+            .collect())
+    }
 }
 
 /// Games archived while their stream entries were lost (trimmed off the stream before any consumer
-/// read them, as a Redis restart without its append-only file loses them) are found in
-/// `finished_games` and rated exactly once, with the entries that did survive rated once too; rows
-/// archived before the `event` column are read from their columns; a game archived late (finished
-/// before the watermark, within the margin) is found by the next sweep.
+/// read them, as a Redis restart without its append-only file loses them) are found in what the games
+/// service lists and rated exactly once, with the entries that did survive rated once too; a game
+/// archived late (finished before the watermark, within the margin) is found by the next sweep; an
+/// entry that does not decode is skipped; without a feed the reconciler is off.
 async fn games_lost_from_the_stream_are_reconciled(b: Backend) {
     let mut config = test_config();
     config.reconcile_interval_ms = 50;
     config.reconcile_delay_ms = 0;
     let core = RatingsCore::new(b.db.clone(), &config).await.unwrap();
-    sqlx::query(FINISHED_GAMES_FIXTURE)
-        .execute(b.db.pool())
-        .await
-        .unwrap();
+    let archived = Arc::new(ArchivedGames::default());
     let games = random_games("r", 40, 8, 11);
-    for (i, g) in games.iter().enumerate() {
-        archive_row(&b.db, g, i % 10 != 3).await;
+    for g in &games {
+        archived.archive(g);
     }
     append_all(&b.live, games.iter().map(event)).await;
     // The first 30 entries are lost; the last 10 survive.
     b.live.trim(FINISHED_STREAM, 10).await.unwrap();
     assert_eq!(b.live.len(FINISHED_STREAM).await.unwrap(), 10);
 
-    let (stop, handle) = spawn_consumer(&b, &core, &config, "c1");
+    // Without a feed the reconciler is off.
+    let off = Reconciler::new(core.clone(), &config);
+    assert_eq!(off.interval(), Duration::ZERO);
+    let report = off.page(draughts_store::now_unix_ms()).await.unwrap();
+    assert_eq!((report.scanned, report.sweep_done), (0, true));
+
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let consumer = Consumer::new(b.live.clone(), core.clone(), &config)
+        .with_name("c1")
+        .with_feed(archived.clone());
+    let handle = tokio::spawn(consumer.run(async {
+        let _ = rx.await;
+    }));
     wait_applied(&b, &config.consumer_group, 40).await;
-    let reconciler = Reconciler::new(core.clone(), &config).with_page_rows(7);
+    let reconciler = Reconciler::new(core.clone(), &config)
+        .with_feed(archived.clone())
+        .with_page_rows(7);
     // The consumer's sweeps are done once the watermark has passed the games.
     let deadline = Instant::now() + Duration::from_secs(30);
     while reconciler.watermark().await.unwrap() <= games.last().unwrap().finished_at_ms {
         assert!(Instant::now() < deadline, "the watermark never moved");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    stop.send(()).unwrap();
+    tx.send(()).unwrap();
     handle.await.unwrap();
     assert_counted_once(&b.db).await;
     let reconciled = count(
@@ -1176,15 +1453,15 @@ async fn games_lost_from_the_stream_are_reconciled(b: Backend) {
     // Archived late: finished 10 minutes before the watermark (inside the margin), no stream entry.
     let watermark = reconciler.watermark().await.unwrap();
     let late = game("late1", "rp0", "rp1", Outcome::Draw, watermark - 600_000);
-    archive_row(&b.db, &late, true).await;
+    archived.archive(&late);
     let report = reconciler.sweep(now + 1000).await.unwrap();
     assert_eq!((report.scanned, report.applied.recorded), (1, 1));
-    // A casual game is not even read while casual games are not rated; it is when they are.
+    // A casual game is not even asked for while casual games are not rated; it is when they are.
     let casual = FinishedGame {
         rated: false,
         ..game("casual1", "rp2", "rp3", Outcome::Draw, watermark - 500_000)
     };
-    archive_row(&b.db, &casual, true).await;
+    archived.archive(&casual);
     let report = reconciler.sweep(now + 1500).await.unwrap();
     assert_eq!((report.scanned, report.applied.recorded), (0, 0));
     let mut rating_casual = config.clone();
@@ -1194,9 +1471,23 @@ async fn games_lost_from_the_stream_are_reconciled(b: Backend) {
             .await
             .unwrap(),
         &rating_casual,
-    );
+    )
+    .with_feed(archived.clone());
     let report = casual_reconciler.sweep(now + 1600).await.unwrap();
     assert_eq!(report.scanned, 1, "read when casual games are rated");
+    // An entry that does not decode is counted and skipped.
+    archived.games.lock().unwrap().push(FeedEntry {
+        game_id: "broken1".into(),
+        finished_at_ms: watermark - 400_000,
+        event: br#"{"v":99}"#.to_vec(),
+    });
+    archived
+        .rated
+        .lock()
+        .unwrap()
+        .insert("broken1".into(), true);
+    let report = reconciler.sweep(now + 1700).await.unwrap();
+    assert_eq!((report.scanned, report.undecodable), (1, 1));
     // Outside the margin: not looked at again (the watermark is the promise).
     let ancient = game(
         "ancient1",
@@ -1205,7 +1496,7 @@ async fn games_lost_from_the_stream_are_reconciled(b: Backend) {
         Outcome::Draw,
         watermark - 7_200_000,
     );
-    archive_row(&b.db, &ancient, true).await;
+    archived.archive(&ancient);
     let report = reconciler.sweep(now + 2000).await.unwrap();
     assert_eq!(report.applied.recorded, 0);
     assert_eq!(count(&b.db, "SELECT COUNT(*) FROM rating_games").await, 42);

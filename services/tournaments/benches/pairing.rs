@@ -56,7 +56,7 @@ fn swiss(n: usize, rounds: u32) -> Vec<SwissPlayer> {
                 _ => Outcome::Draw,
             };
             let result = GameResult {
-                game_id: format!("{r}-{k}"),
+                game_id: format!("t{r}-{k}").parse().expect("a game id"),
                 white,
                 black,
                 outcome,

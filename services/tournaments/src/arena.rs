@@ -7,9 +7,10 @@
 //! - a win 2 points, a draw 1, a loss 0;
 //! - "on fire": after two wins in a row, each further win counts double (4) until a game is not won; a
 //!   draw while on fire counts double too (2) and ends the streak, as in lila (`Flag.Double` on a draw);
-//! - berserk: a player who halved their own clock (and gave up the increment, [`berserk_clock`]) gets one
-//!   more point on a win, if the game lasted at least [`ArenaRules::berserk_min_plies`] plies (lila:
-//!   `notSoQuickFinish`, 14 plies, that is 7 moves by each side, the berserker's included);
+//! - berserk: a player who halved their own clock and gave up the increment (Games keeps the clock:
+//!   `Games.Berserk`; the finished entry says who did) gets one more point on a win, if the game lasted
+//!   at least [`ArenaRules::berserk_min_plies`] plies (lila: `notSoQuickFinish`, 14 plies, that is 7
+//!   moves by each side, the berserker's included);
 //! - a draw in fewer than [`ArenaRules::quick_draw_plies`] plies (lila's `quickDraw`, 20) is worth
 //!   nothing and does not count as a draw for streaks;
 //! - a draw that is not a long game, after a previous draw with nothing but losses in between, is worth
@@ -26,7 +27,7 @@ use std::collections::HashMap;
 use crate::{Colour, PlayerRef};
 
 /// The scoring settings of one arena (the defaults are lichess's).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ArenaRules {
     /// Wins after two wins in a row count double (lichess: on unless the event turned streaks off).
     pub streaks: bool,
@@ -52,13 +53,8 @@ impl Default for ArenaRules {
     }
 }
 
-/// A berserk player's clock: half the base time, no increment (lila's `Clock.goBerserk`).
-pub fn berserk_clock(base_ms: u64, _increment_ms: u64) -> (u64, u64) {
-    (base_ms / 2, 0)
-}
-
 /// A game's result from one player's point of view.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Outcome {
     Win,
     Draw,
@@ -76,7 +72,7 @@ pub struct ArenaGame {
 }
 
 /// How one game was counted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SheetResult {
     Win,
     Draw,
@@ -86,7 +82,7 @@ pub enum SheetResult {
 }
 
 /// One line of a sheet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SheetEntry {
     pub result: SheetResult,
     /// Counted double (the player was on fire).
@@ -98,7 +94,7 @@ pub struct SheetEntry {
 }
 
 /// A player's games in one arena, oldest first, and their total.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ArenaSheet {
     entries: Vec<SheetEntry>,
     total: i32,
@@ -419,7 +415,6 @@ mod tests {
             points(&[b(Win, 13), b(Win, 14), b(Win, 30), b(Draw, 30), b(Loss, 30)]),
             vec![2, 3, 5, 2, 0]
         );
-        assert_eq!(berserk_clock(180_000, 2_000), (90_000, 0));
     }
 
     #[test]

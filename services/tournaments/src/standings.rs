@@ -30,12 +30,14 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use draughts_proto::ids::GameId;
+
 use crate::arena::{self, ArenaGame, ArenaPlayer, ArenaRules, ArenaSheet, LastOpponents};
 use crate::swiss::{SwissPlayer, SwissRound};
 use crate::{Colour, PlayerRef};
 
 /// A Swiss tie-break.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TieBreak {
     Buchholz,
     BuchholzCut1,
@@ -43,7 +45,7 @@ pub enum TieBreak {
 }
 
 /// Settings of a Swiss event's standings.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SwissRules {
     /// Applied in this order after points.
     pub tie_breaks: Vec<TieBreak>,
@@ -58,14 +60,14 @@ impl Default for SwissRules {
 }
 
 /// The kind of event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Format {
     Arena(ArenaRules),
     Swiss(SwissRules),
 }
 
 /// How a game ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Outcome {
     WhiteWins,
     BlackWins,
@@ -78,7 +80,7 @@ pub enum Outcome {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GameResult {
     /// The game's id: the key of idempotence.
-    pub game_id: String,
+    pub game_id: GameId,
     pub white: PlayerRef,
     pub black: PlayerRef,
     pub outcome: Outcome,
@@ -91,7 +93,7 @@ pub struct GameResult {
 }
 
 /// One game from one player's side.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PlayedGame {
     pub opponent: PlayerRef,
     pub colour: Colour,
@@ -102,7 +104,7 @@ pub struct PlayedGame {
 }
 
 /// An entrant and what they did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
     pub player: PlayerRef,
     pub rating: i32,
@@ -146,14 +148,40 @@ impl Entry {
 }
 
 /// The standings of one event: the value the service stores.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Standings {
     pub format: Format,
+    /// Stored as the list of entries (each names its player), so that the stored form has no
+    /// integer map keys.
+    #[serde(with = "entries_as_list")]
     pub entries: BTreeMap<PlayerRef, Entry>,
-    /// The ids of the games applied.
-    pub applied: HashSet<String>,
+    /// The ids of the games applied (checked on read).
+    pub applied: HashSet<GameId>,
     /// The last Swiss round started (0: none yet).
     pub round: u32,
+}
+
+mod entries_as_list {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::Entry;
+    use crate::PlayerRef;
+
+    pub fn serialize<S: Serializer>(
+        entries: &BTreeMap<PlayerRef, Entry>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(entries.values())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<BTreeMap<PlayerRef, Entry>, D::Error> {
+        let list = Vec::<Entry>::deserialize(deserializer)?;
+        Ok(list.into_iter().map(|e| (e.player, e)).collect())
+    }
 }
 
 impl Standings {

@@ -18,7 +18,7 @@ fn p(i: u32) -> PlayerRef {
 
 fn game(id: &str, white: u32, black: u32, outcome: Outcome) -> GameResult {
     GameResult {
-        game_id: id.to_owned(),
+        game_id: id.parse().expect("a game id"),
         white: p(white),
         black: p(black),
         outcome,
@@ -217,7 +217,7 @@ proptest! {
     ) {
         let start = with_players(if arena_format { arena() } else { swiss() }, 6);
         let results: Vec<GameResult> = games.iter().map(|&(id, w, b, o, plies, berserk)| GameResult {
-            game_id: format!("g{id}"),
+            game_id: format!("g{id}").parse().expect("a game id"),
             white: p(w),
             black: p(b),
             outcome: o,

@@ -217,6 +217,124 @@ async fn apply_moves_stops_at_the_first_illegal_move() {
     server.stop().await;
 }
 
+/// docs/rules.md §7.2, §7.4-§7.6: the draw rules of a game are options of its rule set, applied by
+/// ApplyMoves over the sequence.
+#[tokio::test]
+async fn draw_rule_options_change_when_the_game_is_drawn() {
+    let server = Server::start().await;
+    let mut c = server.client().await;
+    // One king each (international): a repetition after 8 plies, the FMJD count (5 moves each) after 10.
+    let cycle = ["50-44", "1-6", "44-50", "6-1"];
+    let mut apply = async |options: pb::RuleOptions, n: usize| {
+        let r = c
+            .apply_moves(pb::ApplyMovesRequest {
+                rules: Some(pb::RuleSet {
+                    variant: pb::Variant::International as i32,
+                    options: Some(options),
+                }),
+                fen: "W:WK50:BK1".into(),
+                moves: cycle.iter().cycle().take(n).map(|m| text(m)).collect(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let st = r.status.unwrap();
+        (r.applied.len(), pb::EndReason::try_from(st.reason).unwrap())
+    };
+    assert_eq!(
+        apply(pb::RuleOptions::default(), 20).await,
+        (8, pb::EndReason::Repetition)
+    );
+    let no_repetition = pb::RuleOptions {
+        repetition: Some(false),
+        ..Default::default()
+    };
+    assert_eq!(
+        apply(no_repetition, 20).await,
+        (10, pb::EndReason::EndgameRule)
+    );
+    let kings_only = pb::RuleOptions {
+        endgame_counts: Some(false),
+        kings_only_limit: 6,
+        ..no_repetition
+    };
+    assert_eq!(apply(kings_only, 20).await, (12, pb::EndReason::NoProgress));
+    let none = pb::RuleOptions {
+        kings_only_limit: 0,
+        ..kings_only
+    };
+    // Without the kings-only count the variant's (25 moves each) applies.
+    assert_eq!(apply(none, 60).await, (50, pb::EndReason::NoProgress));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn draw_rule_options_that_make_no_sense_are_refused() {
+    let server = Server::start().await;
+    let mut c = server.client().await;
+    let cases = [
+        (
+            pb::Variant::International,
+            pb::RuleOptions {
+                kings_only_limit: 1001,
+                ..Default::default()
+            },
+            "kings_only_limit must be from 1 to 1000",
+        ),
+        (
+            pb::Variant::International,
+            pb::RuleOptions {
+                kings_only_limit: 30,
+                move_limit: 40,
+                ..Default::default()
+            },
+            "give one of them",
+        ),
+        (
+            pb::Variant::Breakthrough,
+            pb::RuleOptions {
+                kings_only_limit: 25,
+                ..Default::default()
+            },
+            "'kings-only' does not apply to breakthrough",
+        ),
+        (
+            pb::Variant::English,
+            pb::RuleOptions {
+                endgame_counts: Some(true),
+                ..Default::default()
+            },
+            "'endgame-counts' does not apply to english",
+        ),
+        (
+            pb::Variant::Turkish,
+            pb::RuleOptions {
+                repetition: Some(false),
+                ..Default::default()
+            },
+            "repetition=off leaves turkish without a rule that ends a game",
+        ),
+    ];
+    for (variant, options, needle) in cases {
+        let e = c
+            .start_position(pb::StartPositionRequest {
+                rules: Some(pb::RuleSet {
+                    variant: variant as i32,
+                    options: Some(options),
+                }),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{needle}: {e:?}");
+        assert!(
+            e.message().contains(needle),
+            "expected '{needle}' in '{}'",
+            e.message()
+        );
+    }
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn start_and_parse_position() {
     let server = Server::start().await;
@@ -504,6 +622,8 @@ async fn grpc_web_over_http1_with_cors() {
         "{text}"
     );
     assert!(text.contains("access-control-expose-headers"), "{text}");
+    // ... among them the refusal's reason, which a page words itself.
+    assert!(text.contains(draughts_proto::REASON_TRAILER), "{text}");
     assert!(!text.contains("access-control-allow-credentials"), "{text}");
     // The trailer frame carries grpc-status:0.
     assert!(text.contains("grpc-status:0"), "{text}");

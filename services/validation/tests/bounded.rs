@@ -8,9 +8,8 @@ use std::time::Duration;
 use draughts_engine::{RuleSet, Variant};
 use draughts_proto::convert;
 use draughts_proto::pb;
-use draughts_proto::pb::auth_client::AuthClient;
 use draughts_proto::pb::games_client::GamesClient;
-use draughts_testkit::{RedisServer, ServiceUnderTest, agreed_game, authed};
+use draughts_testkit::{Guest, RedisServer, ServiceUnderTest, agreed_game, authed, guest};
 use draughts_validation::Config;
 use tonic::Code;
 use tonic::transport::Channel;
@@ -27,25 +26,6 @@ async fn start(config: Config) -> ServiceUnderTest {
         draughts_validation::run(config, listener, shutdown)
     })
     .await
-}
-
-struct Guest {
-    id: String,
-    token: String,
-}
-
-async fn guest(ch: &Channel, name: &str) -> Guest {
-    let r = AuthClient::new(ch.clone())
-        .create_guest(pb::CreateGuestRequest {
-            display_name: name.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    Guest {
-        id: r.player.unwrap().id,
-        token: r.token,
-    }
 }
 
 /// A game of international draughts between two guests, started by invitation and acceptance.
@@ -69,6 +49,7 @@ async fn game(ch: &Channel, white: &Guest, black: &Guest) -> Result<String, toni
         rated: false,
         fen: String::new(),
         game_id: String::new(),
+        berserk_allowed: false,
     };
     Ok(agreed_game(ch, &white.token, &black.token, request)
         .await?

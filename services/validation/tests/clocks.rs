@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use draughts_engine::{Position, RuleSet, Variant};
+use draughts_proto::vocab::player::Player;
 use draughts_store::{Database, open_live_store};
-use draughts_validation::games::record::{PlayerRec, TimeControlRec};
+use draughts_validation::games::record::TimeControlRec;
 use draughts_validation::games::service::NewGame;
 use draughts_validation::games::{GamesCore, TokioClock};
 
@@ -27,12 +28,11 @@ fn close(a: u64, b: u64) {
     assert!(a.abs_diff(b) <= 2, "{a} != {b} (within 2 ms)");
 }
 
-fn player(id: &str) -> PlayerRec {
-    PlayerRec {
-        id: id.into(),
+fn player(id: &str) -> Player {
+    Player {
         name: id.into(),
         guest: true,
-        computer: false,
+        ..Player::new(id.parse().expect("a player id"))
     }
 }
 
@@ -45,6 +45,7 @@ fn new_game(time: TimeControlRec) -> NewGame {
         black: player("guest:b"),
         rated: false,
         start: Position::start(rules),
+        berserk_allowed: false,
     }
 }
 
@@ -82,7 +83,7 @@ async fn a_flag_falls_with_nobody_calling() {
     let (r, _) = core.load(&g.id).await.unwrap();
     let result = r.result.expect("the flag fell");
     assert_eq!(
-        (result.outcome.as_str(), result.reason.as_str()),
+        (result.outcome.key(), result.reason.key()),
         ("white", "time")
     );
     assert_eq!(r.black_ms, 0);
@@ -137,7 +138,7 @@ async fn the_increment_is_added_after_each_move() {
     core.enforce_clock(&g.id).await.unwrap();
     let result = core.load(&g.id).await.unwrap().0.result.unwrap();
     assert_eq!(
-        (result.outcome.as_str(), result.reason.as_str()),
+        (result.outcome.key(), result.reason.key()),
         ("white", "time")
     );
 }
@@ -182,7 +183,7 @@ async fn correspondence_deadline_and_timeout_claim() {
         .unwrap();
     let result = r.result.unwrap();
     assert_eq!(
-        (result.outcome.as_str(), result.reason.as_str()),
+        (result.outcome.key(), result.reason.key()),
         ("white", "time")
     );
 }
@@ -220,7 +221,7 @@ async fn a_deadline_claimed_by_a_dead_replica_comes_back() {
     let (r, _) = core.load(&g.id).await.unwrap();
     let result = r.result.expect("ended on time after the claim ran out");
     assert_eq!(
-        (result.outcome.as_str(), result.reason.as_str()),
+        (result.outcome.key(), result.reason.key()),
         ("white", "time")
     );
     assert_eq!(r.black_ms, 0);
@@ -249,7 +250,7 @@ async fn games_that_end_before_both_sides_moved_are_aborted() {
     tokio::time::sleep(Duration::from_secs(31)).await;
     let (r, _) = core.load(&g.id).await.unwrap();
     let result = r.result.clone().expect("aborted");
-    assert_eq!(result.outcome, "aborted");
+    assert_eq!(result.outcome.key(), "aborted");
     assert!(
         result.description.contains("White made no first move"),
         "{}",
@@ -267,7 +268,7 @@ async fn games_that_end_before_both_sides_moved_are_aborted() {
         )
         .await
         .unwrap();
-    assert_eq!(r.result.unwrap().outcome, "aborted");
+    assert_eq!(r.result.unwrap().outcome.key(), "aborted");
     timers.abort();
 }
 

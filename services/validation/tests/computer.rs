@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use draughts_engine::{Position, RuleSet, Variant};
+use draughts_proto::vocab::player::Player;
 use draughts_store::{Database, LiveStore, open_live_store};
 use draughts_validation::games::computer::{ComputerPlayer, ComputerTurn};
-use draughts_validation::games::record::{PlayerRec, TimeControlRec};
+use draughts_validation::games::record::TimeControlRec;
 use draughts_validation::games::service::{GamesResult, NewGame};
 use draughts_validation::games::{GamesCore, GamesError, SystemClock};
 
@@ -41,12 +42,12 @@ async fn core(live: Arc<dyn LiveStore>) -> GamesCore {
         .unwrap()
 }
 
-fn player(id: &str) -> PlayerRec {
-    PlayerRec {
-        id: id.into(),
+fn player(id: &str) -> Player {
+    Player {
         name: id.into(),
         guest: !id.starts_with("ai:"),
         computer: id.starts_with("ai:"),
+        ..Player::new(id.parse().expect("a player id"))
     }
 }
 
@@ -63,6 +64,7 @@ fn vs_computer() -> NewGame {
         black: player("ai:3"),
         rated: false,
         start: Position::start(rules),
+        berserk_allowed: false,
     }
 }
 
@@ -142,7 +144,7 @@ async fn without_an_answer_the_rules_end_the_game() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let result = result.expect("the game ended");
-    assert_eq!(result.outcome, "aborted");
+    assert_eq!(result.outcome.key(), "aborted");
     assert!(
         result.description.contains("Black made no first move"),
         "{}",

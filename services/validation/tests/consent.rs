@@ -8,9 +8,8 @@ use std::time::Duration;
 use draughts_engine::{RuleSet, Variant};
 use draughts_proto::convert;
 use draughts_proto::pb;
-use draughts_proto::pb::auth_client::AuthClient;
 use draughts_proto::pb::games_client::GamesClient;
-use draughts_testkit::{RedisServer, ServiceUnderTest, authed};
+use draughts_testkit::{RedisServer, ServiceUnderTest, authed, guest};
 use draughts_validation::Config;
 use futures_util::StreamExt;
 use tonic::Code;
@@ -35,28 +34,6 @@ async fn start_with(config: Config) -> (ServiceUnderTest, Channel) {
     .await;
     let channel = server.channel().await;
     (server, channel)
-}
-
-struct Guest {
-    id: String,
-    name: String,
-    token: String,
-}
-
-async fn guest(ch: &Channel, name: &str) -> Guest {
-    let r = AuthClient::new(ch.clone())
-        .create_guest(pb::CreateGuestRequest {
-            display_name: name.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let player = r.player.unwrap();
-    Guest {
-        id: player.id,
-        name: player.display_name,
-        token: r.token,
-    }
 }
 
 fn fischer(base_ms: u64) -> Option<pb::TimeControl> {
@@ -84,6 +61,7 @@ fn create(white: &str, black: &str) -> pb::CreateGameRequest {
         rated: true,
         fen: String::new(),
         game_id: String::new(),
+        berserk_allowed: false,
     }
 }
 
@@ -191,6 +169,7 @@ async fn nobody_can_be_put_in_a_game_without_consent() {
         display_name: "Magnus\n[Result \"1-0\"]".into(),
         guest: false,
         computer: true,
+        bot: true,
     });
     let g = games
         .create_game(authed(&ann.token, req))
@@ -200,8 +179,13 @@ async fn nobody_can_be_put_in_a_game_without_consent() {
     let white = g.white.unwrap();
     let black = g.black.unwrap();
     assert_eq!(
-        (white.display_name.as_str(), white.guest, white.computer),
-        ("Ann", true, false)
+        (
+            white.display_name.as_str(),
+            white.guest,
+            white.computer,
+            white.bot
+        ),
+        ("Ann", true, false, false)
     );
     assert_eq!(
         (black.display_name.as_str(), black.computer),

@@ -3,10 +3,9 @@
 //! PostgreSQL) with one of them stopped mid-game.
 
 use draughts_engine::{Count, Position, RuleSet, Variant};
-use draughts_proto::convert;
 use draughts_proto::pb;
-use draughts_proto::pb::auth_client::AuthClient;
 use draughts_proto::pb::games_client::GamesClient;
+use draughts_proto::{convert, reason_of};
 use draughts_validation::Config;
 
 /// The test configuration with rate limits out of the way (they have their own tests in auth.rs).
@@ -16,7 +15,7 @@ fn config() -> Config {
     c.auth.rate_limit_anonymous_per_minute = 1_000_000;
     c
 }
-use draughts_testkit::ServiceUnderTest;
+use draughts_testkit::{Guest, ServiceUnderTest, authed, guest};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -47,34 +46,6 @@ impl Server {
     }
 }
 
-/// A guest with its token.
-#[derive(Clone)]
-struct Guest {
-    id: String,
-    token: String,
-}
-
-async fn guest(ch: &Channel, name: &str) -> Guest {
-    let r = AuthClient::new(ch.clone())
-        .create_guest(pb::CreateGuestRequest {
-            display_name: name.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    Guest {
-        id: r.player.unwrap().id,
-        token: r.token,
-    }
-}
-
-fn authed<T>(token: &str, msg: T) -> tonic::Request<T> {
-    let mut req = tonic::Request::new(msg);
-    req.metadata_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    req
-}
-
 fn create_req(v: Variant, white: &Guest, black: &Guest, fen: &str) -> pb::CreateGameRequest {
     pb::CreateGameRequest {
         rules: Some(convert::rules_to_wire(RuleSet::new(v))),
@@ -95,6 +66,7 @@ fn create_req(v: Variant, white: &Guest, black: &Guest, fen: &str) -> pb::Create
         rated: true,
         fen: fen.into(),
         game_id: String::new(),
+        berserk_allowed: false,
     }
 }
 
@@ -264,10 +236,31 @@ async fn only_the_players_and_only_on_their_turn() {
     // Not a player.
     let e = games.play_move(play(&other, "32-28")).await.unwrap_err();
     assert_eq!(e.code(), Code::PermissionDenied, "{e:?}");
-    // Not your turn.
+    assert_eq!(reason_of(&e), Some(pb::ErrorReason::NotAPlayer));
+    // Not your turn: the status, its English text and the reason a client words itself.
     let e = games.play_move(play(&b, "19-23")).await.unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition);
     assert!(e.message().contains("not your turn"), "{}", e.message());
+    assert_eq!(reason_of(&e), Some(pb::ErrorReason::NotYourTurn));
+    // A stale view (the expected ply is not the game's).
+    let e = games
+        .play_move(authed(
+            &w.token,
+            pb::PlayMoveRequest {
+                game_id: id.clone(),
+                r#move: text("32-28"),
+                expected_ply: Some(5),
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition);
+    assert!(
+        e.message()
+            .contains("expected ply 5 but the game is at ply 0"),
+        "{e:?}"
+    );
+    assert_eq!(reason_of(&e), Some(pb::ErrorReason::StalePly));
     // Illegal and malformed moves.
     let e = games.play_move(play(&w, "32-26")).await.unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition);
@@ -311,6 +304,10 @@ async fn only_the_players_and_only_on_their_turn() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
+    assert_eq!(reason_of(&e), Some(pb::ErrorReason::NoSuchGame));
+    // An illegal move has no reason of its own (its message names the move).
+    let e = games.play_move(play(&w, "32-26")).await.unwrap_err();
+    assert_eq!(reason_of(&e), None, "{e:?}");
     // Draw offer, decline; offer, accept.
     games.play_move(play(&w, "32-28")).await.unwrap();
     let v = games
@@ -646,4 +643,84 @@ async fn two_replicas_share_redis_and_survive_a_stop() {
         assert_eq!(event.game_id, id);
     }
     b_server.stop().await;
+}
+
+/// GetGame counts the game's spectators on every replica (two replicas on one Redis): open WatchGame
+/// streams of anyone but its players; a closed stream stops counting.
+#[tokio::test]
+async fn get_game_counts_spectators_on_every_replica() {
+    use tokio_stream::StreamExt;
+    let redis = draughts_testkit::RedisServer::start().expect("redis-server");
+    let config = || {
+        let mut c = config();
+        c.backends.redis_url = redis.url();
+        c
+    };
+    let a = Server::start(config()).await;
+    let b_server = Server::start(config()).await;
+    let (ca, cb) = (a.channel().await, b_server.channel().await);
+    let (w, b) = (guest(&ca, "W").await, guest(&cb, "B").await);
+    let g = draughts_testkit::agreed_game(
+        &ca,
+        &w.token,
+        &b.token,
+        create_req(Variant::English, &w, &b, ""),
+    )
+    .await
+    .unwrap();
+    let id = g.game_id.clone();
+    let count = |ch: Channel| {
+        let id = id.clone();
+        async move {
+            GamesClient::new(ch)
+                .get_game(pb::GetGameRequest { game_id: id })
+                .await
+                .unwrap()
+                .into_inner()
+                .spectators
+        }
+    };
+    // Waits until GetGame (on replica a) says `n`.
+    let expect = |n: u32| {
+        let ca = ca.clone();
+        async move {
+            for _ in 0..100 {
+                if count(ca.clone()).await == n {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            panic!("the spectator count never became {n}");
+        }
+    };
+    let open = |ch: Channel, token: Option<String>| {
+        let id = id.clone();
+        async move {
+            let req = pb::WatchGameRequest { game_id: id };
+            let req = match &token {
+                Some(t) => authed(t, req),
+                None => tonic::Request::new(req),
+            };
+            let mut s = GamesClient::new(ch)
+                .watch_game(req)
+                .await
+                .unwrap()
+                .into_inner();
+            s.next().await.unwrap().unwrap();
+            s
+        }
+    };
+    assert_eq!(count(ca.clone()).await, 0);
+    // The players' own streams are not spectators.
+    let _white = open(ca.clone(), Some(w.token.clone())).await;
+    let _black = open(cb.clone(), Some(b.token.clone())).await;
+    // Two spectators on replica a (one anonymous), one on replica b.
+    let s1 = open(ca.clone(), None).await;
+    let watcher = guest(&cb, "Watcher").await;
+    let _s2 = open(ca.clone(), Some(watcher.token.clone())).await;
+    let _s3 = open(cb.clone(), Some(watcher.token.clone())).await;
+    expect(3).await;
+    assert_eq!(count(cb.clone()).await, 3, "the same on the other replica");
+    drop(s1);
+    expect(2).await;
 }

@@ -151,6 +151,7 @@ async fn reads_refuse_malformed_ids_and_not_found_names_the_missing_thing() {
                 rated: false,
                 fen: String::new(),
                 game_id: String::new(),
+                berserk_allowed: false,
             },
         ))
         .await

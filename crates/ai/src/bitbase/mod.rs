@@ -220,7 +220,9 @@ impl Bitbases {
         })?;
         let name = file::file_name(variant, slice.index.material());
         let path = dir.join(&name);
-        let partial = dir.join(format!("{name}.partial"));
+        // A name of this process's own: two processes building the same tables into one directory
+        // never write one partial file together (each renames a whole file of the same bytes).
+        let partial = dir.join(format!("{name}.{}.partial", std::process::id()));
         let bytes = file::encode(variant, slice);
         std::fs::write(&partial, &bytes).map_err(|source| BitbaseError::Io {
             path: partial.clone(),
@@ -318,6 +320,129 @@ impl Shelf {
             .map(|s| s.packed.len())
             .sum()
     }
+}
+
+/// Tables that may arrive while searches run: a server's shelf, replaced when a background build
+/// ([`build_missing`]) finishes. Cloning shares it.
+#[derive(Clone, Debug, Default)]
+pub struct ShelfCell(std::sync::Arc<std::sync::RwLock<Option<std::sync::Arc<Shelf>>>>);
+
+impl ShelfCell {
+    /// A cell holding `shelf` (or no tables).
+    pub fn new(shelf: Option<Shelf>) -> ShelfCell {
+        ShelfCell(std::sync::Arc::new(std::sync::RwLock::new(
+            shelf.map(std::sync::Arc::new),
+        )))
+    }
+
+    /// The tables now (a search keeps the ones it started with).
+    pub fn current(&self) -> Option<std::sync::Arc<Shelf>> {
+        match self.0.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Makes `shelf` the tables of every search started from now on.
+    pub fn replace(&self, shelf: Shelf) {
+        let shelf = Some(std::sync::Arc::new(shelf));
+        match self.0.write() {
+            Ok(mut g) => *g = shelf,
+            Err(poisoned) => *poisoned.into_inner() = shelf,
+        }
+    }
+}
+
+/// Which tables a server builds by itself when they are missing: variants and their piece counts,
+/// written `international:4,english:4` (`none`: nothing).
+///
+/// ```
+/// use draughts_ai::bitbase::BuildPlan;
+/// let plan: BuildPlan = "international:4, english:5".parse().unwrap();
+/// assert_eq!(plan.to_string(), "international:4,english:5");
+/// assert!("none".parse::<BuildPlan>().unwrap().is_empty());
+/// assert!("frisian:4".parse::<BuildPlan>().is_err()); // no tables for orthogonal captures
+/// assert!("english:9".parse::<BuildPlan>().is_err());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BuildPlan(pub Vec<(Variant, u32)>);
+
+impl BuildPlan {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::str::FromStr for BuildPlan {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<BuildPlan, String> {
+        let text = text.trim();
+        if text.is_empty() || text == "none" {
+            return Ok(BuildPlan::default());
+        }
+        let mut plan = Vec::new();
+        for item in text.split(',').map(str::trim) {
+            let (variant, pieces) = item.split_once(':').ok_or_else(|| {
+                format!("{item:?}: expected VARIANT:PIECES, e.g. international:4")
+            })?;
+            let variant: Variant = variant
+                .trim()
+                .parse()
+                .map_err(|e| format!("{item:?}: {e}"))?;
+            if !supports(variant) {
+                return Err(BitbaseError::Unsupported(variant).to_string());
+            }
+            let pieces: u32 = pieces
+                .trim()
+                .parse()
+                .ok()
+                .filter(|p| (2..=MAX_PIECES).contains(p))
+                .ok_or_else(|| format!("{item:?}: pieces from 2 to {MAX_PIECES}"))?;
+            if plan.iter().any(|(v, _)| *v == variant) {
+                return Err(format!("{variant} is listed twice"));
+            }
+            plan.push((variant, pieces));
+        }
+        Ok(BuildPlan(plan))
+    }
+}
+
+impl std::fmt::Display for BuildPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("none");
+        }
+        for (i, (variant, pieces)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{}:{pieces}", variant.key())?;
+        }
+        Ok(())
+    }
+}
+
+/// Solves and writes into `dir` (created if needed) the slices `plan` asks for that `dir` lacks, with
+/// `threads` threads, variant by variant; `on_slice` hears of each slice written. Slices already there
+/// are kept, so a build stopped part-way (a restart) goes on where it stopped. Returns the slices solved.
+pub fn build_missing(
+    dir: &Path,
+    plan: &BuildPlan,
+    threads: usize,
+    mut on_slice: impl FnMut(Variant, &SliceReport),
+) -> Result<usize, BitbaseError> {
+    let mut solved = 0;
+    for &(variant, pieces) in &plan.0 {
+        let mut tables = Bitbases::load(dir, variant)?;
+        extend(&mut tables, pieces, threads, |report, slice| {
+            Bitbases::write_slice(dir, variant, slice)?;
+            solved += 1;
+            on_slice(variant, report);
+            Ok(())
+        })?;
+    }
+    Ok(solved)
 }
 
 /// Whether `goal` is the usual one (tables assume the side without a move loses).

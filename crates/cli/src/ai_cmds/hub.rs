@@ -15,7 +15,8 @@ use crate::CliError;
 #[derive(clap::Args, Debug)]
 pub(crate) struct HubArgs {
     /// Endgame tables from `draughts bitbase build` (every variant's found there), probed by each search
-    /// of a variant they cover.
+    /// of a variant they cover. Unset: `draughts-bitbases` in the current directory when it exists (where
+    /// `draughtsd` builds its own).
     #[arg(long, env = crate::ai_bitbase::BITBASES_ENV)]
     bitbases: Option<std::path::PathBuf>,
 }
@@ -48,7 +49,14 @@ impl HubSession {
 pub(super) fn run(a: HubArgs) -> Result<(), CliError> {
     let rules = RuleSet::new(Variant::International);
     let mut searcher = Searcher::new(rules);
-    if let Some(dir) = &a.bitbases {
+    let found = std::path::PathBuf::from("draughts-bitbases");
+    let dir = a.bitbases.or_else(|| found.is_dir().then_some(found));
+    if dir.is_none() {
+        eprintln!(
+            "bitbases: none (--bitbases DIR, or tables built by `draughts bitbase build` or draughtsd)"
+        );
+    }
+    if let Some(dir) = &dir {
         let shelf = draughts_ai::bitbase::Shelf::load(dir)?;
         // The protocol owns stdout; what was loaded goes to stderr.
         for (variant, pieces) in shelf.summary() {

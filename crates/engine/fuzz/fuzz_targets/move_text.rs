@@ -107,7 +107,8 @@ fuzz_target!(|data: &[u8]| {
                 draughts_engine::BoardKind::Ten | draughts_engine::BoardKind::Twelve
             ),
             promote_mid_capture: true,
-            move_limit: Some(40),
+            move_limit: std::num::NonZeroU16::new(40),
+            ..RuleOptions::default()
         };
         if RuleSet::with_options(variant, opts).is_err() {
             opts.promote_mid_capture = false;

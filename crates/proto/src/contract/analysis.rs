@@ -22,6 +22,8 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::PlayerId;
+
 /// The version every payload here is written with, and the only one read.
 pub const VERSION: u32 = 1;
 
@@ -394,7 +396,7 @@ pub struct JobRecord {
     pub state: JobState,
     /// Player ids of the callers who asked for it (merged requests add theirs). Empty for server jobs.
     #[serde(default)]
-    pub owners: Vec<String>,
+    pub owners: Vec<PlayerId>,
     /// Identifies (rules, position, limits) for merging and caching; empty: never merged or cached.
     #[serde(default)]
     pub fingerprint: String,
@@ -498,5 +500,19 @@ mod tests {
         let err = decode::<JobEntry>(br#"{"v":2,"job_id":"ab"}"#).unwrap_err();
         assert!(matches!(err, DecodeError::Version(2)));
         assert!(decode::<JobEntry>(b"not json").is_err());
+    }
+
+    #[test]
+    fn a_record_written_before_typed_owners_writes_back_byte_for_byte() {
+        // As the writer wrote it while owners were strings.
+        let before = br#"{"v":1,"job_id":"ab","class":"interactive","spec":{"kind":"position","line":{"rules":{"variant":"english","options":""},"fen":"B:W21:B1","moves":[]},"limits":{"depth":4,"nodes":null,"movetime_ms":null,"multi_pv":1}},"state":"queued","owners":["player:ann","ai:3"],"fingerprint":"","created_ms":5,"started_ms":0,"finished_ms":0,"attempts":0,"worker":null,"entry_id":null,"error":null,"progress":null,"result":null,"trace":{},"expires_ms":0}"#;
+        let record: JobRecord = decode(before).unwrap();
+        assert_eq!(record.owners, ["player:ann", "ai:3"]);
+        assert_eq!(encode(&record), before.to_vec());
+        // Owners are checked on read.
+        let text = String::from_utf8(before.to_vec())
+            .unwrap()
+            .replace("ai:3", "ai:9");
+        assert!(decode::<JobRecord>(text.as_bytes()).is_err());
     }
 }

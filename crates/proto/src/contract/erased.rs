@@ -12,12 +12,20 @@
 //! ```
 //! use draughts_proto::contract::erased::{self, ErasedV1};
 //!
-//! let e = ErasedV1 { player_id: "user:ab".into(), name: "Deleted player".into(), at_ms: 5 };
+//! let e = ErasedV1 {
+//!     player_id: "user:ab".parse().unwrap(),
+//!     name: "Deleted player".into(),
+//!     at_ms: 5,
+//! };
 //! assert_eq!(erased::decode(&erased::encode(&e)).unwrap(), e);
 //! assert!(erased::decode(br#"{"v":2}"#).is_err());
+//! // The id is checked on read.
+//! assert!(erased::decode(br#"{"v":1,"player_id":"user:","name":"x"}"#).is_err());
 //! ```
 
 use serde::{Deserialize, Serialize};
+
+use crate::ids::PlayerId;
 
 pub const STREAM: &str = "players.erased";
 
@@ -26,7 +34,7 @@ pub const VERSION: u32 = 1;
 /// One erased player.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ErasedV1 {
-    pub player_id: String,
+    pub player_id: PlayerId,
     /// The name to show instead.
     pub name: String,
     /// When the account was deleted, Unix ms.
@@ -44,7 +52,7 @@ pub enum DecodeError {
 #[derive(Serialize, Deserialize)]
 struct Wire {
     v: u32,
-    player_id: String,
+    player_id: PlayerId,
     name: String,
     #[serde(default)]
     at_ms: u64,
@@ -78,4 +86,17 @@ pub fn decode(payload: &[u8]) -> Result<ErasedV1, DecodeError> {
         name: wire.name,
         at_ms: wire.at_ms,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_entry_written_before_typed_ids_reads_and_writes_back_byte_for_byte() {
+        // As the untyped contract wrote it (same fields, same order).
+        let before: &[u8] =
+            br#"{"v":1,"player_id":"user:0a1b2c3d4e5f60718293","name":"Deleted player","at_ms":1764500000000}"#;
+        let event = super::decode(before).unwrap();
+        assert_eq!(event.player_id.as_str(), "user:0a1b2c3d4e5f60718293");
+        assert_eq!(super::encode(&event), before);
+    }
 }

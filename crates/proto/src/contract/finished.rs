@@ -23,7 +23,7 @@
 //! | `variant` | string | the variant's stable key (`Variant::key`) |
 //! | `options` | string | canonical house-rule options (`no-mandatory-capture,move-limit=40`), `""` for none |
 //! | `rated` | bool | rated (already false for an aborted game) |
-//! | `white`, `black` | object | `id`, `name` (display name when the game ended), `guest`, `computer` |
+//! | `white`, `black` | object | `id`, `name` (display name when the game ended), `guest`, `computer`, `bot` (a BOT; present only when true, absent = false), `berserk` (this side went berserk: half its clock, no increment; present only when true, absent = false) |
 //! | `outcome` | string | [`Outcome`]: `white`, `black`, `draw`, `aborted` |
 //! | `reason` | string | [`EndReason`]: `no_pieces`, `no_moves`, `resignation`, `time`, `repetition`, `no_progress`, `endgame_rule`, `agreement`, `aborted`; a reason this reader does not know decodes as [`EndReason::Other`] |
 //! | `result` | string | the result as PDN writes it for the variant (`2-0`, `1-0`, `1/2-1/2`, `*`) |
@@ -46,8 +46,11 @@
 
 use std::fmt;
 
-use draughts_engine::Variant;
+use draughts_engine::{Color, DrawReason, GameResult, Variant, WinReason};
 use serde::{Deserialize, Serialize};
+
+use crate::ids::GameId;
+use crate::pb;
 
 /// The stream the games service appends finished games to.
 pub const STREAM: &str = "games.finished";
@@ -103,6 +106,34 @@ impl Outcome {
             Outcome::BlackWins => Some(0.0),
             Outcome::Draw => Some(0.5),
             Outcome::Aborted => None,
+        }
+    }
+}
+
+impl Outcome {
+    /// The outcome of a finished engine game (THE conversion: Games' records, the wire and this
+    /// contract all use it).
+    pub fn of(result: &GameResult) -> Outcome {
+        match result {
+            GameResult::Win {
+                winner: Color::White,
+                ..
+            } => Outcome::WhiteWins,
+            GameResult::Win {
+                winner: Color::Black,
+                ..
+            } => Outcome::BlackWins,
+            GameResult::Draw(_) => Outcome::Draw,
+        }
+    }
+
+    /// The wire form.
+    pub const fn to_wire(self) -> pb::Outcome {
+        match self {
+            Outcome::WhiteWins => pb::Outcome::WhiteWins,
+            Outcome::BlackWins => pb::Outcome::BlackWins,
+            Outcome::Draw => pb::Outcome::Draw,
+            Outcome::Aborted => pb::Outcome::Aborted,
         }
     }
 }
@@ -191,45 +222,59 @@ impl EndReason {
     }
 }
 
-/// A game's time control (milliseconds, days): THE time-control type of the Redis contracts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TimeControl {
-    /// Base time plus an increment per move.
-    Fischer {
-        /// Initial time per player, milliseconds.
-        base_ms: u64,
-        /// Added after each move, milliseconds.
-        #[serde(default)]
-        increment_ms: u64,
-    },
-    /// A fixed number of days for each move.
-    Correspondence {
-        /// Days per move.
-        days_per_move: u32,
-    },
+impl EndReason {
+    /// Why a finished engine game ended (THE conversion, as [`Outcome::of`]).
+    pub fn of(result: &GameResult) -> EndReason {
+        match result {
+            GameResult::Win { reason, .. } => match reason {
+                WinReason::NoPieces => EndReason::NoPieces,
+                WinReason::NoMoves => EndReason::NoMoves,
+                WinReason::Resignation => EndReason::Resignation,
+                WinReason::Time => EndReason::Time,
+                WinReason::GaveAwayAllPieces => EndReason::GaveAwayAllPieces,
+                WinReason::GaveAwayAllMoves => EndReason::GaveAwayAllMoves,
+                WinReason::FirstKing => EndReason::FirstKing,
+            },
+            GameResult::Draw(draw) => match draw {
+                DrawReason::Repetition => EndReason::Repetition,
+                DrawReason::NoProgress { .. } => EndReason::NoProgress,
+                DrawReason::Endgame { .. } => EndReason::EndgameRule,
+                DrawReason::Agreement => EndReason::Agreement,
+            },
+        }
+    }
+
+    /// The wire form ([`EndReason::Other`], a newer writer's reason: unspecified).
+    pub const fn to_wire(self) -> pb::EndReason {
+        match self {
+            EndReason::NoPieces => pb::EndReason::NoPieces,
+            EndReason::NoMoves => pb::EndReason::NoMoves,
+            EndReason::Resignation => pb::EndReason::Resignation,
+            EndReason::Time => pb::EndReason::Time,
+            EndReason::Repetition => pb::EndReason::Repetition,
+            EndReason::NoProgress => pb::EndReason::NoProgress,
+            EndReason::EndgameRule => pb::EndReason::EndgameRule,
+            EndReason::Agreement => pb::EndReason::Agreement,
+            EndReason::Aborted => pb::EndReason::Aborted,
+            EndReason::GaveAwayAllPieces => pb::EndReason::GaveAwayAllPieces,
+            EndReason::GaveAwayAllMoves => pb::EndReason::GaveAwayAllMoves,
+            EndReason::FirstKing => pb::EndReason::FirstKing,
+            EndReason::Other => pb::EndReason::Unspecified,
+        }
+    }
 }
 
-/// One side of a finished game, as the server knew it.
-#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Player {
-    /// Stable player id.
-    pub id: String,
-    /// Display name when the game ended (may be empty).
-    #[serde(default)]
-    pub name: String,
-    /// A guest (no account).
-    #[serde(default)]
-    pub guest: bool,
-    /// A computer player.
-    #[serde(default)]
-    pub computer: bool,
-}
+/// A game's time control: the platform's one type ([`crate::vocab::time`]).
+pub use crate::vocab::time::TimeControl;
+
+/// One side of a finished game: the platform's one player type ([`crate::vocab::player`]), whose
+/// `berserk` says whether this side went berserk.
+pub use crate::vocab::player::Player;
 
 /// A `games.finished` entry, schema version 1 (see the module docs for every field).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FinishedV1 {
-    pub game_id: String,
+    pub game_id: GameId,
     pub variant: Variant,
     /// Canonical house-rule options, `""` for none.
     pub options: String,
@@ -268,7 +313,7 @@ pub enum DecodeError {
 #[derive(Serialize, Deserialize)]
 struct Wire {
     v: u32,
-    game_id: String,
+    game_id: GameId,
     variant: String,
     #[serde(default)]
     options: String,
@@ -358,6 +403,7 @@ pub fn decode(payload: &[u8]) -> Result<FinishedV1, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::PlayerKind;
 
     /// The payload today's writer produced before this module existed (its documented example, with
     /// a field from a later writer): entries like it may still sit on a stream.
@@ -371,21 +417,25 @@ mod tests {
 
     fn example() -> FinishedV1 {
         FinishedV1 {
-            game_id: "g_1".into(),
+            game_id: "g_1".parse().unwrap(),
             variant: Variant::International,
             options: String::new(),
             rated: true,
             white: Player {
-                id: "player:1".into(),
+                id: "player:1".parse().unwrap(),
                 name: "Ann".into(),
                 guest: false,
                 computer: false,
+                bot: false,
+                berserk: false,
             },
             black: Player {
-                id: "guest:x".into(),
+                id: "guest:x".parse().unwrap(),
                 name: "Bob".into(),
                 guest: true,
                 computer: false,
+                bot: false,
+                berserk: false,
             },
             outcome: Outcome::WhiteWins,
             reason: EndReason::Resignation,
@@ -416,6 +466,91 @@ mod tests {
             assert_eq!(Some(value), old.get(name), "field {name}");
         }
         assert_eq!(json["v"], 1);
+    }
+
+    /// A bot side carries `"bot":true`; a person's side writes no `bot` field (older readers and
+    /// entries are unchanged), and an entry without it reads as a person.
+    #[test]
+    fn a_bot_side_is_marked_only_when_it_is_one() {
+        let mut event = example();
+        event.black.bot = true;
+        let bytes = encode(&event);
+        let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(json["black"]["bot"], true);
+        assert!(json["white"].get("bot").is_none());
+        assert_eq!(decode(&bytes).unwrap(), event);
+        assert!(!decode(V1_EXAMPLE.as_bytes()).unwrap().black.bot);
+    }
+
+    /// A side that went berserk carries `"berserk":true`; the other side writes no `berserk` field, and
+    /// entries written before the field existed read as no berserk on either side.
+    #[test]
+    fn berserk_sides_are_marked_and_old_entries_read_without_them() {
+        let mut event = example();
+        event.white.berserk = true;
+        let bytes = encode(&event);
+        let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(json["white"]["berserk"], true);
+        assert!(json["black"].get("berserk").is_none());
+        assert_eq!(decode(&bytes).unwrap(), event);
+        let old = decode(V1_EXAMPLE.as_bytes()).unwrap();
+        assert!(!old.white.berserk && !old.black.berserk);
+        let written =
+            br#"{"v":1,"game_id":"t0000000000000001-3","variant":"english","white":{"id":"a","berserk":true},"black":{"id":"b"},"outcome":"white","plies":30}"#;
+        let read = decode(written).unwrap();
+        assert!(read.white.berserk && !read.black.berserk);
+    }
+
+    #[test]
+    fn engine_results_convert_once() {
+        let win = |winner, reason| GameResult::Win { winner, reason };
+        let cases = [
+            (
+                win(Color::White, WinReason::NoPieces),
+                Outcome::WhiteWins,
+                EndReason::NoPieces,
+            ),
+            (
+                win(Color::Black, WinReason::Time),
+                Outcome::BlackWins,
+                EndReason::Time,
+            ),
+            (
+                win(Color::White, WinReason::FirstKing),
+                Outcome::WhiteWins,
+                EndReason::FirstKing,
+            ),
+            (
+                GameResult::Draw(DrawReason::NoProgress { moves: 25 }),
+                Outcome::Draw,
+                EndReason::NoProgress,
+            ),
+            (
+                GameResult::Draw(DrawReason::Endgame { moves: 16 }),
+                Outcome::Draw,
+                EndReason::EndgameRule,
+            ),
+            (
+                GameResult::Draw(DrawReason::Agreement),
+                Outcome::Draw,
+                EndReason::Agreement,
+            ),
+        ];
+        for (result, outcome, reason) in cases {
+            assert_eq!(
+                (Outcome::of(&result), EndReason::of(&result)),
+                (outcome, reason)
+            );
+        }
+        assert_eq!(Outcome::Aborted.to_wire(), pb::Outcome::Aborted);
+        assert_eq!(EndReason::Other.to_wire(), pb::EndReason::Unspecified);
+        for r in EndReason::ALL {
+            assert_eq!(
+                r.to_wire() == pb::EndReason::Unspecified,
+                r == EndReason::Other,
+                "{r:?}"
+            );
+        }
     }
 
     #[test]
@@ -466,5 +601,46 @@ mod tests {
             (minimal.reason, minimal.time_control, minimal.rated),
             (EndReason::Other, None, false)
         );
+    }
+
+    #[test]
+    fn an_entry_written_before_typed_ids_writes_back_byte_for_byte() {
+        // What the writer produced while `game_id` was a string.
+        let before = r#"{"v":1,"game_id":"g_1","variant":"international","options":"","rated":true,"white":{"id":"player:1","name":"Ann","guest":false,"computer":false},"black":{"id":"guest:x","name":"Bob","guest":true,"computer":false},"outcome":"white","reason":"resignation","result":"2-0","time_control":{"kind":"fischer","base_ms":300000,"increment_ms":2000},"plies":41,"finished_at_ms":1764500000000,"pdn":"[Event ...] 1. 32-28 ... 2-0","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}"#;
+        assert_eq!(
+            encode(&decode(before.as_bytes()).unwrap()),
+            before.as_bytes()
+        );
+        // The game id is checked on read.
+        let bad = before.replace(r#""game_id":"g_1""#, r#""game_id":"g 1""#);
+        assert!(matches!(
+            decode(bad.as_bytes()),
+            Err(DecodeError::Malformed(_))
+        ));
+        let read = decode(before.as_bytes()).unwrap();
+        assert_eq!(read.white.id.kind(), PlayerKind::Player);
+        assert!(read.black.id.is_guest());
+    }
+
+    /// Players' ids as Games took them before the id checks (2026-12-01: any text from the client,
+    /// an identity provider's subject with white space) are in entries of games created then: they
+    /// read as legacy ids and write back byte for byte. What no writer stored does not read.
+    #[test]
+    fn entries_with_ids_older_than_the_checks_still_read() {
+        let day_one = r#"{"v":1,"game_id":"g18d2f0a1b2c3d4e5f6","variant":"english","options":"","rated":false,"white":{"id":"bob","name":"bob","guest":false,"computer":false},"black":{"id":"player:Ann Smith","name":"Ann","guest":false,"computer":false},"outcome":"draw","reason":"agreement","result":"1-1","plies":12,"finished_at_ms":1764600000000,"pdn":""}"#;
+        let event = decode(day_one.as_bytes()).unwrap();
+        assert_eq!(
+            (event.white.id.kind(), event.black.id.kind()),
+            (PlayerKind::Legacy, PlayerKind::Legacy)
+        );
+        assert_eq!(event.white.id, "bob");
+        assert_eq!(encode(&event), day_one.as_bytes());
+        for bad in [r#""id":"""#, r#""id":"b\u0000ob""#] {
+            let payload = day_one.replace(r#""id":"bob""#, bad);
+            assert!(
+                matches!(decode(payload.as_bytes()), Err(DecodeError::Malformed(_))),
+                "{payload}"
+            );
+        }
     }
 }

@@ -16,16 +16,20 @@
 //! use draughts_proto::contract::linked::{self, LinkedV1};
 //!
 //! let e = LinkedV1 {
-//!     guest_id: "guest:ab".into(),
-//!     player_id: "user:x".into(),
+//!     guest_id: "guest:ab".parse().unwrap(),
+//!     player_id: "user:x".parse().unwrap(),
 //!     player_name: "Ann".into(),
 //!     at_ms: 5,
 //! };
 //! assert_eq!(linked::decode(&linked::encode(&e)).unwrap(), e);
 //! assert!(linked::decode(br#"{"v":9}"#).is_err());
+//! // Ids are checked on read.
+//! assert!(linked::decode(br#"{"v":1,"guest_id":"bob","player_id":"user:x"}"#).is_err());
 //! ```
 
 use serde::{Deserialize, Serialize};
+
+use crate::ids::PlayerId;
 
 pub const STREAM: &str = "players.linked";
 
@@ -34,8 +38,8 @@ pub const VERSION: u32 = 1;
 /// One link.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LinkedV1 {
-    pub guest_id: String,
-    pub player_id: String,
+    pub guest_id: PlayerId,
+    pub player_id: PlayerId,
     /// The account's display name; empty when the writer did not say (events before accounts).
     pub player_name: String,
     /// When the link was made, Unix ms.
@@ -53,8 +57,8 @@ pub enum DecodeError {
 #[derive(Serialize, Deserialize)]
 struct Wire {
     v: u32,
-    guest_id: String,
-    player_id: String,
+    guest_id: PlayerId,
+    player_id: PlayerId,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     player_name: String,
     #[serde(default)]
@@ -91,4 +95,23 @@ pub fn decode(payload: &[u8]) -> Result<LinkedV1, DecodeError> {
         player_name: wire.player_name,
         at_ms: wire.at_ms,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_entry_written_before_typed_ids_reads_and_writes_back_byte_for_byte() {
+        // As the untyped contract wrote it (same fields, same order).
+        let before: &[u8] = br#"{"v":1,"guest_id":"guest:0123abcd","player_id":"user:0a1b2c3d","player_name":"Ann","at_ms":1764500000000}"#;
+        let event = super::decode(before).unwrap();
+        assert_eq!(event.guest_id.as_str(), "guest:0123abcd");
+        assert_eq!(event.player_id.as_str(), "user:0a1b2c3d");
+        assert_eq!(super::encode(&event), before);
+        let without_name: &[u8] =
+            br#"{"v":1,"guest_id":"guest:0123abcd","player_id":"player:auth0|42","at_ms":7}"#;
+        assert_eq!(
+            super::encode(&super::decode(without_name).unwrap()),
+            without_name
+        );
+    }
 }

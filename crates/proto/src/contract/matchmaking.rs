@@ -16,9 +16,13 @@
 //! | `mm-pokes` | pub/sub | `{"v":1,"pool":"<pool id>"}` ([`encode_poke`]) | a seek joined the pool: its wave runner may run a wave at once |
 //! | `mm-stats:<pool>` | versioned key | [`PoolStats`] | the pool's typical wait |
 //! | `mm-online:{mm}` | pinned schedule | member = player id, time = last seen + 60 s | players online |
-//! | `mm-lobby:{mm}` | pinned schedule | member = lobby seek id, time = its expiry | the lobby's open seeks |
-//! | `mm-lobby-of:{mm}<player>` | pinned schedule | member = lobby seek id, time = its expiry | one player's lobby seeks (the per-player bound) |
-//! | `mm-lobby-seek:<id>` | versioned key, TTL = expiry | [`LobbySeek`] | a listed custom game (an open invitation of Games) |
+//! | `mm-lobby:{mm}` | pinned schedule | member = lobby seek id, time = when it lapses: its expiry, or for a real-time seek its owner's last heartbeat + 60 s if sooner | the lobby's open seeks, pruned in the background |
+//! | `mm-lobby-new:{mm}` and `mm-lobby-new:{mm}<variant>` | pinned schedule | member = lobby seek id, time = [`LISTING_EPOCH_MS`] - creation (so the newest come first) | the listing index: a page is one read |
+//! | `mm-lobby-of:{mm}<player>` | pinned schedule | member = lobby seek id (time = its expiry) or `r:<token>`, a place reserved while a seek is made (time = a minute on) | one player's lobby seeks (the per-player bound) |
+//! | `mm-gate:<set>` | versioned key, TTL 1 day | `1` | the gate of a per-player or per-address set: each place taken bumps its version in the same compare-and-set (the bound is atomic) |
+//! | `mm-lobby-at:{mm}<address>` | pinned schedule | as `mm-lobby-of` | the lobby seeks made from one client address (IPv6 by network: the per-address bound) |
+//! | `mm-avoid:{mm}` | pinned schedule | member = two player ids, sorted, with a space between ([`avoid_member`]), time = when it lapses (10 min) | pairs Games refused to seat together (one blocks the other): waves do not pair them |
+//! | `mm-lobby-seek:<id>` | versioned key, TTL = expiry + 10 min | [`LobbySeek`] | a listed custom game (an open invitation of Games) |
 //!
 //! Every payload is JSON with `"v":1`; readers ignore unknown fields and refuse other versions
 //! ([`DecodeError::Version`]). Schedule members are payloads too: a member is written once (when the seek
@@ -27,7 +31,7 @@
 //! ```
 //! use draughts_proto::contract::matchmaking::{self as mm, Member};
 //!
-//! let m = Member { ticket: "t1".into(), player: "guest:ab".into(), rating: 1500, provisional: true,
+//! let m = Member { ticket: "t1".parse().unwrap(), player: "guest:ab".parse().unwrap(), rating: 1500, provisional: true,
 //!     guest: true, aborter: false, range: None, since_ms: 7 };
 //! let text = mm::encode_member(&m);
 //! assert_eq!(mm::decode_member(&text).unwrap(), m);
@@ -37,6 +41,8 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+
+use crate::ids::{GameId, PlayerId, TicketId};
 
 /// The schema version written.
 pub const VERSION: u32 = 1;
@@ -72,6 +78,36 @@ pub fn lobby_of(player: &str) -> String {
 pub fn lobby_seek_key(id: &str) -> String {
     format!("mm-lobby-seek:{id}")
 }
+/// Pairs that waves must not make (Games refused them: one blocks the other).
+pub const AVOID: &str = "mm-avoid:{mm}";
+/// The member of [`AVOID`] for players `a` and `b` (either order).
+pub fn avoid_member(a: &str, b: &str) -> String {
+    if a <= b {
+        format!("{a} {b}")
+    } else {
+        format!("{b} {a}")
+    }
+}
+/// The two players of an [`AVOID`] member.
+pub fn avoid_pair(member: &str) -> Option<(&str, &str)> {
+    member.split_once(' ')
+}
+/// The lobby's listing index of all seeks (`variant` `None`) or of one variant's (its key).
+pub fn lobby_index(variant: Option<&str>) -> String {
+    format!("mm-lobby-new:{GROUP_TAG}{}", variant.unwrap_or_default())
+}
+/// The gate of a per-player or per-address set of lobby seeks: a key whose version every place taken
+/// in `set` bumps (the compare-and-set that makes the bound atomic); same hash slot as `set`.
+pub fn lobby_gate(set: &str) -> String {
+    format!("mm-gate:{set}")
+}
+/// The lobby seeks made from one client address.
+pub fn lobby_at(address: &str) -> String {
+    format!("mm-lobby-at:{GROUP_TAG}{address}")
+}
+/// The time of a seek in the listing index is this minus its creation time (2100-01-01 in Unix
+/// milliseconds): the schedule reads earliest first, so a page of it is the newest seeks.
+pub const LISTING_EPOCH_MS: u64 = 4_102_444_800_000;
 pub const POKES: &str = "mm-pokes";
 
 #[derive(Serialize, Deserialize)]
@@ -92,9 +128,6 @@ pub fn decode_poke(payload: &[u8]) -> Option<String> {
 
 /// The wake-up published on [`ticket_channel`].
 pub const SIGNAL: &[u8] = br#"{"v":1}"#;
-/// Games' schedule of running clocks (one member per ongoing game: `services/validation`'s
-/// `game-deadlines`), read for the lobby's "games in progress".
-pub const GAMES_IN_PROGRESS_SET: &str = "game-deadlines";
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
@@ -136,9 +169,9 @@ fn decode<T: DeserializeOwned>(payload: &[u8]) -> Result<T, DecodeError> {
 pub struct Member {
     /// The ticket id.
     #[serde(rename = "t")]
-    pub ticket: String,
+    pub ticket: TicketId,
     #[serde(rename = "p")]
-    pub player: String,
+    pub player: PlayerId,
     /// Rating points in the pool's category.
     #[serde(rename = "r")]
     pub rating: i32,
@@ -167,7 +200,7 @@ pub fn decode_member(text: &str) -> Result<Member, DecodeError> {
 /// A player as matchmaking shows them (from Auth's identities).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Who {
-    pub id: String,
+    pub id: PlayerId,
     pub name: String,
     #[serde(default)]
     pub guest: bool,
@@ -191,14 +224,14 @@ pub enum TicketState {
     /// wave or, after a crash, by whoever takes the [`Commit`] from `mm-commits`.
     Matching {
         pool: String,
-        partner: String,
-        game_id: String,
+        partner: TicketId,
+        game_id: GameId,
         token: u64,
         at_ms: u64,
     },
     Paired {
         pool: String,
-        game_id: String,
+        game_id: GameId,
         /// `white` or `black`.
         color: String,
         opponent: Who,
@@ -214,7 +247,7 @@ pub enum TicketState {
 /// A quick-pairing seek.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ticket {
-    pub id: String,
+    pub id: TicketId,
     pub player: Who,
     pub seats: Vec<Seat>,
     #[serde(default)]
@@ -257,9 +290,9 @@ pub fn decode_lease(payload: &[u8]) -> Result<WaveLease, DecodeError> {
 pub struct Commit {
     pub pool: String,
     /// The two tickets: `white`'s first.
-    pub white: String,
-    pub black: String,
-    pub game_id: String,
+    pub white: TicketId,
+    pub black: TicketId,
+    pub game_id: GameId,
     pub token: u64,
 }
 
@@ -289,7 +322,7 @@ pub fn decode_stats(payload: &[u8]) -> Result<PoolStats, DecodeError> {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LobbySeek {
     /// Also the open invitation's id in Games.
-    pub id: String,
+    pub id: GameId,
     pub seeker: Who,
     /// Variant key and house-rule options text (`draughts_engine` syntax).
     pub variant: String,
@@ -315,6 +348,16 @@ pub struct LobbySeek {
     /// and the guest rule first) presents it. Never shown to clients.
     #[serde(default)]
     pub accept_key: String,
+    /// The client address (IPv6 by network) it was made from: the per-address bound. Never shown.
+    #[serde(default)]
+    pub address: String,
+}
+
+impl LobbySeek {
+    /// A real-time seek lives while its owner does (a heartbeat); a correspondence one until it expires.
+    pub fn real_time(&self) -> bool {
+        self.days_per_move == 0
+    }
 }
 
 pub fn encode_lobby_seek(seek: &LobbySeek) -> Vec<u8> {
@@ -345,9 +388,9 @@ mod tests {
         );
         let commit = Commit {
             pool: "p".into(),
-            white: "a".into(),
-            black: "b".into(),
-            game_id: "m1".into(),
+            white: "a".parse().unwrap(),
+            black: "b".parse().unwrap(),
+            game_id: "m1".parse().unwrap(),
             token: 4,
         };
         assert_eq!(decode_commit(&encode_commit(&commit)).unwrap(), commit);
@@ -356,5 +399,29 @@ mod tests {
             until_ms: 3,
         };
         assert_eq!(decode_lease(&encode_lease(&lease)).unwrap(), lease);
+    }
+
+    #[test]
+    fn records_written_before_typed_ids_read_and_write_back_byte_for_byte() {
+        // As the untyped contract wrote them.
+        let before: [&[u8]; 2] = [
+            br#"{"v":1,"id":"t1","player":{"id":"guest:a","name":"Ann","guest":true},"seats":[{"pool":"english-3+2-casual","member":"{}","rating":1500}],"range":null,"aborter":false,"created_ms":5,"fences":[["english-3+2-casual",3]],"state":"paired","pool":"english-3+2-casual","game_id":"m1","color":"white","opponent":{"id":"guest:b","name":"Bob","guest":false},"at_ms":9}"#,
+            br#"{"v":1,"id":"t2","player":{"id":"player:x","name":"X","guest":false},"seats":[],"range":null,"aborter":false,"created_ms":1,"fences":[],"state":"matching","pool":"p","partner":"t3","game_id":"m2","token":4,"at_ms":2}"#,
+        ];
+        for ticket in before {
+            assert_eq!(encode_ticket(&decode_ticket(ticket).unwrap()), ticket);
+        }
+        let commit = r#"{"v":1,"pool":"p","white":"t2","black":"t3","game_id":"m2","token":4}"#;
+        assert_eq!(encode_commit(&decode_commit(commit).unwrap()), commit);
+        // Ids are checked on read.
+        let bad_player = br#"{"v":1,"id":"t2","player":{"id":"bob","name":"X"},"seats":[],"created_ms":1,"state":"waiting"}"#;
+        assert!(decode_ticket(bad_player).is_err());
+        let bad_game = r#"{"v":1,"pool":"p","white":"t2","black":"t3","game_id":"m 2","token":4}"#;
+        assert!(decode_commit(bad_game).is_err());
+        let bad_ticket =
+            r#"{"v":1,"pool":"p","white":"t 2","black":"t3","game_id":"m2","token":4}"#;
+        assert!(decode_commit(bad_ticket).is_err());
+        let bad_partner = br#"{"v":1,"id":"t2","player":{"id":"player:x","name":"X"},"seats":[],"created_ms":1,"state":"matching","pool":"p","partner":"","game_id":"m2","token":4,"at_ms":2}"#;
+        assert!(decode_ticket(bad_partner).is_err());
     }
 }

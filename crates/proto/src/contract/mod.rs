@@ -13,6 +13,11 @@
 //! | `mm-ticket:{mm}<id>`, `mm-pool:{mm}<pool>`, `mm-wave:<pool>`, `mm-commits:{mm}`, lobby and stats | keys, schedules, pub/sub | [`matchmaking`] (its own table) | matchmaking | matchmaking replicas |
 //! | `analysis.{jobs}.computer`, `.interactive`, `.bulk` | streams (group `analysis-workers`), job records, events, cache | [`analysis`] (its own table) | analysis (API, workers) | analysis workers and API |
 //!
+//! # Ownership
+//! Every table, key, schedule and consumer group private to one service is declared with its owner in
+//! [`ownership`]; no other service names it (`crates/proto/tests/ownership.rs`). Other services learn
+//! through what the owner publishes: the streams and channels above, and its RPCs.
+//!
 //! # Versioning rules
 //! - Every payload is JSON with a version field `v` (an integer). A reader first reads `v` alone and
 //!   refuses (dead-letters) a version it does not know, instead of misreading it.
@@ -28,4 +33,6 @@ pub mod erased;
 pub mod finished;
 pub mod linked;
 pub mod matchmaking;
+pub mod ownership;
 pub mod player;
+pub mod tournaments;

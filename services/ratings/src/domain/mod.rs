@@ -22,8 +22,13 @@
 //!   Its index on (white_id, black_id, finished_at_ms) finds a pair's recent games for the pair limit: a
 //!   game past `--pair-games-per-day` is recorded with neither side rated.
 //! - `rating_periods`: the fixed periods already rated.
-//! - `rating_reconcile`: one row, the reconciler's watermark: every game of `finished_games` that
-//!   finished before it has been looked at (see [`crate::reconcile`]).
+//! - `rating_reconcile`: one row, the reconciler's watermark: every finished game the games service
+//!   lists that finished before it has been looked at (see [`crate::reconcile`]).
+//! - `rating_bots`: the players known to be BOTs, from the server's data (a `games.finished` entry's
+//!   `bot` mark, or the identity registry for an import), written with the first recorded game that
+//!   shows it. Every rating row of such a player carries `bot = 1` (set in the transaction that writes
+//!   it), and leaderboards read one kind: (category, bot, rating desc, player id) is their index. Rows
+//!   written before the mark existed read as people's (`bot` defaults to 0) until the bot's next game.
 //! - `rating_writer`: one row that every writing transaction updates first. It serialises rating writers
 //!   (replicas, the admin import, the period closer): two games of one player can never be computed from
 //!   the same old rating. On SQLite the transaction takes the database write lock at `BEGIN IMMEDIATE`
@@ -44,7 +49,7 @@ use draughts_store::sqlx::query::Query;
 use draughts_store::sqlx::{Any, Row};
 
 use crate::category::Category;
-use crate::config::{ComputerPolicy, PeriodMode, Policy, RatingsConfig};
+use crate::config::{BotPolicy, ComputerPolicy, PeriodMode, Policy, RatingsConfig};
 use crate::error::{RatingsError, RatingsResult};
 use crate::event::{FinishedGame, Source, check_id};
 use crate::glicko::{self, Glicko, Params};
@@ -126,6 +131,17 @@ pub const MIGRATIONS: &[Migration<'static>] = &[Migration {
     name: "rating_history_player",
     // A profile's recent rated games, over every category.
     sql: "CREATE INDEX IF NOT EXISTS rating_history_player ON rating_history (player_id, at_ms);",
+}, Migration {
+    version: 1005,
+    name: "rating_bots",
+    // BOTs' ratings apart: the mark per player, copied on each of its rating rows for the leaderboards.
+    sql: "ALTER TABLE ratings ADD COLUMN bot BIGINT NOT NULL DEFAULT 0;
+        CREATE TABLE IF NOT EXISTS rating_bots (
+            player_id TEXT PRIMARY KEY,
+            marked_at_ms BIGINT NOT NULL
+        );
+        DROP INDEX IF EXISTS ratings_leaderboard;
+        CREATE INDEX IF NOT EXISTS ratings_leaderboard_kind ON ratings (category, bot, rating DESC, player_id);",
 }];
 
 /// Entries per page when the request says 0.
@@ -144,6 +160,8 @@ pub struct RatingView {
     /// Rating, deviation now, volatility.
     pub glicko: Glicko,
     pub provisional: bool,
+    /// A BOT's rating (on the bots' leaderboard).
+    pub bot: bool,
     pub games: u32,
     pub wins: u32,
     pub draws: u32,
@@ -227,6 +245,7 @@ struct Settings {
     per_speed: Vec<Variant>,
     casual: Policy,
     computer: ComputerPolicy,
+    bot: BotPolicy,
     guest: Policy,
     house_rules: Policy,
     /// Rated games of one pair in one category within 24 hours (0: no limit).
@@ -243,6 +262,8 @@ struct Stored {
     losses: i64,
     rated_at_ms: i64,
     last_game_at_ms: i64,
+    /// A BOT's row (read only: the mark is written from `rating_bots`, see the module docs).
+    bot: bool,
 }
 
 impl Stored {
@@ -255,6 +276,7 @@ impl Stored {
             losses: 0,
             rated_at_ms: 0,
             last_game_at_ms: 0,
+            bot: false,
         }
     }
 
@@ -331,7 +353,7 @@ fn count_u32(n: i64) -> u32 {
     u32::try_from(n.max(0)).unwrap_or(u32::MAX)
 }
 
-const ROW_COLUMNS: &str = "player_id, rating, deviation, volatility, games, wins, draws, losses, rated_at_ms, last_game_at_ms";
+const ROW_COLUMNS: &str = "player_id, rating, deviation, volatility, games, wins, draws, losses, rated_at_ms, last_game_at_ms, bot";
 
 fn decode_row(row: &AnyRow) -> RatingsResult<(String, Stored)> {
     let player_id: String = row.try_get(0)?;
@@ -347,6 +369,7 @@ fn decode_row(row: &AnyRow) -> RatingsResult<(String, Stored)> {
         losses: row.try_get(7)?,
         rated_at_ms: row.try_get(8)?,
         last_game_at_ms: row.try_get(9)?,
+        bot: row.try_get::<i64, _>(10)? != 0,
     };
     let g = decoded.glicko;
     if !(g.rating.is_finite()
@@ -362,7 +385,7 @@ fn decode_row(row: &AnyRow) -> RatingsResult<(String, Stored)> {
     Ok((player_id, decoded))
 }
 
-/// Page tokens: hex of `L1|category|rating bits|player` (leaderboards) and `H1|category|player|games`
+/// Page tokens: hex of `L1|category|rating bits|player` (people's leaderboards; `B1|...` bots') and `H1|category|player|games`
 /// (history), so a token is only accepted for the list it came from.
 fn encode_token(text: &str) -> String {
     hex::encode(text.as_bytes())
@@ -388,7 +411,8 @@ fn page_size(requested: u32) -> RatingsResult<usize> {
 }
 
 fn check_player(player_id: &str) -> RatingsResult<()> {
-    check_id("player id", player_id).map_err(RatingsError::InvalidArgument)
+    check_id("player id", player_id, crate::event::MAX_PLAYER_ID_BYTES)
+        .map_err(RatingsError::InvalidArgument)
 }
 
 /// The ratings domain. Cheap to clone; any number of replicas may run it on one database.
@@ -416,6 +440,7 @@ impl RatingsCore {
                 .map_err(|e| RatingsError::InvalidArgument(e.to_string()))?,
             casual: config.casual_games,
             computer: config.computer_games,
+            bot: config.bot_games,
             guest: config.guest_games,
             house_rules: config.house_rule_games,
             pair_games_per_day: config.pair_games_per_day,
@@ -475,6 +500,17 @@ impl RatingsCore {
             return Err("a guest player");
         }
         let (mut rate_white, mut rate_black) = (true, true);
+        // A bot against a person (a bot against the computer follows the computer policy).
+        if game.white.bot != game.black.bot && !game.white.computer && !game.black.computer {
+            match s.bot {
+                BotPolicy::Skip => return Err("a bot against a person"),
+                BotPolicy::Rate => {}
+                BotPolicy::BotOnly => {
+                    rate_white = game.white.bot;
+                    rate_black = game.black.bot;
+                }
+            }
+        }
         if game.white.computer || game.black.computer {
             match s.computer {
                 ComputerPolicy::Skip => return Err("a computer player"),
@@ -552,6 +588,7 @@ impl RatingsCore {
             category,
             glicko,
             provisional: row.games == 0 || glicko.deviation > self.settings.provisional_deviation,
+            bot: row.bot,
             games: count_u32(row.games),
             wins: count_u32(row.wins),
             draws: count_u32(row.draws),

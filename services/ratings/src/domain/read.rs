@@ -49,7 +49,7 @@ impl RatingsCore {
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
             let (player, decoded) = decode_row(row)?;
-            let key: String = row.try_get(10)?;
+            let key: String = row.try_get(11)?;
             let category: Category = key
                 .parse()
                 .map_err(|e: crate::category::BadCategory| RatingsError::Corrupt(e.to_string()))?;
@@ -59,19 +59,21 @@ impl RatingsCore {
         Ok(out)
     }
 
-    /// The 1-based position of `view` on its category's leaderboard; `None` while it is provisional.
+    /// The 1-based position of `view` on its category's leaderboard (the bots' for a bot's rating);
+    /// `None` while it is provisional.
     pub async fn rank(&self, view: &RatingView, now_ms: u64) -> RatingsResult<Option<u64>> {
         if view.provisional {
             return Ok(None);
         }
         let above: i64 = sqlx::query(
-            "SELECT COUNT(*) FROM ratings WHERE category = $1 AND established_until_ms > $2 \
+            "SELECT COUNT(*) FROM ratings WHERE category = $1 AND bot = $5 AND established_until_ms > $2 \
              AND (rating > $3 OR (rating = $3 AND player_id < $4))",
         )
         .bind(view.category.to_string())
         .bind(ms_i64(now_ms))
         .bind(view.glicko.rating)
         .bind(view.player_id.clone())
+        .bind(i64::from(view.bot))
         .fetch_one(self.db.pool())
         .await?
         .try_get(0)?;
@@ -119,9 +121,11 @@ impl RatingsCore {
     }
 
     /// A page of the leaderboard of `category`: established players, best first; ties by player id.
+    /// People's (`bots` false) or BOTs' (`bots` true): the two never mix.
     pub async fn leaderboard(
         &self,
         category: Category,
+        bots: bool,
         page_size_requested: u32,
         page_token: &str,
         now_ms: u64,
@@ -130,18 +134,20 @@ impl RatingsCore {
         let limit = page_size(page_size_requested)?;
         let key = category.to_string();
         let now = ms_i64(now_ms);
+        // People's tokens keep the tag they had before bots' leaderboards existed.
+        let tag = if bots { "B1" } else { "L1" };
         let after = if page_token.is_empty() {
             None
         } else {
             let text = decode_token(page_token)?;
             let bad = || RatingsError::InvalidArgument("bad page token".into());
             let mut parts = text.splitn(4, '|');
-            let (Some("L1"), Some(token_category), Some(bits), Some(player)) =
+            let (Some(token_tag @ ("L1" | "B1")), Some(token_category), Some(bits), Some(player)) =
                 (parts.next(), parts.next(), parts.next(), parts.next())
             else {
                 return Err(bad());
             };
-            if token_category != key {
+            if token_category != key || token_tag != tag {
                 return Err(RatingsError::InvalidArgument(
                     "the page token belongs to another leaderboard".into(),
                 ));
@@ -150,16 +156,20 @@ impl RatingsCore {
             Some((f64::from_bits(bits), player.to_owned()))
         };
         let mut sql = format!(
-            "SELECT {ROW_COLUMNS} FROM ratings WHERE category = $1 AND established_until_ms > $2"
+            "SELECT {ROW_COLUMNS} FROM ratings WHERE category = $1 AND bot = $2 AND established_until_ms > $3"
         );
         if after.is_some() {
-            sql.push_str(" AND (rating < $3 OR (rating = $3 AND player_id > $4))");
+            sql.push_str(" AND (rating < $4 OR (rating = $4 AND player_id > $5))");
         }
         sql.push_str(&format!(
             " ORDER BY rating DESC, player_id ASC LIMIT {}",
             limit + 1
         ));
-        let mut query = sqlx::query(AssertSqlSafe(sql)).bind(key.clone()).bind(now);
+        let kind = i64::from(bots);
+        let mut query = sqlx::query(AssertSqlSafe(sql))
+            .bind(key.clone())
+            .bind(kind)
+            .bind(now);
         if let Some((rating, player)) = &after {
             query = query.bind(*rating).bind(player.clone());
         }
@@ -180,13 +190,14 @@ impl RatingsCore {
             None => 0,
             Some((player, row)) => {
                 let above: i64 = sqlx::query(
-                    "SELECT COUNT(*) FROM ratings WHERE category = $1 AND established_until_ms > $2 \
+                    "SELECT COUNT(*) FROM ratings WHERE category = $1 AND bot = $5 AND established_until_ms > $2 \
                      AND (rating > $3 OR (rating = $3 AND player_id < $4))",
                 )
                 .bind(key.clone())
                 .bind(now)
                 .bind(row.glicko.rating)
                 .bind(player.clone())
+                .bind(kind)
                 .fetch_one(&mut *tx)
                 .await?
                 .try_get(0)?;
@@ -199,7 +210,7 @@ impl RatingsCore {
         let next_page_token = if more {
             decoded.last().map(|(player, row)| {
                 encode_token(&format!(
-                    "L1|{key}|{:016x}|{player}",
+                    "{tag}|{key}|{:016x}|{player}",
                     row.glicko.rating.to_bits()
                 ))
             })

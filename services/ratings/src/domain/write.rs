@@ -133,8 +133,8 @@ impl RatingsCore {
             game_rows.push(vec![
                 Value::Text(game.game_id.clone()),
                 Value::Text(a.category.to_string()),
-                Value::Text(game.white.id.clone()),
-                Value::Text(game.black.id.clone()),
+                Value::Text(game.white.id.to_string()),
+                Value::Text(game.black.id.to_string()),
                 Value::Float(a.white_score),
                 Value::Int(i64::from(a.rate_white)),
                 Value::Int(i64::from(a.rate_black)),
@@ -153,6 +153,24 @@ impl RatingsCore {
         )
         .await?;
         report.recorded = fresh.len();
+        // The BOTs these games show (server data: see `FinishedGame`'s sides), kept for good.
+        let mut bots: Vec<&str> = fresh
+            .iter()
+            .flat_map(|(g, _)| [&g.white, &g.black])
+            .filter(|side| side.bot)
+            .map(|side| side.id.as_str())
+            .collect();
+        bots.sort_unstable();
+        bots.dedup();
+        insert_rows(
+            &mut tx,
+            "INSERT INTO rating_bots (player_id, marked_at_ms) VALUES ",
+            " ON CONFLICT (player_id) DO NOTHING",
+            bots.into_iter()
+                .map(|id| vec![Value::Text(id.to_owned()), Value::Int(now)])
+                .collect(),
+        )
+        .await?;
 
         if first_open_period.is_some() {
             report.pending = fresh.len();
@@ -187,7 +205,7 @@ impl RatingsCore {
             } else {
                 (&g.black.id, &g.white.id)
             };
-            (a.category.to_string(), x.clone(), y.clone())
+            (a.category.to_string(), x.to_string(), y.to_string())
         };
         // Each pair's window: from a day before its first game in the batch.
         let mut from: BTreeMap<Pair, i64> = BTreeMap::new();
@@ -278,8 +296,8 @@ impl RatingsCore {
         let mut wanted: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (game, a) in games {
             let players = wanted.entry(a.category.to_string()).or_default();
-            players.push(game.white.id.clone());
-            players.push(game.black.id.clone());
+            players.push(game.white.id.to_string());
+            players.push(game.black.id.to_string());
         }
         let mut rows = load_rows(tx, wanted).await?;
         let mut touched: Vec<(String, String)> = Vec::new();
@@ -287,8 +305,8 @@ impl RatingsCore {
         for (game, a) in games {
             let category = a.category.to_string();
             let at = ms_i64(game.finished_at_ms);
-            let key_w = (category.clone(), game.white.id.clone());
-            let key_b = (category.clone(), game.black.id.clone());
+            let key_w = (category.clone(), game.white.id.to_string());
+            let key_b = (category.clone(), game.black.id.to_string());
             let white = rows
                 .get(&key_w)
                 .cloned()
@@ -362,8 +380,12 @@ impl RatingsCore {
         Ok(writes)
     }
 
-    /// Writes rating rows (with their leaderboard bound) and history rows.
+    /// Writes rating rows (with their leaderboard bound) and history rows, and marks every rating row
+    /// of the written players that `rating_bots` names (all their categories, older rows too).
     async fn write(&self, tx: &mut Transaction<'static, Any>, writes: Writes) -> RatingsResult<()> {
+        let mut players: Vec<String> = writes.rows.iter().map(|(_, p, _)| p.clone()).collect();
+        players.sort_unstable();
+        players.dedup();
         let rows = writes
             .rows
             .into_iter()
@@ -392,7 +414,19 @@ impl RatingsCore {
                 history_values(&category, &player_id, games_total, h)
             })
             .collect();
-        insert_rows(tx, HISTORY_HEAD, "", history).await
+        insert_rows(tx, HISTORY_HEAD, "", history).await?;
+        for chunk in players.chunks(ROWS_PER_STATEMENT * 4) {
+            let sql = format!(
+                "UPDATE ratings SET bot = 1 WHERE bot = 0 AND player_id IN \
+                 (SELECT player_id FROM rating_bots WHERE player_id IN ({}))",
+                list(chunk.len(), 1)
+            );
+            let values = chunk.iter().map(|p| Value::Text(p.clone())).collect();
+            bind_all(sqlx::query(AssertSqlSafe(sql)), values)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Fixed periods: rates every period that has ended (plus the grace time) and has games waiting,

@@ -8,7 +8,8 @@
 //! (`docs/operations.md`, "Block lists").
 
 use bytes::Bytes;
-use draughts_store::StoreError;
+use draughts_proto::ids::PlayerId;
+use draughts_store::cas::{self, Change, Retry};
 use serde::{Deserialize, Serialize};
 
 use super::service::{GamesCore, GamesError, GamesResult};
@@ -16,7 +17,7 @@ use super::service::{GamesCore, GamesError, GamesResult};
 /// Players one block list may hold.
 pub const MAX_BLOCKED: usize = 500;
 /// Compare-and-set attempts on one list before a change gives up (ABORTED).
-const CAS_ATTEMPTS: usize = 32;
+const CAS_ATTEMPTS: u32 = 32;
 
 /// Key names of block lists.
 pub mod keys {
@@ -28,7 +29,8 @@ pub mod keys {
 /// One blocked player.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Blocked {
-    pub id: String,
+    /// Checked on read: only checked, known ids were ever blocked.
+    pub id: PlayerId,
     pub at_ms: u64,
 }
 
@@ -48,29 +50,33 @@ fn schema() -> u32 {
 /// What the message to the player who is refused may say.
 pub const NOT_AVAILABLE: &str = "this player is not available";
 
+/// `player`'s block list from its stored bytes.
+fn decode_blocks(player: &str, bytes: &[u8]) -> GamesResult<BlockList> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        tracing::error!(player, error = %e, "stored block list does not decode");
+        GamesError::Corrupt(format!("block list of {player} does not decode"))
+    })
+}
+
+/// An empty block list (what a player without a stored list has).
+fn no_blocks() -> BlockList {
+    BlockList {
+        v: 1,
+        ..BlockList::default()
+    }
+}
+
 impl GamesCore {
-    async fn read_blocks(&self, player: &str) -> GamesResult<(BlockList, Option<u64>)> {
+    async fn read_blocks(&self, player: &str) -> GamesResult<BlockList> {
         match self.live().get(&keys::blocks(player)).await? {
-            Some((bytes, version)) => {
-                let list = serde_json::from_slice(&bytes).map_err(|e| {
-                    tracing::error!(player, error = %e, "stored block list does not decode");
-                    GamesError::Corrupt(format!("block list of {player} does not decode"))
-                })?;
-                Ok((list, Some(version)))
-            }
-            None => Ok((
-                BlockList {
-                    v: 1,
-                    ..BlockList::default()
-                },
-                None,
-            )),
+            Some((bytes, _)) => decode_blocks(player, &bytes),
+            None => Ok(no_blocks()),
         }
     }
 
     /// `player`'s block list, oldest first.
     pub async fn blocked_by(&self, player: &str) -> GamesResult<Vec<Blocked>> {
-        Ok(self.read_blocks(player).await?.0.blocked)
+        Ok(self.read_blocks(player).await?.blocked)
     }
 
     async fn change_blocks(
@@ -78,41 +84,51 @@ impl GamesCore {
         player: &str,
         f: impl Fn(&mut BlockList, u64) -> GamesResult<bool>,
     ) -> GamesResult<Vec<Blocked>> {
-        for _ in 0..CAS_ATTEMPTS {
-            let (mut list, version) = self.read_blocks(player).await?;
-            if !f(&mut list, self.now())? {
-                return Ok(list.blocked);
-            }
-            let bytes =
-                serde_json::to_vec(&list).map_err(|e| GamesError::Invalid(e.to_string()))?;
-            match self
-                .live()
-                .put(&keys::blocks(player), Bytes::from(bytes), version, None)
-                .await
-            {
-                Ok(_) => return Ok(list.blocked),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(GamesError::Conflict)
+        let codec = (
+            |bytes: &[u8]| decode_blocks(player, bytes),
+            |list: &BlockList| -> GamesResult<Bytes> {
+                serde_json::to_vec(list)
+                    .map(Bytes::from)
+                    .map_err(|e| GamesError::Invalid(e.to_string()))
+            },
+        );
+        cas::update(
+            self.live().as_ref(),
+            &keys::blocks(player),
+            &codec,
+            Retry::times(CAS_ATTEMPTS),
+            |list| {
+                let mut list = list.unwrap_or_else(no_blocks);
+                if !f(&mut list, self.now())? {
+                    return Ok(Change::Keep(list.blocked));
+                }
+                let blocked = list.blocked.clone();
+                Ok(Change::Write {
+                    value: list,
+                    ttl: None,
+                    effects: Vec::new(),
+                    then: blocked,
+                })
+            },
+        )
+        .await
     }
 
     /// `player` blocks `other` (already a known, valid id): added to the list (within
     /// [`MAX_BLOCKED`]), and the pending invitations between the two are settled (those from `other`
     /// declined, those to `other` cancelled). Returns the list.
-    pub async fn block(&self, player: &str, other: &str) -> GamesResult<Vec<Blocked>> {
+    pub async fn block(&self, player: &str, other: &PlayerId) -> GamesResult<Vec<Blocked>> {
         if player == other {
             return Err(GamesError::Invalid("you cannot block yourself".into()));
         }
-        if other.starts_with("ai:") {
+        if other.is_computer() {
             return Err(GamesError::Invalid(
                 "the computer plays only when you ask it to: there is nothing to block".into(),
             ));
         }
         let list = self
             .change_blocks(player, |list, now| {
-                if list.blocked.iter().any(|b| b.id == other) {
+                if list.blocked.iter().any(|b| &b.id == other) {
                     return Ok(false);
                 }
                 if list.blocked.len() >= MAX_BLOCKED {
@@ -121,7 +137,7 @@ impl GamesCore {
                     )));
                 }
                 list.blocked.push(Blocked {
-                    id: other.to_owned(),
+                    id: other.clone(),
                     at_ms: now,
                 });
                 Ok(true)
@@ -132,10 +148,10 @@ impl GamesCore {
     }
 
     /// `player` unblocks `other`; returns the list.
-    pub async fn unblock(&self, player: &str, other: &str) -> GamesResult<Vec<Blocked>> {
+    pub async fn unblock(&self, player: &str, other: &PlayerId) -> GamesResult<Vec<Blocked>> {
         self.change_blocks(player, |list, _| {
             let before = list.blocked.len();
-            list.blocked.retain(|b| b.id != other);
+            list.blocked.retain(|b| &b.id != other);
             Ok(list.blocked.len() != before)
         })
         .await
@@ -148,14 +164,34 @@ impl GamesCore {
             return Ok(());
         }
         let (mine, theirs) = tokio::try_join!(self.read_blocks(me), self.read_blocks(other))?;
-        if mine.0.blocked.iter().any(|b| b.id == other) {
+        if mine.blocked.iter().any(|b| b.id == other) {
             return Err(GamesError::Refused(
                 "you blocked this player: unblock them first (UnblockPlayer)".into(),
             ));
         }
-        if theirs.0.blocked.iter().any(|b| b.id == me) {
+        if theirs.blocked.iter().any(|b| b.id == me) {
             return Err(GamesError::Refused(NOT_AVAILABLE.into()));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A block list as Games wrote it before ids were typed reads (ids checked) and writes back byte
+    /// for byte; only checked ids were ever blocked, so a malformed one does not read.
+    #[test]
+    fn block_lists_written_before_typed_ids_read_and_write_back_byte_for_byte() {
+        const LIST: &str = r#"{"v":1,"blocked":[{"id":"guest:0123456789abcdef0123456789abcdef","at_ms":1764900000000},{"id":"key:acme-bot.v2","at_ms":1764900001000}]}"#;
+        let list = decode_blocks("user:0123456789abcdef0123", LIST.as_bytes()).unwrap();
+        assert!(list.blocked[0].id.is_guest());
+        assert_eq!(serde_json::to_string(&list).unwrap(), LIST);
+        let bad = LIST.replace("key:acme-bot.v2", "acme bot");
+        assert!(matches!(
+            decode_blocks("user:0123456789abcdef0123", bad.as_bytes()),
+            Err(GamesError::Corrupt(_))
+        ));
     }
 }

@@ -133,7 +133,7 @@ impl GamesCore {
         let side = record.side_to_move()?;
         let (white_ms, black_ms) = record.clocks_at(side, self.now());
         let turn = ComputerTurn {
-            game_id: record.id.clone(),
+            game_id: record.id.to_string(),
             level: computer.computer_level().unwrap_or(1),
             rules: record.rules()?,
             start_fen: record.start_fen.clone(),
@@ -148,7 +148,7 @@ impl GamesCore {
             opponent: [&record.white, &record.black]
                 .into_iter()
                 .find(|p| !p.computer)
-                .map(|p| p.id.clone()),
+                .map(|p| p.id.to_string()),
         };
         let ply = record.ply();
         let text = player.choose(turn).await?;

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use draughts_auth::layer::ServiceKey;
 use draughts_proto::{convert, pb};
 use tonic::transport::{Channel, Endpoint};
 
@@ -19,7 +20,7 @@ const MAX_MOVES: usize = 1000;
 #[derive(Clone, Debug)]
 pub struct GrpcComputer {
     channel: Channel,
-    api_key: String,
+    key: ServiceKey,
 }
 
 impl GrpcComputer {
@@ -31,7 +32,7 @@ impl GrpcComputer {
             .tcp_nodelay(true);
         Ok(GrpcComputer {
             channel: endpoint.connect_lazy(),
-            api_key: api_key.to_owned(),
+            key: ServiceKey::new(api_key)?,
         })
     }
 }
@@ -54,7 +55,7 @@ impl ComputerPlayer for GrpcComputer {
         } else {
             turn.black_ms
         };
-        let mut request = tonic::Request::new(pb::BestMoveRequest {
+        let message = pb::BestMoveRequest {
             source: Some(pb::best_move_request::Source::Position(pb::PositionInput {
                 rules: Some(convert::rules_to_wire(turn.rules)),
                 fen,
@@ -73,17 +74,13 @@ impl ComputerPlayer for GrpcComputer {
                 increment_ms: turn.increment_ms,
             }),
             seed: rand::random(),
-        });
-        if let Ok(value) = format!("Bearer {}", self.api_key).parse() {
-            request.metadata_mut().insert("authorization", value);
-        }
+        };
         // For the person the computer plays: with a key of the `service` scope the call counts
         // against their limit, so no player can use up the key's (draughts_auth::layer).
-        if let Some(value) = turn_opponent.and_then(|id| id.parse().ok()) {
-            request
-                .metadata_mut()
-                .insert(draughts_auth::layer::ON_BEHALF_OF, value);
-        }
+        let request = self
+            .key
+            .request(message, turn_opponent.as_deref())
+            .map_err(|e| GamesError::Refused(format!("the computer found no move: {e}")))?;
         let answer = pb::analysis_client::AnalysisClient::new(self.channel.clone())
             .best_move(request)
             .await

@@ -23,11 +23,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use draughts_engine::{Color, Position, RuleSet};
+use draughts_proto::ids::GameId;
+use draughts_proto::vocab::player::Player;
+use draughts_store::cas::{self, Change, Raw, Retry};
 use draughts_store::{Effect, StoreError};
 use serde::{Deserialize, Serialize};
 
 use super::invitation::{DeclineReason, InvitationRec, Standing};
-use super::record::{GameRecord, PlayerRec, TimeControlRec};
+use super::record::{GameRecord, TimeControlRec};
 use super::service::{GamesCore, GamesError, GamesResult, Missing, NewGame};
 
 /// Key and channel names of invitations and player signals.
@@ -51,12 +54,13 @@ pub const MAX_LISTED: usize = 200;
 /// Compare-and-set attempts on one player's list before an invitation gives up (ABORTED). Each lost
 /// attempt means another writer of the list won, so many concurrent invitations of one player all
 /// get through or get their refusal well within it.
-const LIST_CAS_ATTEMPTS: usize = 128;
+const LIST_CAS_ATTEMPTS: u32 = 128;
 
 /// One invitation in a player's list (`player-invitations:{player}`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Listed {
-    pub id: String,
+    /// The invitation's id (checked on read: every one was generated).
+    pub id: GameId,
     /// The other side: the invitee of a sent invitation (empty for an open one), the inviter of a
     /// received one.
     #[serde(default)]
@@ -106,8 +110,8 @@ pub fn signal(player: &str, kind: SignalKind, id: &str) -> Effect {
 /// What a new invitation needs (players already resolved from the server's identities).
 #[derive(Clone, Debug)]
 pub struct NewInvitation {
-    pub inviter: PlayerRec,
-    pub invitee: Option<PlayerRec>,
+    pub inviter: Player,
+    pub invitee: Option<Player>,
     pub inviter_color: Option<Color>,
     pub rules: RuleSet,
     pub time: TimeControlRec,
@@ -125,6 +129,13 @@ fn encode(inv: &InvitationRec) -> GamesResult<Bytes> {
     serde_json::to_vec(inv)
         .map(Bytes::from)
         .map_err(|e| GamesError::Invalid(format!("cannot encode invitation: {e}")))
+}
+
+/// A player's list as stored.
+fn encode_list(entries: &[Listed]) -> Result<Bytes, StoreError> {
+    serde_json::to_vec(entries)
+        .map(Bytes::from)
+        .map_err(|e| StoreError::InvalidArgument(format!("cannot encode a list: {e}")))
 }
 
 fn decode(id: &str, bytes: &[u8]) -> GamesResult<InvitationRec> {
@@ -271,7 +282,7 @@ impl GamesCore {
             with: inv
                 .invitee
                 .as_ref()
-                .map(|p| p.id.clone())
+                .map(|p| p.id.to_string())
                 .unwrap_or_default(),
             sent: true,
             stranger: false,
@@ -288,7 +299,7 @@ impl GamesCore {
         if let Some(invitee) = &inv.invitee {
             let received = Listed {
                 id: inv.id.clone(),
-                with: inv.inviter.id.clone(),
+                with: inv.inviter.id.to_string(),
                 sent: false,
                 stranger,
                 expires_ms: inv.expires_ms,
@@ -368,7 +379,12 @@ impl GamesCore {
         else {
             return Ok((Vec::new(), None));
         };
-        let entries = match serde_json::from_slice::<StoredList>(&bytes) {
+        Ok((self.entries_of(player, &bytes).await?, Some(version)))
+    }
+
+    /// The entries of `player`'s stored list.
+    async fn entries_of(&self, player: &str, bytes: &[u8]) -> GamesResult<Vec<Listed>> {
+        Ok(match serde_json::from_slice::<StoredList>(bytes) {
             Ok(StoredList::Entries(entries)) => entries,
             Ok(StoredList::Ids(ids)) => {
                 let mut entries = Vec::new();
@@ -385,8 +401,7 @@ impl GamesCore {
                 tracing::warn!(player, error = %e, "invitation list does not decode: started again");
                 Vec::new()
             }
-        };
-        Ok((entries, Some(version)))
+        })
     }
 
     async fn write_list(
@@ -395,16 +410,52 @@ impl GamesCore {
         entries: &[Listed],
         version: Option<u64>,
     ) -> Result<u64, StoreError> {
-        let bytes = serde_json::to_vec(entries)
-            .map_err(|e| StoreError::InvalidArgument(format!("cannot encode a list: {e}")))?;
         self.live()
             .put(
                 &keys::player_invitations(player),
-                Bytes::from(bytes),
+                encode_list(entries)?,
                 version,
                 None,
             )
             .await
+    }
+
+    /// Changes `player`'s list (empty when there is none) by compare-and-set ([`cas::update`]):
+    /// `change` gets the entries and says what to write, tried again from a fresh read when another
+    /// writer of the list wins.
+    async fn change_list<R, F, Fut>(&self, player: &str, retry: Retry, change: F) -> GamesResult<R>
+    where
+        F: Fn(Vec<Listed>) -> Fut,
+        Fut: std::future::Future<Output = GamesResult<Change<Vec<Listed>, R>>>,
+    {
+        let change = &change;
+        cas::update_async(
+            self.live().as_ref(),
+            &keys::player_invitations(player),
+            &Raw,
+            retry,
+            |stored| async move {
+                let entries = match stored {
+                    Some(bytes) => self.entries_of(player, &bytes).await?,
+                    None => Vec::new(),
+                };
+                Ok(match change(entries).await? {
+                    Change::Keep(result) => Change::Keep(result),
+                    Change::Write {
+                        value,
+                        ttl,
+                        effects,
+                        then,
+                    } => Change::Write {
+                        value: encode_list(&value)?,
+                        ttl,
+                        effects,
+                        then,
+                    },
+                })
+            },
+        )
+        .await
     }
 
     /// Removes from `entries` those matching `which` whose invitation is no longer pending (one
@@ -440,14 +491,17 @@ impl GamesCore {
         player: &str,
         entry: Listed,
         check_sent: bool,
-    ) -> GamesResult<Vec<String>> {
+    ) -> GamesResult<Vec<GameId>> {
         let max_strangers = self.limits().max_pending_from_strangers as usize;
-        for attempt in 0..LIST_CAS_ATTEMPTS {
-            let (mut entries, version) = self.read_list(player).await?;
+        // Another writer of this list won: read it again, after a short random pause that spreads
+        // the retries of many concurrent writers.
+        let retry = Retry::times(LIST_CAS_ATTEMPTS).jittered(1, 8);
+        let entry = &entry;
+        self.change_list(player, retry, |mut entries| async move {
             let now = self.now();
             entries.retain(|e| e.expires_ms > now);
             if entries.iter().any(|e| e.id == entry.id) {
-                return Ok(Vec::new());
+                return Ok(Change::Keep(Vec::new()));
             }
             if check_sent {
                 let refusal = |entries: &[Listed]| {
@@ -502,41 +556,34 @@ impl GamesCore {
                     None => break,
                 }
             }
-            match self.write_list(player, &entries, version).await {
-                Ok(_) => return Ok(dropped),
-                Err(StoreError::Conflict { .. }) => {
-                    // Another writer of this list won: read it again, after a short random pause
-                    // that spreads the retries of many concurrent writers.
-                    let pause = {
-                        use rand::Rng;
-                        rand::rng().random_range(0..=(attempt as u64).min(8))
-                    };
-                    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(GamesError::Conflict)
+            Ok(Change::Write {
+                value: entries,
+                ttl: None,
+                effects: Vec::new(),
+                then: dropped,
+            })
+        })
+        .await
     }
 
     /// Removes invitation `id` from `player`'s list (best effort: an entry left behind is pruned
     /// when a bound is checked or the list read).
     async fn unlist(&self, player: &str, id: &str) {
-        for _ in 0..8 {
-            let Ok((mut entries, Some(version))) = self.read_list(player).await else {
-                return;
-            };
-            let before = entries.len();
-            entries.retain(|e| e.id != id);
-            if entries.len() == before {
-                return;
-            }
-            match self.write_list(player, &entries, Some(version)).await {
-                Err(StoreError::Conflict { .. }) => continue,
-                _ => return,
-            }
-        }
+        let _ = self
+            .change_list(player, Retry::times(8), |mut entries| async move {
+                let before = entries.len();
+                entries.retain(|e| e.id != id);
+                if entries.len() == before {
+                    return Ok(Change::Keep(()));
+                }
+                Ok(Change::Write {
+                    value: entries,
+                    ttl: None,
+                    effects: Vec::new(),
+                    then: (),
+                })
+            })
+            .await;
     }
 
     /// Settles the pending invitations between `player` and `other` (when `player` blocks `other`):
@@ -580,38 +627,42 @@ impl GamesCore {
         id: &str,
         f: impl Fn(&mut InvitationRec, u64) -> GamesResult<()>,
     ) -> GamesResult<InvitationRec> {
-        for _ in 0..5 {
-            let (mut inv, version) = self.load_invitation(id).await?;
-            f(&mut inv, self.now())?;
-            let mut effects = vec![signal(&inv.inviter.id, SignalKind::Invitation, &inv.id)];
-            if let Some(invitee) = &inv.invitee {
-                effects.push(signal(&invitee.id, SignalKind::Invitation, &inv.id));
-            }
-            match self
-                .live()
-                .put_with(
-                    &keys::invitation(&inv.id),
-                    encode(&inv)?,
-                    Some(version),
-                    Some(self.invitation_ttl(&inv)),
-                    &effects,
-                )
-                .await
-            {
-                Ok(_) => {
-                    if inv.standing(self.now()) != Standing::Pending {
-                        self.unlist(&inv.inviter.id, &inv.id).await;
-                        if let Some(invitee) = &inv.invitee {
-                            self.unlist(&invitee.id, &inv.id).await;
-                        }
-                    }
-                    return Ok(inv);
+        let id = draughts_proto::ids::GameId::parse(id)
+            .map_err(|e| GamesError::Invalid(e.to_string()))?;
+        let codec = (
+            |bytes: &[u8]| decode(id.as_str(), bytes),
+            |inv: &InvitationRec| encode(inv),
+        );
+        let inv = cas::update(
+            self.live().as_ref(),
+            &keys::invitation(id.as_str()),
+            &codec,
+            Retry::times(5),
+            |inv| {
+                let Some(mut inv) = inv else {
+                    return Err(GamesError::NotFound(Missing::Invitation(id.to_string())));
+                };
+                f(&mut inv, self.now())?;
+                let mut effects = vec![signal(&inv.inviter.id, SignalKind::Invitation, &inv.id)];
+                if let Some(invitee) = &inv.invitee {
+                    effects.push(signal(&invitee.id, SignalKind::Invitation, &inv.id));
                 }
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
+                Ok(Change::Write {
+                    value: inv.clone(),
+                    ttl: Some(self.invitation_ttl(&inv)),
+                    effects,
+                    then: inv,
+                })
+            },
+        )
+        .await?;
+        if inv.standing(self.now()) != Standing::Pending {
+            self.unlist(&inv.inviter.id, &inv.id).await;
+            if let Some(invitee) = &inv.invitee {
+                self.unlist(&invitee.id, &inv.id).await;
             }
         }
-        Err(GamesError::Conflict)
+        Ok(inv)
     }
 
     /// `player` accepts invitation `id`: the game starts (its id is the invitation's). Repeating an
@@ -620,7 +671,7 @@ impl GamesCore {
     pub async fn accept_invitation(
         &self,
         id: &str,
-        player: PlayerRec,
+        player: Player,
         accept_key: &str,
     ) -> GamesResult<GameRecord> {
         let (current, _) = self.load_invitation(id).await?;
@@ -717,6 +768,7 @@ impl GamesCore {
                     black,
                     rated: inv.rated,
                     start,
+                    berserk_allowed: false,
                 },
                 inv.id.clone(),
             )
@@ -759,20 +811,24 @@ impl GamesCore {
     /// invitations of a guest taken over by an account join the account's list.
     pub(crate) async fn index_invitation(&self, player: &str, id: &str) -> GamesResult<()> {
         let (inv, _) = self.load_invitation(id).await?;
-        let entry = listed_for(player, &inv, false);
-        for _ in 0..LIST_CAS_ATTEMPTS {
-            let (mut entries, version) = self.read_list(player).await?;
-            if entries.iter().any(|e| e.id == id) {
-                return Ok(());
-            }
-            entries.push(entry.clone());
-            match self.write_list(player, &entries, version).await {
-                Ok(_) => return Ok(()),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(GamesError::Conflict)
+        let entry = &listed_for(player, &inv, false);
+        self.change_list(
+            player,
+            Retry::times(LIST_CAS_ATTEMPTS),
+            |mut entries| async move {
+                if entries.iter().any(|e| e.id == id) {
+                    return Ok(Change::Keep(()));
+                }
+                entries.push(entry.clone());
+                Ok(Change::Write {
+                    value: entries,
+                    ttl: None,
+                    effects: Vec::new(),
+                    then: (),
+                })
+            },
+        )
+        .await
     }
 
     /// `player`'s pending invitations (sent and received), oldest first. Settled and expired ones are
@@ -811,13 +867,37 @@ fn listed_for(player: &str, inv: &InvitationRec, stranger: bool) -> Listed {
         with: if sent {
             inv.invitee
                 .as_ref()
-                .map(|p| p.id.clone())
+                .map(|p| p.id.to_string())
                 .unwrap_or_default()
         } else {
-            inv.inviter.id.clone()
+            inv.inviter.id.to_string()
         },
         sent,
         stranger,
         expires_ms: inv.expires_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A player's invitation list as Games wrote it before ids were typed (a sent open invitation, a
+    /// received one from a stranger) reads, invitation ids checked, and writes back byte for byte; a
+    /// list of the older form (ids only) still reads as such.
+    #[test]
+    fn lists_written_before_typed_ids_read_and_write_back_byte_for_byte() {
+        const LIST: &str = r#"[{"id":"g19ae2b3c4d5e6f70789","with":"","sent":true,"stranger":false,"expires_ms":1765159200000},{"id":"g19ae2b3c4d5e6f70456","with":"user:0123456789abcdef0123","sent":false,"stranger":true,"expires_ms":1764900600000}]"#;
+        let Ok(StoredList::Entries(entries)) = serde_json::from_str::<StoredList>(LIST) else {
+            panic!("entries");
+        };
+        assert_eq!(entries[1].id.as_str(), "g19ae2b3c4d5e6f70456");
+        assert_eq!(serde_json::to_string(&entries).unwrap(), LIST);
+        assert!(matches!(
+            serde_json::from_str::<StoredList>(r#"["g19ae2b3c4d5e6f70456"]"#),
+            Ok(StoredList::Ids(ids)) if ids.len() == 1
+        ));
+        let bad = LIST.replace("g19ae2b3c4d5e6f70456", "g 1");
+        assert!(serde_json::from_str::<StoredList>(&bad).is_err());
     }
 }

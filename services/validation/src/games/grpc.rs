@@ -6,10 +6,11 @@ use tonic::{Request, Response, Status};
 
 use super::consent::NewInvitation;
 use super::invitation::{DeclineReason, InvitationRec, InvitationState, Standing};
-use super::record::{EventRec, GameRecord, PlayerRec, TimeControlRec};
+use super::record::{EventRec, GameRecord, TimeControlRec};
 use super::service::{GamesCore, GamesError, Missing, NewGame, PageKey};
 use crate::auth::{self, Identities, Principal, Scope};
 use draughts_proto::ids::PlayerId;
+use draughts_proto::vocab::player::Player;
 
 /// The Games gRPC service.
 #[derive(Clone, Debug)]
@@ -31,9 +32,9 @@ impl GamesService {
         id: &str,
         me: &Principal,
         field: &str,
-    ) -> Result<PlayerRec, GamesError> {
+    ) -> Result<Player, GamesError> {
         if id.is_empty() || id == me.player_id {
-            return Ok(me_rec(me));
+            return me_rec(me);
         }
         let id = PlayerId::parse(id).map_err(|e| GamesError::Invalid(format!("{field}: {e}")))?;
         let identity = self.identities.lookup(&id).await?.ok_or_else(|| {
@@ -42,11 +43,12 @@ impl GamesService {
                 field: field.to_owned(),
             })
         })?;
-        Ok(PlayerRec {
+        Ok(Player {
             guest: identity.is_guest(),
             computer: identity.is_computer(),
-            id: identity.id.into_string(),
+            bot: identity.bot,
             name: identity.name,
+            ..Player::new(identity.id)
         })
     }
 }
@@ -71,84 +73,33 @@ pub(crate) fn err(e: GamesError) -> Status {
     status
 }
 
-/// The caller as a player of a game.
-fn me_rec(me: &Principal) -> PlayerRec {
-    PlayerRec {
-        id: me.player_id.clone(),
+/// The caller as a player of a game (every caller's id is a player id: Auth checks them; a caller
+/// whose is not is refused, never stored).
+fn me_rec(me: &Principal) -> Result<Player, GamesError> {
+    let id =
+        PlayerId::parse(&me.player_id).map_err(|e| GamesError::Invalid(format!("caller: {e}")))?;
+    Ok(Player {
         name: me.display_name.clone(),
         guest: me.kind == auth::PrincipalKind::Guest,
-        computer: false,
-    }
+        bot: me.is_bot(),
+        ..Player::new(id)
+    })
 }
 
 fn time_control(tc: Option<&pb::TimeControl>) -> Result<TimeControlRec, GamesError> {
-    use pb::time_control::Kind;
-    let invalid = |m: &str| Err(GamesError::Invalid(m.to_owned()));
-    match tc.and_then(|t| t.kind.as_ref()) {
-        Some(Kind::Fischer(f)) => {
-            if f.base_ms == 0 && f.increment_ms == 0 {
-                return invalid("time_control.fischer needs a base or an increment");
-            }
-            if f.base_ms > 7 * 24 * 3_600_000 || f.increment_ms > 3_600_000 {
-                return invalid(
-                    "time_control.fischer: base at most 7 days, increment at most 1 hour",
-                );
-            }
-            Ok(TimeControlRec::Fischer {
-                base_ms: f.base_ms,
-                increment_ms: f.increment_ms,
-            })
-        }
-        Some(Kind::Correspondence(c)) => {
-            if !(1..=30).contains(&c.days_per_move) {
-                return invalid("time_control.correspondence.days_per_move must be from 1 to 30");
-            }
-            Ok(TimeControlRec::Correspondence {
-                days_per_move: c.days_per_move,
-            })
-        }
-        None => invalid("time_control is required (fischer or correspondence)"),
-    }
+    TimeControlRec::from_wire(tc).map_err(|e| GamesError::Invalid(e.to_string()))
 }
 
 fn color_wire(c: Color) -> i32 {
     convert::color_to_wire(c) as i32
 }
 
-fn player_wire(p: &PlayerRec) -> pb::Player {
-    pb::Player {
-        id: p.id.clone(),
-        display_name: p.name.clone(),
-        guest: p.guest,
-        computer: p.computer,
-    }
-}
-
 fn status_wire(record: &GameRecord, pos: &Position) -> pb::GameStatus {
     let Some(r) = &record.result else {
         return convert::status_to_wire(draughts_engine::GameStatus::Ongoing, pos);
     };
-    let outcome = match r.outcome.as_str() {
-        "white" => pb::Outcome::WhiteWins,
-        "black" => pb::Outcome::BlackWins,
-        "draw" => pb::Outcome::Draw,
-        _ => pb::Outcome::Aborted,
-    };
-    let reason = match r.reason.as_str() {
-        "no_pieces" => pb::EndReason::NoPieces,
-        "no_moves" => pb::EndReason::NoMoves,
-        "resignation" => pb::EndReason::Resignation,
-        "time" => pb::EndReason::Time,
-        "repetition" => pb::EndReason::Repetition,
-        "no_progress" => pb::EndReason::NoProgress,
-        "endgame_rule" => pb::EndReason::EndgameRule,
-        "agreement" => pb::EndReason::Agreement,
-        "aborted" => pb::EndReason::Aborted,
-        "gave_away_all_pieces" => pb::EndReason::GaveAwayAllPieces,
-        "gave_away_all_moves" => pb::EndReason::GaveAwayAllMoves,
-        "first_king" => pb::EndReason::FirstKing,
-        _ => pb::EndReason::Unspecified,
-    };
+    let outcome = r.outcome.to_wire();
+    let reason = r.reason.to_wire();
     pb::GameStatus {
         outcome: outcome as i32,
         reason: reason as i32,
@@ -188,11 +139,11 @@ fn view_from(record: &GameRecord, now: u64, from: usize) -> Result<pb::GameView,
     }
     let (white_ms, black_ms) = record.clocks_at(pos.side_to_move(), now);
     Ok(pb::GameView {
-        game_id: record.id.clone(),
+        game_id: record.id.to_string(),
         rules: Some(convert::rules_to_wire(rules)),
         time_control: Some(time_control_wire(&record.time)),
-        white: Some(player_wire(&record.white)),
-        black: Some(player_wire(&record.black)),
+        white: Some(record.white.to_wire()),
+        black: Some(record.black.to_wire()),
         rated: record.rated,
         start_fen: record.start_fen.clone(),
         moves,
@@ -217,6 +168,10 @@ fn view_from(record: &GameRecord, now: u64, from: usize) -> Result<pb::GameView,
             from as u32 + 1
         },
         first_move_deadline_ms: record.first_move_deadline(pos.side_to_move()).unwrap_or(0),
+        spectators: 0,
+        berserk_allowed: record.berserk_allowed,
+        white_berserk: record.white_berserk,
+        black_berserk: record.black_berserk,
     })
 }
 
@@ -247,21 +202,7 @@ fn played_move(
 }
 
 fn time_control_wire(t: &TimeControlRec) -> pb::TimeControl {
-    use pb::time_control::Kind;
-    pb::TimeControl {
-        kind: Some(match *t {
-            TimeControlRec::Fischer {
-                base_ms,
-                increment_ms,
-            } => Kind::Fischer(pb::Fischer {
-                base_ms,
-                increment_ms,
-            }),
-            TimeControlRec::Correspondence { days_per_move } => {
-                Kind::Correspondence(pb::Correspondence { days_per_move })
-            }
-        }),
-    }
+    t.to_wire()
 }
 
 /// The wire events of a record with seq greater than `after`.
@@ -293,6 +234,9 @@ pub fn events_after(
                 });
                 created.draw_offer = 0;
                 created.revision = 1;
+                // As created: a berserk comes later, as its own event.
+                created.white_berserk = false;
+                created.black_berserk = false;
                 (*seq, *at_ms, Kind::Created(created))
             }
             EventRec::Move { seq, at_ms, ply } => {
@@ -313,6 +257,9 @@ pub fn events_after(
                 *at_ms,
                 Kind::Finished(full.status.clone().unwrap_or_default()),
             ),
+            EventRec::Berserk { seq, at_ms, by, .. } => {
+                (*seq, *at_ms, Kind::Berserk(color_wire((*by).into())))
+            }
         };
         out.push(pb::GameEvent {
             seq,
@@ -385,7 +332,7 @@ impl pb::games_server::Games for GamesService {
             .core
             .accept_invitation(
                 &req.get_ref().invitation_id,
-                me_rec(&me),
+                me_rec(&me).map_err(err)?,
                 &req.get_ref().accept_key,
             )
             .await
@@ -515,12 +462,58 @@ impl pb::games_server::Games for GamesService {
         Ok(Response::new(blocked_wire(list)))
     }
 
+    async fn list_finished_games(
+        &self,
+        req: Request<pb::ListFinishedGamesRequest>,
+    ) -> Result<Response<pb::ListFinishedGamesResponse>, Status> {
+        let me = auth::principal(&req)?;
+        auth::require(&me, Scope::Service)?;
+        let req = req.into_inner();
+        let query = super::published::FinishedQuery {
+            after_ms: req.after_ms,
+            after_game_id: req.after_game_id,
+            before_ms: (req.before_ms > 0).then_some(req.before_ms),
+            limit: match req.limit {
+                0 => 100,
+                n => usize::try_from(n).unwrap_or(usize::MAX),
+            },
+            rated_only: req.rated_only,
+        };
+        let games = self.core.finished_since(&query).await.map_err(err)?;
+        Ok(Response::new(pb::ListFinishedGamesResponse {
+            games: games
+                .into_iter()
+                .map(|g| pb::FinishedGameEntry {
+                    game_id: g.game_id,
+                    finished_at_ms: g.finished_at_ms,
+                    event: g.event,
+                })
+                .collect(),
+        }))
+    }
+
+    async fn count_games_in_progress(
+        &self,
+        req: Request<pb::CountGamesInProgressRequest>,
+    ) -> Result<Response<pb::CountGamesInProgressResponse>, Status> {
+        let me = auth::principal(&req)?;
+        auth::require(&me, Scope::Service)?;
+        let games_in_progress = self.core.games_in_progress().await.map_err(err)?;
+        Ok(Response::new(pb::CountGamesInProgressResponse {
+            games_in_progress,
+        }))
+    }
+
     async fn get_game(
         &self,
         req: Request<pb::GetGameRequest>,
     ) -> Result<Response<pb::GameView>, Status> {
         let (record, _) = self.core.load(&req.get_ref().game_id).await.map_err(err)?;
-        Ok(Response::new(view(&record, self.core.now()).map_err(err)?))
+        let mut game = view(&record, self.core.now()).map_err(err)?;
+        if !record.is_over() {
+            game.spectators = super::watch::spectators(&self.core, &record.id).await;
+        }
+        Ok(Response::new(game))
     }
 
     #[tracing::instrument(skip_all, fields(game_id = %req.get_ref().game_id))]
@@ -581,6 +574,20 @@ impl pb::games_server::Games for GamesService {
         req: Request<pb::GameActionRequest>,
     ) -> Result<Response<pb::GameView>, Status> {
         self.action(req, GameRecord::claim_timeout).await
+    }
+    #[tracing::instrument(skip_all, fields(game_id = %req.get_ref().game_id))]
+    async fn berserk(
+        &self,
+        req: Request<pb::GameActionRequest>,
+    ) -> Result<Response<pb::GameView>, Status> {
+        // The caller's own side, from the credential: the request names only the game.
+        let me = caller(&req)?;
+        let record = self
+            .core
+            .berserk(&req.get_ref().game_id, &me.player_id)
+            .await
+            .map_err(err)?;
+        Ok(Response::new(view(&record, self.core.now()).map_err(err)?))
     }
 
     async fn export_pdn(
@@ -650,7 +657,7 @@ impl pb::games_server::Games for GamesService {
         if more && let Some(last) = recent.last() {
             resp.next_page_token = PageKey {
                 finished_at_ms: last.finished_ms.unwrap_or(last.created_ms),
-                game_id: last.id.clone(),
+                game_id: last.id.to_string(),
             }
             .token();
         }
@@ -664,7 +671,7 @@ fn blocked_wire(list: Vec<super::blocks::Blocked>) -> pb::BlockedPlayers {
             .into_iter()
             .rev()
             .map(|b| pb::BlockedPlayer {
-                player_id: b.id,
+                player_id: b.id.into_string(),
                 blocked_at_ms: b.at_ms,
             })
             .collect(),
@@ -680,7 +687,7 @@ impl GamesService {
         me: &Principal,
         id: &str,
         must_be_known: bool,
-    ) -> Result<String, GamesError> {
+    ) -> Result<PlayerId, GamesError> {
         let id = id.trim();
         if id.is_empty() {
             return Err(GamesError::Invalid("player_id is required".into()));
@@ -691,9 +698,7 @@ impl GamesService {
         if must_be_known {
             Ok(self.resolve_player(id, me, "player_id").await?.id)
         } else {
-            PlayerId::parse(id)
-                .map(|p| p.to_string())
-                .map_err(|e| GamesError::Invalid(format!("player_id: {e}")))
+            PlayerId::parse(id).map_err(|e| GamesError::Invalid(format!("player_id: {e}")))
         }
     }
 
@@ -741,6 +746,13 @@ impl GamesService {
                 )
                 .await?;
         }
+        // Berserk is a term of a tournament's game: only a pairing service (admin) sets it.
+        if req.berserk_allowed && !me.scopes.has(Scope::Admin) {
+            return Err(GamesError::Invalid(
+                "berserk_allowed may only be set with the admin scope (a tournament's games)"
+                    .into(),
+            ));
+        }
         let new = NewGame {
             rules,
             time,
@@ -748,6 +760,7 @@ impl GamesService {
             black,
             rated: req.rated,
             start,
+            berserk_allowed: req.berserk_allowed,
         };
         if req.game_id.is_empty() {
             return self.core.create(new).await;
@@ -761,7 +774,19 @@ impl GamesService {
         let id = draughts_proto::ids::GameId::parse(&req.game_id)
             .map_err(|e| GamesError::Invalid(e.to_string()))?;
         let (white_id, black_id) = (new.white.id.clone(), new.black.id.clone());
-        match self.core.create_with_id(new, id.to_string()).await {
+        // A pairing service (quick pairing) never seats two players of whom one blocks the other:
+        // FAILED_PRECONDITION, and the service pairs them with others. A retry finds its game.
+        if let Err(refused) = self.core.check_not_blocked(&white_id, &black_id).await {
+            return match self.core.load(id.as_ref()).await {
+                Ok((existing, _))
+                    if existing.white.id == white_id && existing.black.id == black_id =>
+                {
+                    Ok(existing)
+                }
+                _ => Err(refused),
+            };
+        }
+        match self.core.create_with_id(new, id.clone()).await {
             Err(GamesError::Conflict) => {
                 let (existing, _) = self.core.load(id.as_ref()).await?;
                 if existing.white.id == white_id && existing.black.id == black_id {
@@ -787,7 +812,7 @@ impl GamesService {
             None
         } else {
             if invitee_id == me.player_id {
-                return Err(GamesError::Invalid("you cannot invite yourself".into()));
+                return Err(GamesError::Denied(pb::ErrorReason::InviteSelf));
             }
             Some(self.resolve_player(invitee_id, me, "invitee_id").await?)
         };
@@ -797,7 +822,7 @@ impl GamesService {
         };
         self.core
             .invite(NewInvitation {
-                inviter: me_rec(me),
+                inviter: me_rec(me)?,
                 invitee,
                 inviter_color,
                 rules,
@@ -887,9 +912,9 @@ pub fn invitation_wire(inv: &InvitationRec, now: u64) -> Result<pb::Invitation, 
         _ => 0,
     };
     Ok(pb::Invitation {
-        invitation_id: inv.id.clone(),
-        inviter: Some(player_wire(&inv.inviter)),
-        invitee: inv.invitee.as_ref().map(player_wire),
+        invitation_id: inv.id.to_string(),
+        inviter: Some(inv.inviter.to_wire()),
+        invitee: inv.invitee.as_ref().map(Player::to_wire),
         inviter_color: inv.inviter_color.map_or(0, |c| color_wire(c.into())),
         rules: Some(convert::rules_to_wire(rules)),
         time_control: Some(time_control_wire(&inv.time)),
@@ -901,11 +926,15 @@ pub fn invitation_wire(inv: &InvitationRec, now: u64) -> Result<pb::Invitation, 
         expires_at_ms: inv.expires_ms,
         updated_at_ms: inv.updated_ms(),
         game_id: if matches!(inv.state, InvitationState::Accepted { .. }) {
-            inv.id.clone()
+            inv.id.to_string()
         } else {
             String::new()
         },
-        rematch_of: inv.rematch_of.clone().unwrap_or_default(),
+        rematch_of: inv
+            .rematch_of
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
     })
 }
 
@@ -913,10 +942,10 @@ pub fn invitation_wire(inv: &InvitationRec, now: u64) -> Result<pb::Invitation, 
 pub fn summary_wire(record: &GameRecord, now: u64) -> Result<pb::GameSummary, GamesError> {
     let v = view(record, now)?;
     Ok(pb::GameSummary {
-        game_id: record.id.clone(),
+        game_id: record.id.to_string(),
         variant: v.rules.as_ref().map_or(0, |x| x.variant),
-        white_id: record.white.id.clone(),
-        black_id: record.black.id.clone(),
+        white_id: record.white.id.to_string(),
+        black_id: record.black.id.to_string(),
         status: v.status,
         rated: record.rated,
         finished_at_ms: record.finished_ms.unwrap_or(record.created_ms),

@@ -10,9 +10,12 @@
 //! repeated accept finds the game it made instead of making a second one.
 
 use draughts_engine::{Color, RuleSet};
+use draughts_proto::ids::GameId;
+use draughts_proto::pb::ErrorReason;
+use draughts_proto::vocab::player::Player;
 use serde::{Deserialize, Serialize};
 
-use super::record::{ColorRec, PlayError, PlayResult, PlayerRec, TimeControlRec};
+use super::record::{ColorRec, PlayError, PlayResult, TimeControlRec};
 
 /// The schema version written in `v`.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -46,7 +49,7 @@ pub enum DeclineReason {
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum InvitationState {
     Pending,
-    Accepted { by: PlayerRec, at_ms: u64 },
+    Accepted { by: Player, at_ms: u64 },
     Declined { reason: DeclineReason, at_ms: u64 },
     Cancelled { at_ms: u64 },
 }
@@ -55,11 +58,12 @@ pub enum InvitationState {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InvitationRec {
     pub v: u32,
-    pub id: String,
-    pub inviter: PlayerRec,
+    /// Checked on read (ids are generated like a game's: the game it starts takes it).
+    pub id: GameId,
+    pub inviter: Player,
     /// `None`: an open invitation.
     #[serde(default)]
-    pub invitee: Option<PlayerRec>,
+    pub invitee: Option<Player>,
     /// `None`: drawn at random when accepted.
     #[serde(default)]
     pub inviter_color: Option<ColorRec>,
@@ -76,7 +80,7 @@ pub struct InvitationRec {
     pub state: InvitationState,
     /// For a rematch: the finished game it follows.
     #[serde(default)]
-    pub rematch_of: Option<String>,
+    pub rematch_of: Option<GameId>,
     /// When not empty, an acceptance must present this key (CreateInvitationRequest.accept_key).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub accept_key: String,
@@ -95,9 +99,9 @@ pub enum Standing {
 impl InvitationRec {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        id: String,
-        inviter: PlayerRec,
-        invitee: Option<PlayerRec>,
+        id: GameId,
+        inviter: Player,
+        invitee: Option<Player>,
         inviter_color: Option<Color>,
         rules: RuleSet,
         time: TimeControlRec,
@@ -107,7 +111,7 @@ impl InvitationRec {
         expires_in_ms: u64,
     ) -> PlayResult<InvitationRec> {
         if invitee.as_ref().is_some_and(|p| p.id == inviter.id) {
-            return Err(PlayError::Invalid("you cannot invite yourself".into()));
+            return Err(PlayError::Denied(ErrorReason::InviteSelf));
         }
         if invitee.as_ref().is_some_and(|p| p.computer) {
             return Err(PlayError::Invalid(
@@ -176,14 +180,14 @@ impl InvitationRec {
             Standing::Accepted => Err(PlayError::Refused(
                 "the invitation has already been accepted".into(),
             )),
-            Standing::Declined => Err(PlayError::Refused("the invitation was declined".into())),
-            Standing::Cancelled => Err(PlayError::Refused("the invitation was cancelled".into())),
-            Standing::Expired => Err(PlayError::Refused("the invitation has expired".into())),
+            Standing::Declined => Err(PlayError::Denied(ErrorReason::InvitationDeclined)),
+            Standing::Cancelled => Err(PlayError::Denied(ErrorReason::InvitationCancelled)),
+            Standing::Expired => Err(PlayError::Denied(ErrorReason::InvitationExpired)),
         }
     }
 
     /// `player` accepts at `now`.
-    pub fn accept(&mut self, player: PlayerRec, now: u64) -> PlayResult<()> {
+    pub fn accept(&mut self, player: Player, now: u64) -> PlayResult<()> {
         if player.id == self.inviter.id {
             return Err(PlayError::Refused(
                 "you cannot accept your own invitation".into(),
@@ -227,7 +231,7 @@ impl InvitationRec {
     }
 
     /// White and Black once accepted (the inviter's colour, or `random_white` when none was asked).
-    pub fn players(&self, random_white: bool) -> Option<(PlayerRec, PlayerRec)> {
+    pub fn players(&self, random_white: bool) -> Option<(Player, Player)> {
         let InvitationState::Accepted { by, .. } = &self.state else {
             return None;
         };
@@ -249,18 +253,17 @@ mod tests {
     use super::*;
     use draughts_engine::Variant;
 
-    fn player(id: &str) -> PlayerRec {
-        PlayerRec {
-            id: id.into(),
+    fn player(id: &str) -> Player {
+        Player {
             name: id.into(),
             guest: true,
-            computer: false,
+            ..Player::new(id.parse().unwrap())
         }
     }
 
     fn invitation(invitee: Option<&str>) -> InvitationRec {
         InvitationRec::new(
-            "g1".into(),
+            "g1".parse().unwrap(),
             player("guest:a"),
             invitee.map(player),
             Some(Color::Black),
@@ -335,7 +338,7 @@ mod tests {
         assert_eq!(open.standing(2_000), Standing::Accepted);
 
         let self_invite = InvitationRec::new(
-            "g2".into(),
+            "g2".parse().unwrap(),
             player("guest:a"),
             Some(player("guest:a")),
             None,
@@ -346,6 +349,50 @@ mod tests {
             0,
             0,
         );
-        assert!(matches!(self_invite, Err(PlayError::Invalid(_))));
+        assert_eq!(self_invite, Err(PlayError::Denied(ErrorReason::InviteSelf)));
+    }
+    /// Invitations as Games wrote them before ids were typed (an accepted rematch; an open
+    /// invitation of a BOT with an accept key): they read, ids checked, and write back byte for byte.
+    #[test]
+    fn invitations_written_before_typed_ids_read_and_write_back_byte_for_byte() {
+        use draughts_proto::ids::PlayerKind;
+        const ACCEPTED: &str = r#"{"v":1,"id":"g19ae2b3c4d5e6f70456","inviter":{"id":"user:0123456789abcdef0123","name":"Ann","guest":false,"computer":false},"invitee":{"id":"guest:0123456789abcdef0123456789abcdef","name":"Bob","guest":true,"computer":false},"inviter_color":"white","variant":"international","options":"","time":{"kind":"fischer","base_ms":300000,"increment_ms":2000},"rated":true,"fen":"","created_ms":1764900000000,"expires_ms":1764900600000,"state":{"state":"accepted","by":{"id":"guest:0123456789abcdef0123456789abcdef","name":"Bob","guest":true,"computer":false},"at_ms":1764900005000},"rematch_of":"g19ae2b3c4d5e6f70123"}"#;
+        const OPEN: &str = r#"{"v":1,"id":"g19ae2b3c4d5e6f70789","inviter":{"id":"key:acme-bot.v2","name":"acme-bot.v2","guest":false,"computer":false,"bot":true},"invitee":null,"inviter_color":null,"variant":"english","options":"","time":{"kind":"correspondence","days_per_move":3},"rated":false,"fen":"","created_ms":1764900000000,"expires_ms":1765159200000,"state":{"state":"pending"},"rematch_of":null,"accept_key":"k3y"}"#;
+        for json in [ACCEPTED, OPEN] {
+            let inv: InvitationRec = serde_json::from_str(json).unwrap();
+            assert_eq!(serde_json::to_string(&inv).unwrap(), json);
+        }
+        let accepted: InvitationRec = serde_json::from_str(ACCEPTED).unwrap();
+        assert_eq!(accepted.inviter.id.kind(), PlayerKind::Account);
+        assert_eq!(
+            accepted.rematch_of.as_ref().map(|id| id.as_str()),
+            Some("g19ae2b3c4d5e6f70123")
+        );
+        let (white, black) = accepted.players(false).unwrap();
+        assert_eq!(
+            (white.id.as_str(), black.id.is_guest()),
+            ("user:0123456789abcdef0123", true)
+        );
+        let open: InvitationRec = serde_json::from_str(OPEN).unwrap();
+        assert_eq!(open.inviter.id.kind(), PlayerKind::ApiKey);
+        assert!(open.visible_to("guest:anyone"));
+
+        // A side of an id older than the checks reads as a legacy id; malformed game ids do not read.
+        let legacy = ACCEPTED.replace("user:0123456789abcdef0123", "ann");
+        let old: InvitationRec = serde_json::from_str(&legacy).unwrap();
+        assert_eq!(old.inviter.id.kind(), PlayerKind::Legacy);
+        assert_eq!(serde_json::to_string(&old).unwrap(), legacy);
+        for bad in [
+            ACCEPTED.replace(r#""id":"g19ae2b3c4d5e6f70456""#, r#""id":"g/1""#),
+            ACCEPTED.replace(
+                r#""rematch_of":"g19ae2b3c4d5e6f70123""#,
+                r#""rematch_of":"""#,
+            ),
+        ] {
+            assert!(
+                serde_json::from_str::<InvitationRec>(&bad).is_err(),
+                "{bad}"
+            );
+        }
     }
 }

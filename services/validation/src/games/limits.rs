@@ -22,6 +22,10 @@ pub struct GamesLimits {
     /// Ongoing games one player may have at once; starting another one is RESOURCE_EXHAUSTED.
     #[arg(long, env = "DRAUGHTS_MAX_OPEN_GAMES_PER_PLAYER", default_value_t = 50)]
     pub max_open_games_per_player: u32,
+    /// Ongoing games a BOT may have at once (bots accept challenges unattended; the operator's bound
+    /// on the server, under --max-open-games-per-player). Beyond: RESOURCE_EXHAUSTED.
+    #[arg(long, env = "DRAUGHTS_MAX_OPEN_GAMES_PER_BOT", default_value_t = 8)]
+    pub max_open_games_per_bot: u32,
     /// Pending invitations one player may hold from strangers (players they have no finished game
     /// with): a newer one is kept and the oldest from a stranger declined as "too many". Invitations
     /// from players they have played are not counted and never dropped so.
@@ -88,6 +92,7 @@ impl GamesLimits {
             first_move_secs: super::record::DEFAULT_FIRST_MOVE_MS / 1000,
             archived_game_ttl_s: 3_600,
             max_open_games_per_player: 50,
+            max_open_games_per_bot: 8,
             max_pending_from_strangers: 20,
             ai_games_per_hour_guest: 30,
             ai_strong_games_per_hour_guest: 6,
@@ -120,6 +125,12 @@ impl GamesLimits {
         in_range(
             "max-open-games-per-player",
             self.max_open_games_per_player.into(),
+            1,
+            10_000,
+        )?;
+        in_range(
+            "max-open-games-per-bot",
+            self.max_open_games_per_bot.into(),
             1,
             10_000,
         )?;

@@ -13,9 +13,17 @@
 use std::time::Duration;
 
 use draughts_proto::contract::linked;
+use draughts_proto::ids::PlayerId;
+use draughts_proto::vocab::player::Player;
 use draughts_store::StoreError;
+use draughts_store::cas::{self, Change, Retry};
 
-use super::service::{GamesCore, GamesResult};
+use super::service::{GamesCore, GamesError, GamesResult};
+
+/// A game's action that lost its compare-and-set to another writer (tried again).
+fn lost_race(e: &GamesError) -> bool {
+    matches!(e, GamesError::Conflict)
+}
 
 /// The consumer group of the games service on `players.linked`.
 pub const GROUP: &str = "games-links";
@@ -45,12 +53,12 @@ impl GamesCore {
         for entry in entries {
             match linked::decode(&entry.payload) {
                 Ok(link) => {
-                    self.move_live_games(&link.guest_id, &link.player_id, &link.player_name)
+                    let (guest, player) = (link.guest_id.as_str(), &link.player_id);
+                    self.move_live_games(guest, player, &link.player_name)
                         .await?;
-                    self.move_invitations(&link.guest_id, &link.player_id, &link.player_name)
+                    self.move_invitations(guest, player, &link.player_name)
                         .await?;
-                    self.move_finished_games(&link.guest_id, &link.player_id)
-                        .await?;
+                    self.move_finished_games(guest, player).await?;
                     applied += 1;
                 }
                 Err(e) => {
@@ -79,7 +87,8 @@ impl GamesCore {
         for entry in entries {
             match erased::decode(&entry.payload) {
                 Ok(event) => {
-                    self.rename_in_games(&event.player_id, &event.name).await?;
+                    self.rename_in_games(event.player_id.as_str(), &event.name)
+                        .await?;
                     applied += 1;
                 }
                 Err(e) => {
@@ -96,30 +105,25 @@ impl GamesCore {
     /// Shows `player` as `name` in its ongoing games and in its finished games (the stored record,
     /// its PDN and its `games.finished` payload). Idempotent.
     pub async fn rename_in_games(&self, player: &str, name: &str) -> GamesResult<u64> {
-        let rename = |side: &mut super::record::PlayerRec| {
+        let rename = |side: &mut Player| {
             if side.id == player {
                 side.name = name.to_owned();
             }
         };
         let mut renamed = 0;
         for id in self.ongoing_ids(player).await? {
-            for _ in 0..5 {
-                match self
-                    .act(&id, |record, _, _| {
-                        rename(&mut record.white);
-                        rename(&mut record.black);
-                        Ok(())
-                    })
-                    .await
-                {
-                    Ok(_) => {
-                        renamed += 1;
-                        break;
-                    }
-                    Err(super::service::GamesError::Conflict) => continue,
-                    Err(super::service::GamesError::NotFound(_)) => break,
-                    Err(e) => return Err(e),
-                }
+            let renaming = cas::retry(Retry::times(5), lost_race, || {
+                self.act(&id, |record, _, _| {
+                    rename(&mut record.white);
+                    rename(&mut record.black);
+                    Ok(())
+                })
+            })
+            .await;
+            match renaming {
+                Ok(_) => renamed += 1,
+                Err(GamesError::Conflict | GamesError::NotFound(_)) => {}
+                Err(e) => return Err(e),
             }
         }
         let corrupt = |e: serde_json::Error| super::service::GamesError::Corrupt(e.to_string());
@@ -183,65 +187,71 @@ impl GamesCore {
     async fn rename_in_archived_record(
         &self,
         game_id: &str,
-        rename: &impl Fn(&mut super::record::PlayerRec),
+        rename: &impl Fn(&mut Player),
     ) -> GamesResult<()> {
-        let key = super::service::keys::game(game_id);
-        for _ in 0..5 {
-            let Some((bytes, version)) = self.live().get(&key).await? else {
-                return Ok(());
-            };
-            let mut record = super::service::decode(game_id, &bytes)?;
-            rename(&mut record.white);
-            rename(&mut record.black);
-            let bytes = serde_json::to_vec(&record)
-                .map_err(|e| super::service::GamesError::Corrupt(e.to_string()))?;
-            let ttl = record.archived.then(|| self.limits().archived_game_ttl());
-            match self
-                .live()
-                .put(&key, bytes::Bytes::from(bytes), Some(version), ttl)
-                .await
-            {
-                Ok(_) => return Ok(()),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(super::service::GamesError::Conflict)
+        let codec = (
+            |bytes: &[u8]| super::service::decode(game_id, bytes),
+            |record: &super::record::GameRecord| -> GamesResult<bytes::Bytes> {
+                serde_json::to_vec(record)
+                    .map(bytes::Bytes::from)
+                    .map_err(|e| GamesError::Corrupt(e.to_string()))
+            },
+        );
+        cas::update(
+            self.live().as_ref(),
+            &super::service::keys::game(game_id),
+            &codec,
+            Retry::times(5),
+            |record| {
+                let Some(mut record) = record else {
+                    return Ok(Change::Keep(()));
+                };
+                rename(&mut record.white);
+                rename(&mut record.black);
+                let ttl = record.archived.then(|| self.limits().archived_game_ttl());
+                Ok(Change::Write {
+                    value: record,
+                    ttl,
+                    effects: Vec::new(),
+                    then: (),
+                })
+            },
+        )
+        .await
     }
 
     /// Hands the ongoing games of `guest` to `player` (named `name`; empty keeps the guest's name).
-    pub async fn move_live_games(&self, guest: &str, player: &str, name: &str) -> GamesResult<u64> {
+    pub async fn move_live_games(
+        &self,
+        guest: &str,
+        player: &PlayerId,
+        name: &str,
+    ) -> GamesResult<u64> {
         let mut moved = 0;
         for id in self.ongoing_ids(guest).await? {
-            let adopt = |side: &mut super::record::PlayerRec| {
+            let adopt = |side: &mut Player| {
                 if side.id == guest {
-                    side.id = player.to_owned();
+                    side.id = player.clone();
                     side.guest = false;
                     if !name.is_empty() {
                         side.name = name.to_owned();
                     }
                 }
             };
-            let mut done = false;
-            for _ in 0..5 {
-                match self
-                    .act(&id, |record, _, _| {
-                        adopt(&mut record.white);
-                        adopt(&mut record.black);
-                        Ok(())
-                    })
-                    .await
-                {
-                    Ok(_) => {
-                        done = true;
-                        break;
-                    }
-                    Err(super::service::GamesError::Conflict) => continue,
-                    // Archived and gone from the live store meanwhile: the finished rows follow.
-                    Err(super::service::GamesError::NotFound(_)) => break,
-                    Err(e) => return Err(e),
-                }
-            }
+            let adopting = cas::retry(Retry::times(5), lost_race, || {
+                self.act(&id, |record, _, _| {
+                    adopt(&mut record.white);
+                    adopt(&mut record.black);
+                    Ok(())
+                })
+            })
+            .await;
+            let done = match adopting {
+                Ok(_) => true,
+                // Archived and gone from the live store meanwhile: the finished rows follow.
+                Err(GamesError::Conflict | GamesError::NotFound(_)) => false,
+                Err(e) => return Err(e),
+            };
             self.update_player_games(player, &id, true).await?;
             self.update_player_games(guest, &id, false).await?;
             if done {
@@ -255,14 +265,14 @@ impl GamesCore {
     pub async fn move_invitations(
         &self,
         guest: &str,
-        player: &str,
+        player: &PlayerId,
         name: &str,
     ) -> GamesResult<u64> {
         let mut moved = 0;
         for invitation in self.pending_invitations(guest).await? {
-            let adopt = |side: &mut super::record::PlayerRec| {
+            let adopt = |side: &mut Player| {
                 if side.id == guest {
-                    side.id = player.to_owned();
+                    side.id = player.clone();
                     side.guest = false;
                     if !name.is_empty() {
                         side.name = name.to_owned();
@@ -284,7 +294,7 @@ impl GamesCore {
     }
 
     /// Moves every finished game of `guest` to `player` (ids in the row and in the stored record).
-    pub async fn move_finished_games(&self, guest: &str, player: &str) -> GamesResult<u64> {
+    pub async fn move_finished_games(&self, guest: &str, player: &PlayerId) -> GamesResult<u64> {
         let mut moved = 0;
         loop {
             let rows: Vec<(String, String)> = draughts_store::sqlx::query_as(
@@ -304,7 +314,7 @@ impl GamesCore {
                     .map_err(|e| super::service::GamesError::Corrupt(e.to_string()))?;
                 for side in [&mut record.white, &mut record.black] {
                     if side.id == guest {
-                        side.id = player.to_owned();
+                        side.id = player.clone();
                         side.guest = false;
                     }
                 }
@@ -313,16 +323,16 @@ impl GamesCore {
                 draughts_store::sqlx::query(
                     "UPDATE finished_games SET white_id = $1, black_id = $2, record = $3 WHERE game_id = $4",
                 )
-                .bind(record.white.id.clone())
-                .bind(record.black.id.clone())
+                .bind(record.white.id.to_string())
+                .bind(record.black.id.to_string())
                 .bind(json)
                 .bind(game_id.clone())
                 .execute(self.db().pool())
                 .await
                 .map_err(StoreError::from)?;
-                let adopt = |side: &mut super::record::PlayerRec| {
+                let adopt = |side: &mut Player| {
                     if side.id == guest {
-                        side.id = player.to_owned();
+                        side.id = player.clone();
                         side.guest = false;
                     }
                 };
@@ -357,7 +367,7 @@ impl draughts_auth::grpc::FinishedGames for GamesCore {
                 Some(last) if more && !full => {
                     after = Some(super::service::PageKey {
                         finished_at_ms: last.finished_ms.unwrap_or(0),
-                        game_id: last.id.clone(),
+                        game_id: last.id.to_string(),
                     });
                 }
                 _ => return Ok((texts, more)),

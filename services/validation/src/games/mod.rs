@@ -21,6 +21,7 @@ pub mod limits;
 pub mod links;
 pub mod pdn;
 pub mod player_events;
+pub mod published;
 pub mod quota;
 pub mod record;
 pub mod service;

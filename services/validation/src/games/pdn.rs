@@ -1,7 +1,13 @@
 //! PDN export of a game: the standard seven tags plus GameType, FEN (when not the start position),
-//! TimeControl and the termination reason, then the moves numbered from the first mover.
+//! TimeControl, the termination reason, `WhiteType`/`BlackType` "program" for bots and
+//! `WhiteBerserk`/`BlackBerserk` "1" for a side that went berserk in an arena, then the moves numbered
+//! from the first mover.
 
-use draughts_engine::{Color, Position, Variant, pdn_movetext, pdn_tag, pdn_variant_tags};
+use draughts_engine::{
+    Color, Position, Variant, pdn_movetext, pdn_options_tag, pdn_tag, pdn_variant_tags,
+};
+
+use draughts_proto::contract::finished::Outcome;
 
 use super::record::{GameRecord, TimeControlRec};
 use super::service::{GamesError, GamesResult};
@@ -15,11 +21,11 @@ pub fn result_text(record: &GameRecord) -> String {
     let Ok(variant) = Variant::from_key(&record.variant) else {
         return "*".into();
     };
-    let winner = match r.outcome.as_str() {
-        "white" => Some(Color::White),
-        "black" => Some(Color::Black),
-        "draw" => None,
-        _ => return "*".into(),
+    let winner = match r.outcome {
+        Outcome::WhiteWins => Some(Color::White),
+        Outcome::BlackWins => Some(Color::Black),
+        Outcome::Draw => None,
+        Outcome::Aborted => return "*".into(),
     };
     variant.result_text(winner).into()
 }
@@ -55,6 +61,8 @@ pub fn export(record: &GameRecord) -> GamesResult<String> {
     tag(&mut out, "Black", &record.black.name);
     tag(&mut out, "Result", &result);
     out.push_str(&pdn_variant_tags(variant));
+    // House rules (draw-rule options and the others), when the game has any (docs/rules.md §5.7).
+    out.push_str(&pdn_options_tag(rules.options()));
     if start != Position::start(rules) {
         tag(&mut out, "SetUp", "1");
         tag(&mut out, "FEN", &record.start_fen);
@@ -71,6 +79,21 @@ pub fn export(record: &GameRecord) -> GamesResult<String> {
         }
     };
     tag(&mut out, "TimeControl", &tc);
+    // Bots are marked as programs (PGN's WhiteType/BlackType, which PDN readers know).
+    for (key, player) in [("WhiteType", &record.white), ("BlackType", &record.black)] {
+        if player.bot {
+            tag(&mut out, key, "program");
+        }
+    }
+    // Arena berserk: the side played on half its time with no increment.
+    for (key, berserk) in [
+        ("WhiteBerserk", record.white_berserk),
+        ("BlackBerserk", record.black_berserk),
+    ] {
+        if berserk {
+            tag(&mut out, key, "1");
+        }
+    }
     if let Some(r) = &record.result {
         tag(&mut out, "Termination", &r.description);
     }
@@ -97,6 +120,38 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_berserk_side_is_tagged() {
+        use super::super::record::{GameRecord, TimeControlRec};
+        use draughts_engine::{Color, Position, RuleSet, Variant};
+        use draughts_proto::vocab::player::Player;
+        let player = |id: &str| Player {
+            name: id.into(),
+            guest: true,
+            ..Player::new(id.parse().unwrap())
+        };
+        let mut record = GameRecord::new(
+            "g1".parse().unwrap(),
+            RuleSet::new(Variant::English),
+            TimeControlRec::Fischer {
+                base_ms: 60_000,
+                increment_ms: 1_000,
+            },
+            player("guest:w"),
+            player("guest:b"),
+            false,
+            &Position::start(Variant::English),
+            1_000,
+        )
+        .unwrap();
+        assert!(!super::export(&record).unwrap().contains("Berserk"));
+        record.berserk_allowed = true;
+        record.berserk(Color::Black, 1_100).unwrap();
+        let pdn = super::export(&record).unwrap();
+        assert!(pdn.contains("[BlackBerserk \"1\"]"), "{pdn}");
+        assert!(!pdn.contains("WhiteBerserk"), "{pdn}");
+    }
+
     #[test]
     fn civil_dates() {
         assert_eq!(super::civil_from_days(0), (1970, 1, 1));

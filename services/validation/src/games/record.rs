@@ -10,38 +10,16 @@ use draughts_engine::{
     Color, Count, DrawReason, Game, GameResult, GameStatus, Move, Position, RuleOptions, RuleSet,
     Variant, WinReason,
 };
+use draughts_proto::contract::finished::{EndReason, Outcome};
+use draughts_proto::ids::GameId;
+use draughts_proto::pb::ErrorReason;
+use draughts_proto::vocab::player::Player;
 use serde::{Deserialize, Serialize};
 
-/// A player as stored.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlayerRec {
-    pub id: String,
-    pub name: String,
-    #[serde(default)]
-    pub guest: bool,
-    #[serde(default)]
-    pub computer: bool,
-}
-
-/// A time control as stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TimeControlRec {
-    Fischer { base_ms: u64, increment_ms: u64 },
-    Correspondence { days_per_move: u32 },
-}
-
-const DAY_MS: u64 = 24 * 3600 * 1000;
-
-impl TimeControlRec {
-    /// Time each side has at the start (Fischer) or for each move (correspondence), in ms.
-    pub fn initial_ms(&self) -> u64 {
-        match *self {
-            TimeControlRec::Fischer { base_ms, .. } => base_ms,
-            TimeControlRec::Correspondence { days_per_move } => u64::from(days_per_move) * DAY_MS,
-        }
-    }
-}
+/// A time control as stored: the platform's one type ([`draughts_proto::vocab::time::TimeControl`],
+/// the same JSON as this record wrote before: `{"kind":"fischer","base_ms","increment_ms"}` or
+/// `{"kind":"correspondence","days_per_move"}`).
+pub use draughts_proto::vocab::time::TimeControl as TimeControlRec;
 
 /// One played move, compact (a game's record is read and written on every move): the squares stood
 /// on as PDN numbers (origin first, so `p[0]` is the origin and the last the destination), the captured
@@ -116,6 +94,17 @@ pub enum EventRec {
         #[serde(default)]
         ply: u32,
     },
+    /// This side went berserk ([`GameRecord::berserk`]). A new kind: a replica built before it
+    /// cannot read a record holding one (it answers that game as corrupt), so every Games replica is
+    /// upgraded before a tournaments replica creates games with berserk allowed (an older Games
+    /// ignores the request's flag, and its games simply allow no berserk).
+    Berserk {
+        seq: u64,
+        at_ms: u64,
+        by: ColorRec,
+        #[serde(default)]
+        ply: u32,
+    },
 }
 
 impl EventRec {
@@ -125,7 +114,8 @@ impl EventRec {
             | EventRec::Move { seq, .. }
             | EventRec::DrawOffered { seq, .. }
             | EventRec::DrawDeclined { seq, .. }
-            | EventRec::Finished { seq, .. } => *seq,
+            | EventRec::Finished { seq, .. }
+            | EventRec::Berserk { seq, .. } => *seq,
         }
     }
 
@@ -136,7 +126,8 @@ impl EventRec {
             EventRec::Move { ply, .. }
             | EventRec::DrawOffered { ply, .. }
             | EventRec::DrawDeclined { ply, .. }
-            | EventRec::Finished { ply, .. } => *ply,
+            | EventRec::Finished { ply, .. }
+            | EventRec::Berserk { ply, .. } => *ply,
         }
     }
 }
@@ -168,11 +159,11 @@ impl From<ColorRec> for Color {
 /// How a game ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResultRec {
-    /// `white`, `black`, `draw` or `aborted`.
-    pub outcome: String,
-    /// `no_pieces`, `no_moves`, `resignation`, `time`, `repetition`, `no_progress`, `endgame_rule`,
-    /// `agreement`, `aborted`.
-    pub reason: String,
+    /// Stored as its key (`white`, `black`, `draw` or `aborted`), as before it was typed.
+    pub outcome: Outcome,
+    /// Stored as its key (`no_pieces`, `resignation`, ...); a key this build does not know reads as
+    /// [`EndReason::Other`].
+    pub reason: EndReason,
     pub description: String,
 }
 
@@ -181,13 +172,14 @@ pub struct ResultRec {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GameRecord {
     pub v: u32,
-    pub id: String,
+    /// Checked on read: every id Games wrote is one (generated, or an admin's checked choice).
+    pub id: GameId,
     pub variant: String,
     /// Canonical option list (`no-mandatory-capture,move-limit=40`), empty for none.
     #[serde(default)]
     pub options: String,
-    pub white: PlayerRec,
-    pub black: PlayerRec,
+    pub white: Player,
+    pub black: Player,
     pub time: TimeControlRec,
     pub rated: bool,
     pub start_fen: String,
@@ -218,6 +210,23 @@ pub struct GameRecord {
     /// moved, and a missed first move aborts the game.
     #[serde(default = "default_first_move_ms")]
     pub first_move_ms: u64,
+    /// Each player may go berserk before their first move ([`GameRecord::berserk`]): set at creation
+    /// by a tournament service for an arena that allows it, never by a player. Absent in older
+    /// records: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub berserk_allowed: bool,
+    /// White went berserk: half the base time, no increment for the rest of the game.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub white_berserk: bool,
+    /// Black went berserk.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub black_berserk: bool,
+}
+
+/// A berserk side's time: half the base (lichess's arena berserk). The one definition of the
+/// berserk clock: the tournaments service only scores it.
+pub fn berserk_ms(base_ms: u64) -> u64 {
+    base_ms / 2
 }
 
 /// Time for each side's first move unless the server is configured otherwise, ms.
@@ -237,8 +246,29 @@ pub enum PlayError {
     Invalid(String),
     #[error("{0}")]
     Refused(String),
+    /// A refusal the API names (`ErrorReason`, sent as a trailer), in its one English text.
+    #[error("{}", denial_text(*.0))]
+    Denied(ErrorReason),
     #[error("only the game's players may do that")]
     NotAPlayer,
+}
+
+/// The English text of each refusal the API names: the one place it is written.
+pub fn denial_text(reason: ErrorReason) -> &'static str {
+    match reason {
+        ErrorReason::NotYourTurn => "it is not your turn",
+        ErrorReason::GameOver => "the game is over",
+        ErrorReason::EndedOnTime => "the game just ended on time",
+        ErrorReason::DrawAlreadyOffered => "you have already offered a draw",
+        ErrorReason::InvitationExpired => "the invitation has expired",
+        ErrorReason::InvitationCancelled => "the invitation was cancelled",
+        ErrorReason::InvitationDeclined => "the invitation was declined",
+        ErrorReason::InviteSelf => "you cannot invite yourself",
+        ErrorReason::NotAPlayer => "only the game's players may do that",
+        ErrorReason::StalePly => "your view of the game is stale",
+        ErrorReason::NoSuchGame => "no such game",
+        ErrorReason::Unspecified => "refused",
+    }
 }
 
 pub type PlayResult<T> = Result<T, PlayError>;
@@ -247,11 +277,11 @@ impl GameRecord {
     /// A new game (validated) at `now`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        id: String,
+        id: GameId,
         rules: RuleSet,
         time: TimeControlRec,
-        white: PlayerRec,
-        black: PlayerRec,
+        white: Player,
+        black: Player,
         rated: bool,
         start: &Position,
         now: u64,
@@ -290,6 +320,9 @@ impl GameRecord {
             events: vec![EventRec::Created { seq: 1, at_ms: now }],
             archived: false,
             first_move_ms: DEFAULT_FIRST_MOVE_MS,
+            berserk_allowed: false,
+            white_berserk: false,
+            black_berserk: false,
         })
     }
 
@@ -404,6 +437,65 @@ impl GameRecord {
         }
     }
 
+    /// Whether `side` went berserk.
+    pub fn is_berserk(&self, side: Color) -> bool {
+        match side {
+            Color::White => self.white_berserk,
+            Color::Black => self.black_berserk,
+        }
+    }
+
+    /// Whether `side` has made a move.
+    fn has_moved(&self, side: Color) -> bool {
+        (0..self.moves.len()).any(|i| self.mover(i) == side)
+    }
+
+    /// `player` goes berserk (lichess's arena berserk, `Clock.goBerserk`): their own remaining time
+    /// becomes half the base ([`berserk_ms`]) and they get no increment for the rest of the game.
+    /// Only in a game that allows it ([`GameRecord::berserk_allowed`], Fischer clocks), before that
+    /// side's first move. Returns `false` (nothing changed) when the side is already berserk: once
+    /// per side, and a repeat is harmless.
+    pub fn berserk(&mut self, player: Color, now: u64) -> PlayResult<bool> {
+        if self.is_berserk(player) {
+            return Ok(false);
+        }
+        self.ensure_ongoing(now)?;
+        if !self.berserk_allowed {
+            return Err(PlayError::Refused(
+                "berserk is only for games of an arena that allows it".into(),
+            ));
+        }
+        let TimeControlRec::Fischer { base_ms, .. } = self.time else {
+            return Err(PlayError::Refused("berserk needs a Fischer clock".into()));
+        };
+        if self.has_moved(player) {
+            return Err(PlayError::Refused(
+                "too late to go berserk: you have made your first move".into(),
+            ));
+        }
+        // No clock has run for a side that has not moved: its time is the base, now halved.
+        let half = berserk_ms(base_ms);
+        match player {
+            Color::White => {
+                self.white_ms = half;
+                self.white_berserk = true;
+            }
+            Color::Black => {
+                self.black_ms = half;
+                self.black_berserk = true;
+            }
+        }
+        let seq = self.next_seq();
+        let ply = self.ply();
+        self.events.push(EventRec::Berserk {
+            seq,
+            at_ms: now,
+            by: player.into(),
+            ply,
+        });
+        Ok(true)
+    }
+
     fn remaining(&self, side: Color) -> u64 {
         match side {
             Color::White => self.white_ms,
@@ -427,7 +519,10 @@ impl GameRecord {
     pub fn counts_for_rating(&self) -> bool {
         self.rated
             && self.moves.len() >= 2
-            && self.result.as_ref().is_some_and(|r| r.outcome != "aborted")
+            && self
+                .result
+                .as_ref()
+                .is_some_and(|r| r.outcome != Outcome::Aborted)
     }
 
     /// Remaining time of each side at `now` (the side to move's clock runs). After the end: what each
@@ -516,11 +611,11 @@ impl GameRecord {
     /// Plays `player`'s move (already resolved against the current position) at `now`.
     pub fn play(&mut self, player: Color, game: &mut Game, mv: &Move, now: u64) -> PlayResult<()> {
         if self.is_over() {
-            return Err(PlayError::Refused("the game is over".into()));
+            return Err(PlayError::Denied(ErrorReason::GameOver));
         }
         let pos = *game.position();
         if pos.side_to_move() != player {
-            return Err(PlayError::Refused("it is not your turn".into()));
+            return Err(PlayError::Denied(ErrorReason::NotYourTurn));
         }
         if self.check_flag(now)? {
             return Err(PlayError::Refused(
@@ -547,7 +642,10 @@ impl GameRecord {
         } else {
             0
         };
+        let berserk = self.is_berserk(player);
         let (increment, reset) = match self.time {
+            // A berserk side gets no increment.
+            TimeControlRec::Fischer { .. } if berserk => (0, None),
             TimeControlRec::Fischer { increment_ms, .. } if self.clock_runs() => {
                 (increment_ms, None)
             }
@@ -602,7 +700,7 @@ impl GameRecord {
         self.ensure_ongoing(now)?;
         match self.draw_offer {
             Some(c) if Color::from(c) == player => {
-                return Err(PlayError::Refused("you have already offered a draw".into()));
+                return Err(PlayError::Denied(ErrorReason::DrawAlreadyOffered));
             }
             Some(_) => return self.accept_draw(player, now),
             None => {}
@@ -675,7 +773,7 @@ impl GameRecord {
     /// The caller claims the win because the opponent's time is up.
     pub fn claim_timeout(&mut self, player: Color, now: u64) -> PlayResult<()> {
         if self.is_over() {
-            return Err(PlayError::Refused("the game is over".into()));
+            return Err(PlayError::Denied(ErrorReason::GameOver));
         }
         let side = self.side_to_move()?;
         if side == player {
@@ -695,10 +793,10 @@ impl GameRecord {
 
     fn ensure_ongoing(&mut self, now: u64) -> PlayResult<()> {
         if self.is_over() {
-            return Err(PlayError::Refused("the game is over".into()));
+            return Err(PlayError::Denied(ErrorReason::GameOver));
         }
         if self.check_flag(now)? {
-            return Err(PlayError::Refused("the game just ended on time".into()));
+            return Err(PlayError::Denied(ErrorReason::EndedOnTime));
         }
         Ok(())
     }
@@ -730,40 +828,17 @@ fn title(side: Color) -> &'static str {
 /// The stored form of an aborted game's result.
 fn aborted(description: String) -> ResultRec {
     ResultRec {
-        outcome: "aborted".into(),
-        reason: "aborted".into(),
+        outcome: Outcome::Aborted,
+        reason: EndReason::Aborted,
         description,
     }
 }
 
-/// The stored form of an engine result.
+/// The stored form of an engine result (the contract's one conversion).
 pub fn result_rec(r: &GameResult) -> ResultRec {
-    let (outcome, reason) = match r {
-        GameResult::Win { winner, reason } => (
-            winner.name(),
-            match reason {
-                WinReason::NoPieces => "no_pieces",
-                WinReason::NoMoves => "no_moves",
-                WinReason::Resignation => "resignation",
-                WinReason::Time => "time",
-                WinReason::GaveAwayAllPieces => "gave_away_all_pieces",
-                WinReason::GaveAwayAllMoves => "gave_away_all_moves",
-                WinReason::FirstKing => "first_king",
-            },
-        ),
-        GameResult::Draw(d) => (
-            "draw",
-            match d {
-                DrawReason::Repetition => "repetition",
-                DrawReason::NoProgress { .. } => "no_progress",
-                DrawReason::Endgame { .. } => "endgame_rule",
-                DrawReason::Agreement => "agreement",
-            },
-        ),
-    };
     ResultRec {
-        outcome: outcome.into(),
-        reason: reason.into(),
+        outcome: Outcome::of(r),
+        reason: EndReason::of(r),
         description: r.describe(),
     }
 }
@@ -772,26 +847,25 @@ pub fn result_rec(r: &GameResult) -> ResultRec {
 mod tests {
     use super::*;
 
-    fn player(id: &str) -> PlayerRec {
-        PlayerRec {
-            id: id.into(),
+    fn player(id: &str) -> Player {
+        Player {
             name: id.into(),
             guest: true,
-            computer: false,
+            ..Player::new(id.parse().unwrap())
         }
     }
 
     fn new_game(variant: Variant) -> (GameRecord, Game) {
         let start = Position::start(variant);
         let record = GameRecord::new(
-            "g1".into(),
+            "g1".parse().unwrap(),
             RuleSet::new(variant),
             TimeControlRec::Fischer {
                 base_ms: 60_000,
                 increment_ms: 1_000,
             },
-            player("w"),
-            player("b"),
+            player("guest:w"),
+            player("guest:b"),
             false,
             &start,
             1_000,
@@ -828,6 +902,7 @@ mod tests {
                     EventRec::DrawOffered { .. } => "offer",
                     EventRec::DrawDeclined { .. } => "decline",
                     EventRec::Finished { .. } => "finished",
+                    EventRec::Berserk { .. } => "berserk",
                 };
                 (e.seq(), kind, e.ply())
             })
@@ -853,6 +928,153 @@ mod tests {
 
     /// The record round-trips through its JSON, replays to the same game, and a move costs well under
     /// a hundred bytes of it.
+    /// Results as records stored them before outcome and reason were typed (strings written by
+    /// `result_rec`) read as the typed values and are written back byte for byte.
+    #[test]
+    fn stored_results_of_the_string_format_still_read() {
+        let cases = [
+            (
+                r#"{"outcome":"white","reason":"resignation","description":"Black resigned"}"#,
+                Outcome::WhiteWins,
+                EndReason::Resignation,
+            ),
+            (
+                r#"{"outcome":"black","reason":"gave_away_all_pieces","description":"x"}"#,
+                Outcome::BlackWins,
+                EndReason::GaveAwayAllPieces,
+            ),
+            (
+                r#"{"outcome":"draw","reason":"endgame_rule","description":"x"}"#,
+                Outcome::Draw,
+                EndReason::EndgameRule,
+            ),
+            (
+                r#"{"outcome":"aborted","reason":"aborted","description":"x"}"#,
+                Outcome::Aborted,
+                EndReason::Aborted,
+            ),
+        ];
+        for (json, outcome, reason) in cases {
+            let result: ResultRec = serde_json::from_str(json).unwrap();
+            assert_eq!((result.outcome, result.reason), (outcome, reason), "{json}");
+            assert_eq!(serde_json::to_string(&result).unwrap(), json);
+        }
+        let later: ResultRec =
+            serde_json::from_str(r#"{"outcome":"draw","reason":"meteor","description":""}"#)
+                .unwrap();
+        assert_eq!(later.reason, EndReason::Other);
+        let engine = GameResult::Win {
+            winner: Color::Black,
+            reason: WinReason::Time,
+        };
+        let stored = result_rec(&engine);
+        assert_eq!(
+            (stored.outcome.key(), stored.reason.key()),
+            ("black", "time")
+        );
+    }
+
+    /// An arena game (berserk allowed), english: Black moves first. 60 s + 1 s.
+    fn arena_game() -> (GameRecord, Game) {
+        let (mut r, g) = new_game(Variant::English);
+        r.berserk_allowed = true;
+        (r, g)
+    }
+
+    #[test]
+    fn berserk_halves_the_own_clock_and_drops_the_increment() {
+        let (mut r, mut g) = arena_game();
+        assert_eq!(r.berserk(Color::Black, 1_500), Ok(true));
+        assert_eq!((r.white_ms, r.black_ms), (60_000, 30_000));
+        assert!(r.black_berserk && !r.white_berserk, "never the opponent");
+        // Repeated: nothing changes, no second event.
+        let events = r.events.len();
+        assert_eq!(r.berserk(Color::Black, 1_600), Ok(false));
+        assert_eq!((r.events.len(), r.black_ms), (events, 30_000));
+        // First moves cost nothing; then Black spends 2 s and gets no increment, White spends 3 s
+        // and gets its 1 s.
+        play(&mut r, &mut g, "11-15", 2_000);
+        play(&mut r, &mut g, "23-19", 3_000);
+        play(&mut r, &mut g, "8-11", 5_000);
+        assert_eq!(r.black_ms, 28_000);
+        play(&mut r, &mut g, "22-17", 8_000);
+        assert_eq!(r.white_ms, 58_000);
+        assert_eq!(r.moves[2].black_ms, 28_000);
+        // The watchers' history has the berserk event before the first move.
+        let kinds: Vec<(u64, u32, bool)> = r
+            .timeline()
+            .iter()
+            .map(|e| {
+                (
+                    e.seq(),
+                    e.ply(),
+                    matches!(
+                        e,
+                        EventRec::Berserk {
+                            by: ColorRec::Black,
+                            ..
+                        }
+                    ),
+                )
+            })
+            .collect();
+        assert_eq!(kinds[..3], [(1, 0, false), (2, 0, true), (3, 1, false)]);
+        assert_eq!(r.last_seq(), 6);
+    }
+
+    #[test]
+    fn berserk_is_refused_after_the_first_move_and_outside_arenas() {
+        let (mut r, mut g) = arena_game();
+        play(&mut r, &mut g, "11-15", 2_000);
+        assert!(matches!(
+            r.berserk(Color::Black, 2_500),
+            Err(PlayError::Refused(m)) if m.contains("first move")
+        ));
+        // White has not moved yet: it may still go berserk, after Black's first move.
+        assert_eq!(r.berserk(Color::White, 2_600), Ok(true));
+        assert_eq!((r.white_ms, r.black_ms), (30_000, 60_000));
+        play(&mut r, &mut g, "23-19", 3_000);
+        assert!(!r.black_berserk);
+        // A game not from an arena that allows it.
+        let (mut casual, _) = new_game(Variant::English);
+        assert!(matches!(
+            casual.berserk(Color::Black, 1_500),
+            Err(PlayError::Refused(m)) if m.contains("arena")
+        ));
+        assert_eq!((casual.black_ms, casual.black_berserk), (60_000, false));
+        // Over: refused.
+        let (mut over, _) = arena_game();
+        over.abort(Color::White, 1_200).unwrap();
+        assert!(over.berserk(Color::White, 1_300).is_err());
+    }
+
+    /// Records written before berserk existed read as "not allowed, nobody berserk", and records of
+    /// games without berserk are written as before (no new fields).
+    #[test]
+    fn records_without_berserk_fields_still_read() {
+        let (r, _) = new_game(Variant::English);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(!json.contains("berserk"), "{json}");
+        let back: GameRecord = serde_json::from_str(&json).unwrap();
+        assert!(!back.berserk_allowed && !back.white_berserk && !back.black_berserk);
+        let (mut a, _) = arena_game();
+        a.berserk(Color::White, 1_100).unwrap();
+        let back: GameRecord = serde_json::from_slice(&serde_json::to_vec(&a).unwrap()).unwrap();
+        assert_eq!(back, a);
+    }
+
+    /// Berserk is kept per colour in the live record, never on its sides (the platform's player
+    /// type has the field for the finished entry's sides): the sides' JSON is as before.
+    #[test]
+    fn berserk_is_kept_per_colour_not_on_the_sides() {
+        let (mut a, _) = arena_game();
+        a.berserk(Color::White, 1_100).unwrap();
+        assert!(a.white_berserk && !a.white.berserk && !a.black.berserk);
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(json["white_berserk"], true);
+        assert!(json["white"].get("berserk").is_none(), "{json}");
+    }
+
     #[test]
     fn record_round_trips_and_moves_are_compact() {
         let (mut r, mut g) = new_game(Variant::International);
@@ -872,5 +1094,49 @@ mod tests {
         assert_eq!(back.moves[2].path, [28, 19]);
         assert_eq!(back.moves[2].captured, [23]);
         assert_eq!(back.position().unwrap(), *g.position());
+    }
+    /// A finished game's record as Games wrote it before ids were typed (against the computer, a
+    /// draw offer, a resignation): it reads, its ids are checked, and it writes back byte for byte.
+    const RECORD_BEFORE_TYPED_IDS: &str = r#"{"v":2,"id":"g19ae2b3c4d5e6f70123","variant":"english","options":"","white":{"id":"user:0123456789abcdef0123","name":"Ann","guest":false,"computer":false},"black":{"id":"ai:3","name":"Computer level 3","guest":false,"computer":true},"time":{"kind":"fischer","base_ms":60000,"increment_ms":1000},"rated":false,"start_fen":"B:W21,22,23,24,25,26,27,28,29,30,31,32:B1,2,3,4,5,6,7,8,9,10,11,12","fen":"B:W19,21,22,24,25,26,27,28,29,30,31,32:B1,2,3,4,5,6,7,8,9,10,12,15","moves":[{"p":[11,15],"n":"11-15","t":1764900001000,"w":60000,"b":60000},{"p":[23,19],"n":"23-19","t":1764900002000,"w":60000,"b":60000}],"white_ms":60000,"black_ms":58000,"turn_started_ms":1764900004000,"draw_offer":null,"result":{"outcome":"white","reason":"resignation","description":"white wins: black resigned"},"created_ms":1764900000000,"finished_ms":1764900004000,"events":[{"kind":"created","seq":1,"at_ms":1764900000000},{"kind":"draw_offered","seq":4,"at_ms":1764900003000,"by":"white","ply":2},{"kind":"finished","seq":5,"at_ms":1764900004000,"ply":2}],"archived":false,"first_move_ms":30000}"#;
+
+    #[test]
+    fn records_written_before_typed_ids_read_and_write_back_byte_for_byte() {
+        use draughts_proto::ids::PlayerKind;
+        let record: GameRecord = serde_json::from_str(RECORD_BEFORE_TYPED_IDS).unwrap();
+        assert_eq!(record.id.as_str(), "g19ae2b3c4d5e6f70123");
+        assert_eq!(record.white.id.kind(), PlayerKind::Account);
+        assert_eq!(record.black.id.computer_level(), Some(3));
+        assert_eq!(record.color_of("ai:3"), Some(Color::Black));
+        assert_eq!(
+            serde_json::to_string(&record).unwrap(),
+            RECORD_BEFORE_TYPED_IDS
+        );
+        assert_eq!(
+            record.replay().unwrap().position(),
+            &record.position().unwrap()
+        );
+
+        // Until 2026-12-01 Games took player ids as the client wrote them, and a subject with white
+        // space from the identity provider: such records read, as legacy ids, unchanged.
+        let day_one = RECORD_BEFORE_TYPED_IDS
+            .replace("user:0123456789abcdef0123", "bob")
+            .replace(r#""ai:3""#, r#""player:Ann Smith""#);
+        let old: GameRecord = serde_json::from_str(&day_one).unwrap();
+        assert_eq!(
+            (old.white.id.kind(), old.black.id.kind()),
+            (PlayerKind::Legacy, PlayerKind::Legacy)
+        );
+        assert_eq!(old.color_of("bob"), Some(Color::White));
+        assert_eq!(serde_json::to_string(&old).unwrap(), day_one);
+
+        // What no writer stored is refused: a malformed game id, an empty or control-character id.
+        for bad in [
+            RECORD_BEFORE_TYPED_IDS.replace("g19ae2b3c4d5e6f70123", "g19 ae2"),
+            RECORD_BEFORE_TYPED_IDS.replace("user:0123456789abcdef0123", ""),
+            RECORD_BEFORE_TYPED_IDS.replace("user:0123456789abcdef0123", "a\\u0000b"),
+        ] {
+            let error = serde_json::from_str::<GameRecord>(&bad).unwrap_err();
+            assert!(error.to_string().contains("id"), "{bad}: {error}");
+        }
     }
 }

@@ -24,14 +24,18 @@ use std::time::Duration;
 use bytes::Bytes;
 use draughts_engine::{Color, Game, Move, Position, RuleSet};
 use draughts_proto::contract::finished;
+use draughts_proto::ids::GameId;
+use draughts_proto::pb::ErrorReason;
+use draughts_proto::vocab::player::Player;
 use draughts_proto::{ErrorKind, ServiceError};
+use draughts_store::cas::{self, Change, Retry};
 use draughts_store::{Database, Effect, LiveStore, Migration, StoreError};
 
 use super::computer::{self, ComputerPlayer};
 use super::consent::{self, SignalKind};
 use super::limits::GamesLimits;
 use super::pdn;
-use super::record::{GameRecord, PlayError, PlayerRec, TimeControlRec};
+use super::record::{GameRecord, PlayError, TimeControlRec};
 use super::watch::Watchers;
 
 /// Key and stream names used by the games service.
@@ -44,6 +48,12 @@ pub mod keys {
     }
     pub fn events(id: &str) -> String {
         format!("game-events:{id}")
+    }
+    /// The game's spectators, per replica: a pinned schedule in the game's group, members
+    /// `<replica>=<count>` (its count of open spectator streams), time = when it lapses unless the
+    /// replica renews it.
+    pub fn spectators(id: &str) -> String {
+        format!("game-spectators:{{{id}}}")
     }
     pub fn player_games(player: &str) -> String {
         format!("player-games:{player}")
@@ -194,6 +204,12 @@ pub enum GamesError {
     Invalid(String),
     #[error("{0}")]
     Refused(String),
+    /// A refusal the API names (`ErrorReason`, sent as a trailer), in its one English text.
+    #[error("{}", super::record::denial_text(*.0))]
+    Denied(ErrorReason),
+    /// The call's expected ply is not the game's.
+    #[error("expected ply {expected} but the game is at ply {at}: your view is stale")]
+    Stale { expected: u32, at: u32 },
     #[error("only the game's players may do that")]
     NotAPlayer,
     #[error("the game changed at the same moment (another request won); re-read it and try again")]
@@ -230,6 +246,7 @@ impl From<PlayError> for GamesError {
         match e {
             PlayError::Invalid(m) => GamesError::Invalid(m),
             PlayError::Refused(m) => GamesError::Refused(m),
+            PlayError::Denied(reason) => GamesError::Denied(reason),
             PlayError::NotAPlayer => GamesError::NotAPlayer,
         }
     }
@@ -240,7 +257,13 @@ impl ServiceError for GamesError {
         match self {
             GamesError::NotFound(_) => ErrorKind::NotFound,
             GamesError::Invalid(_) => ErrorKind::InvalidArgument,
-            GamesError::Refused(_) => ErrorKind::FailedPrecondition,
+            GamesError::Refused(_) | GamesError::Stale { .. } => ErrorKind::FailedPrecondition,
+            GamesError::Denied(reason) => match reason {
+                ErrorReason::InviteSelf => ErrorKind::InvalidArgument,
+                ErrorReason::NotAPlayer => ErrorKind::PermissionDenied,
+                ErrorReason::NoSuchGame => ErrorKind::NotFound,
+                _ => ErrorKind::FailedPrecondition,
+            },
             GamesError::NotAPlayer => ErrorKind::PermissionDenied,
             GamesError::Conflict => ErrorKind::Conflict,
             GamesError::Move(draughts_engine::ResolveError::Malformed(_)) => {
@@ -253,6 +276,16 @@ impl ServiceError for GamesError {
             GamesError::Store(e) => e.code().into(),
         }
     }
+
+    fn reason(&self) -> Option<ErrorReason> {
+        match self {
+            GamesError::Denied(reason) => Some(*reason),
+            GamesError::Stale { .. } => Some(ErrorReason::StalePly),
+            GamesError::NotAPlayer => Some(ErrorReason::NotAPlayer),
+            GamesError::NotFound(Missing::Game(_)) => Some(ErrorReason::NoSuchGame),
+            _ => None,
+        }
+    }
 }
 
 pub type GamesResult<T> = Result<T, GamesError>;
@@ -262,10 +295,13 @@ pub type GamesResult<T> = Result<T, GamesError>;
 pub struct NewGame {
     pub rules: RuleSet,
     pub time: TimeControlRec,
-    pub white: PlayerRec,
-    pub black: PlayerRec,
+    pub white: Player,
+    pub black: Player,
     pub rated: bool,
     pub start: Position,
+    /// Each player may go berserk before their first move (arena games; a tournament service sets
+    /// it, never a player). Needs a Fischer clock.
+    pub berserk_allowed: bool,
 }
 
 /// A finished game as stored durably (for listings).
@@ -280,7 +316,7 @@ pub struct FinishedSummary {
 }
 
 /// The `games.finished` event of a finished game, in the one contract's types.
-fn finished_event(
+pub(crate) fn finished_event(
     record: &GameRecord,
     result: &super::record::ResultRec,
     result_text: &str,
@@ -290,37 +326,26 @@ fn finished_event(
     let unknown = |what: &str, value: &str| {
         GamesError::Invalid(format!("{what} {value:?} in game {}", record.id))
     };
-    let player = |p: &PlayerRec| finished::Player {
-        id: p.id.clone(),
-        name: p.name.clone(),
-        guest: p.guest,
-        computer: p.computer,
+    // The record's sides never carry berserk; its per-colour flags are the truth (`vocab::player`).
+    let side = |p: &Player, berserk: bool| Player {
+        berserk,
+        ..p.clone()
     };
-    let outcome = finished::Outcome::from_key(&result.outcome)
-        .ok_or_else(|| unknown("outcome", &result.outcome))?;
+    let white = side(&record.white, record.white_berserk);
+    let black = side(&record.black, record.black_berserk);
     Ok(finished::FinishedV1 {
         game_id: record.id.clone(),
         variant: draughts_engine::Variant::from_key(&record.variant)
             .map_err(|_| unknown("variant", &record.variant))?,
         options: record.options.clone(),
         rated: record.counts_for_rating(),
-        white: player(&record.white),
-        black: player(&record.black),
-        outcome,
-        reason: finished::EndReason::from_key(&result.reason),
+        white,
+        black,
+        outcome: result.outcome,
+        reason: result.reason,
         result: result_text.to_owned(),
-        time_control: Some(match record.time {
-            TimeControlRec::Fischer {
-                base_ms,
-                increment_ms,
-            } => finished::TimeControl::Fischer {
-                base_ms,
-                increment_ms,
-            },
-            TimeControlRec::Correspondence { days_per_move } => {
-                finished::TimeControl::Correspondence { days_per_move }
-            }
-        }),
+        // The one type: the record's is the contract's.
+        time_control: Some(record.time),
         plies: record.ply(),
         finished_at_ms,
         pdn: pdn_text.to_owned(),
@@ -368,13 +393,15 @@ fn notification(record: &GameRecord) -> Effect {
 }
 
 /// A new game id: `g`, the creation time in hex, and 48 random bits (unique across replicas).
-pub(crate) fn new_game_id() -> String {
+pub(crate) fn new_game_id() -> GameId {
     use rand::Rng;
-    format!(
+    let text = format!(
         "g{:x}{:012x}",
         SystemClock.now_ms(),
         rand::rng().random::<u64>() & 0xFFFF_FFFF_FFFF
-    )
+    );
+    // `g` and hex digits, at most 29 bytes: always a game id.
+    GameId::parse(&text).expect("a generated game id is well formed")
 }
 
 impl GamesCore {
@@ -420,7 +447,7 @@ impl GamesCore {
         Some(match computer::computer_to_move(record) {
             Some(_) => Effect::Schedule {
                 set: keys::COMPUTER.into(),
-                member: record.id.clone(),
+                member: record.id.to_string(),
                 at_unix_ms: self.now()
                     + if self.computer.is_some() {
                         CLAIM_RETRY.as_millis() as u64
@@ -430,7 +457,7 @@ impl GamesCore {
             },
             None => Effect::Cancel {
                 set: keys::COMPUTER.into(),
-                member: record.id.clone(),
+                member: record.id.to_string(),
             },
         })
     }
@@ -517,16 +544,36 @@ impl GamesCore {
     }
 
     /// Refuses a new game for `player` when it already has the most ongoing games allowed
-    /// ([`GamesLimits::max_open_games_per_player`]) with RESOURCE_EXHAUSTED. Computer players
+    /// ([`GamesLimits::max_open_games_per_player`]; for a bot, also its own bound set by an
+    /// administrator (`Auth.SetBotLimits`, [`draughts_auth::bot_limits`]), else
+    /// [`GamesLimits::max_open_games_per_bot`]) with RESOURCE_EXHAUSTED. Computer players
     /// (`ai:<level>`) play any number. Call it for both players before creating a game (the count is
     /// the player's list of ongoing games, one read; two creations racing may both pass, so the bound
     /// can be passed by the number of concurrent creations, never more).
-    pub async fn check_open_games(&self, player: &str) -> GamesResult<()> {
+    pub async fn check_open_games(&self, player: &str, bot: bool) -> GamesResult<()> {
         if player.starts_with("ai:") {
             return Ok(());
         }
         let open = self.ongoing_ids(player).await?.len();
-        let max = self.limits.max_open_games_per_player as usize;
+        let mut max = self.limits.max_open_games_per_player as usize;
+        if bot {
+            let own = draughts_auth::bot_limits::read(&*self.live, player)
+                .await?
+                .map_or(0, |limits| limits.max_games);
+            let (bot_max, whose) = match own {
+                0 => (
+                    self.limits.max_open_games_per_bot,
+                    "the server's bound for bots",
+                ),
+                own => (own, "this bot's own bound, set by the operator"),
+            };
+            if open >= max.min(bot_max as usize) && (bot_max as usize) < max {
+                return Err(GamesError::Exhausted(format!(
+                    "bot {player} already has {open} ongoing games, the most allowed ({bot_max}: {whose}); finish one first"
+                )));
+            }
+            max = max.min(bot_max as usize);
+        }
         if open >= max {
             return Err(GamesError::Exhausted(format!(
                 "player {player} already has {open} ongoing games, the most allowed ({max}); finish one first"
@@ -542,22 +589,28 @@ impl GamesCore {
 
     /// Creates a game with id `id`: [`GamesError::Conflict`] if that game exists (an accepted
     /// invitation makes its game under its own id, once).
-    pub async fn create_with_id(&self, new: NewGame, id: String) -> GamesResult<GameRecord> {
-        self.check_open_games(&new.white.id).await?;
-        self.check_open_games(&new.black.id).await?;
+    pub async fn create_with_id(&self, new: NewGame, id: GameId) -> GamesResult<GameRecord> {
+        self.check_open_games(&new.white.id, new.white.bot).await?;
+        self.check_open_games(&new.black.id, new.black.bot).await?;
         let now = self.now();
         // Games against the computer are casual, whatever was asked: ratings never rate them, so the
         // game must not say it is rated.
         let rated = new.rated && !new.white.computer && !new.black.computer;
+        if new.berserk_allowed && !matches!(new.time, TimeControlRec::Fischer { .. }) {
+            return Err(GamesError::Invalid(
+                "berserk_allowed needs a Fischer clock".into(),
+            ));
+        }
         let mut record = GameRecord::new(
             id, new.rules, new.time, new.white, new.black, rated, &new.start, now,
         )?;
         record.first_move_ms = self.first_move_ms;
+        record.berserk_allowed = new.berserk_allowed;
         let side = new.start.side_to_move();
         let effects = [
             Effect::Schedule {
                 set: keys::DEADLINES.into(),
-                member: record.id.clone(),
+                member: record.id.to_string(),
                 at_unix_ms: record.deadline(side),
             },
             notification(&record),
@@ -611,12 +664,12 @@ impl GamesCore {
             // With the write: a crash right after it still gets the game archived by the schedule.
             effects.push(Effect::Schedule {
                 set: keys::ARCHIVE.into(),
-                member: record.id.clone(),
+                member: record.id.to_string(),
                 at_unix_ms: self.now(),
             });
             effects.push(Effect::Cancel {
                 set: keys::DEADLINES.into(),
-                member: record.id.clone(),
+                member: record.id.to_string(),
             });
             for p in [&record.white.id, &record.black.id] {
                 effects.push(consent::signal(p, SignalKind::GameFinished, &record.id));
@@ -625,7 +678,7 @@ impl GamesCore {
             let side = record.side_to_move()?;
             effects.push(Effect::Schedule {
                 set: keys::DEADLINES.into(),
-                member: record.id.clone(),
+                member: record.id.to_string(),
                 at_unix_ms: record.deadline(side),
             });
         }
@@ -660,16 +713,16 @@ impl GamesCore {
             if let Some(p) = expected_ply
                 && p != record.ply()
             {
-                return Err(GamesError::Refused(format!(
-                    "expected ply {p} but the game is at ply {}: your view is stale",
-                    record.ply()
-                )));
+                return Err(GamesError::Stale {
+                    expected: p,
+                    at: record.ply(),
+                });
             }
             if record.is_over() {
-                return Err(GamesError::Refused("the game is over".into()));
+                return Err(GamesError::Denied(ErrorReason::GameOver));
             }
             if game.position().side_to_move() != color {
-                return Err(GamesError::Refused("it is not your turn".into()));
+                return Err(GamesError::Denied(ErrorReason::NotYourTurn));
             }
             let mv = resolve(game.position())?;
             record.play(color, game, &mv, now)?;
@@ -694,38 +747,53 @@ impl GamesCore {
         .await
     }
 
+    /// `player_id` goes berserk in game `id` ([`GameRecord::berserk`]): half their own clock, no
+    /// increment. A repeat answers the game as it is, with no write.
+    pub async fn berserk(&self, id: &str, player_id: &str) -> GamesResult<GameRecord> {
+        let (record, _) = self.load(id).await?;
+        let color = record.color_of(player_id).ok_or(GamesError::NotAPlayer)?;
+        if record.is_berserk(color) {
+            return Ok(record);
+        }
+        self.act(id, |record, _game, now| {
+            record.berserk(color, now)?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Ends the game on time if its flag has fallen; retried on conflicts. Used by the timer loop.
     pub async fn enforce_clock(&self, id: &str) -> GamesResult<()> {
-        for _ in 0..5 {
-            let (mut record, version) = match self.load(id).await {
-                Ok(x) => x,
-                Err(GamesError::NotFound(_)) => {
+        cas::retry(
+            Retry::times(5),
+            |e| matches!(e, GamesError::Conflict),
+            || async {
+                let (mut record, version) = match self.load(id).await {
+                    Ok(x) => x,
+                    Err(GamesError::NotFound(_)) => {
+                        self.live.cancel(keys::DEADLINES, id).await?;
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
+                };
+                if record.is_over() {
+                    // Claimed deadlines stay scheduled until dealt with (see `run_timers`).
                     self.live.cancel(keys::DEADLINES, id).await?;
                     return Ok(());
                 }
-                Err(e) => return Err(e),
-            };
-            if record.is_over() {
-                // Claimed deadlines stay scheduled until dealt with (see `run_timers`).
-                self.live.cancel(keys::DEADLINES, id).await?;
-                return Ok(());
-            }
-            let now = self.now();
-            if !record.check_flag(now)? {
-                // Not due (a move was played since): schedule its real deadline.
-                let side = record.side_to_move()?;
-                self.live
-                    .schedule(keys::DEADLINES, id, record.deadline(side))
-                    .await?;
-                return Ok(());
-            }
-            match self.save(record, version, false).await {
-                Ok(_) => return Ok(()),
-                Err(GamesError::Conflict) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(GamesError::Conflict)
+                let now = self.now();
+                if !record.check_flag(now)? {
+                    // Not due (a move was played since): schedule its real deadline.
+                    let side = record.side_to_move()?;
+                    self.live
+                        .schedule(keys::DEADLINES, id, record.deadline(side))
+                        .await?;
+                    return Ok(());
+                }
+                self.save(record, version, false).await.map(|_| ())
+            },
+        )
+        .await
     }
 
     /// Stores a finished game durably, publishes it on `games.finished`, and marks it archived.
@@ -770,29 +838,28 @@ impl GamesCore {
         // Mark archived, and let the live record expire: the database holds the game now, and
         // `load` reads it from there once the record is gone. Retried on a lost race; if it still
         // fails, the archive schedule brings the game back here.
-        for _ in 0..5 {
-            let Some((bytes, version)) = self.live.get(&keys::game(&record.id)).await? else {
-                break;
-            };
-            let mut current = decode(&record.id, &bytes)?;
-            if current.archived {
-                break;
-            }
-            current.archived = true;
-            match self
-                .live
-                .put(
-                    &keys::game(&record.id),
-                    encode(&current)?,
-                    Some(version),
-                    Some(self.limits.archived_game_ttl()),
-                )
-                .await
-            {
-                Ok(_) => break,
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
+        let marking = cas::update(
+            self.live.as_ref(),
+            &keys::game(&record.id),
+            &(|bytes: &[u8]| decode(&record.id, bytes), encode),
+            Retry::times(5),
+            |current| match current {
+                Some(mut current) if !current.archived => {
+                    current.archived = true;
+                    Ok(Change::Write {
+                        value: current,
+                        ttl: Some(self.limits.archived_game_ttl()),
+                        effects: Vec::new(),
+                        then: (),
+                    })
+                }
+                _ => Ok(Change::Keep(())),
+            },
+        )
+        .await;
+        match marking {
+            Ok(()) | Err(GamesError::Conflict) => {}
+            Err(e) => return Err(e),
         }
         self.live.cancel(keys::ARCHIVE, &record.id).await?;
         Ok(())
@@ -804,29 +871,41 @@ impl GamesCore {
         game: &str,
         add: bool,
     ) -> GamesResult<()> {
-        let key = keys::player_games(player);
-        for _ in 0..10 {
-            let (mut ids, version): (Vec<String>, Option<u64>) = match self.live.get(&key).await? {
-                Some((b, v)) => (serde_json::from_slice(&b).unwrap_or_default(), Some(v)),
-                None => (Vec::new(), None),
-            };
-            let present = ids.iter().any(|g| g == game);
-            if add == present {
-                return Ok(());
-            }
-            if add {
-                ids.push(game.to_string());
-            } else {
-                ids.retain(|g| g != game);
-            }
-            let bytes = serde_json::to_vec(&ids).map_err(|e| GamesError::Invalid(e.to_string()))?;
-            match self.live.put(&key, Bytes::from(bytes), version, None).await {
-                Ok(_) => return Ok(()),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(GamesError::Conflict)
+        // A list that does not decode is written again.
+        let codec = (
+            |bytes: &[u8]| -> GamesResult<Vec<String>> {
+                Ok(serde_json::from_slice(bytes).unwrap_or_default())
+            },
+            |ids: &Vec<String>| -> GamesResult<Bytes> {
+                serde_json::to_vec(ids)
+                    .map(Bytes::from)
+                    .map_err(|e| GamesError::Invalid(e.to_string()))
+            },
+        );
+        cas::update(
+            self.live.as_ref(),
+            &keys::player_games(player),
+            &codec,
+            Retry::times(10),
+            |ids| {
+                let mut ids = ids.unwrap_or_default();
+                if add == ids.iter().any(|g| g == game) {
+                    return Ok(Change::Keep(()));
+                }
+                if add {
+                    ids.push(game.to_string());
+                } else {
+                    ids.retain(|g| g != game);
+                }
+                Ok(Change::Write {
+                    value: ids,
+                    ttl: None,
+                    effects: Vec::new(),
+                    then: (),
+                })
+            },
+        )
+        .await
     }
 
     /// A player's ongoing games.
@@ -1075,12 +1154,12 @@ async fn sqlx_insert(
         "INSERT INTO finished_games (game_id, variant, white_id, black_id, outcome, reason, result, rated, plies, finished_at_ms, pdn, record, event)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (game_id) DO NOTHING",
     )
-    .bind(record.id.clone())
+    .bind(record.id.to_string())
     .bind(record.variant.clone())
-    .bind(record.white.id.clone())
-    .bind(record.black.id.clone())
-    .bind(result.outcome.clone())
-    .bind(result.reason.clone())
+    .bind(record.white.id.to_string())
+    .bind(record.black.id.to_string())
+    .bind(result.outcome.key())
+    .bind(result.reason.key())
     .bind(result_text.to_string())
     .bind(i64::from(record.rated))
     .bind(i64::from(record.ply()))

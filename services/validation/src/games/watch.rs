@@ -1,5 +1,9 @@
 //! `Games.WatchGame`: every watcher of a game on one replica shares ONE feed of that game.
 //!
+//! Spectators (watchers who are not the game's players) are counted per feed; the feed publishes its
+//! count in the game's `game-spectators:{id}` schedule (member `<replica>=<count>`, renewed at least
+//! every 20 s while there are any, lapsing 90 s after the last renewal), and GetGame sums the members.
+//!
 //! - A feed is one task per watched game and replica: it subscribes to the game's events channel
 //!   (through the live store, whose subscriptions all share one Redis pub/sub connection), reads the
 //!   record (the source of truth) once per wake-up, turns it into the game's event list once, and
@@ -57,6 +61,57 @@ type Snapshot = Option<Result<Arc<FeedState>, Arc<GamesError>>>;
 struct Feed {
     sender: Arc<watch::Sender<Snapshot>>,
     generation: u64,
+    spectators: Arc<Spectators>,
+}
+
+/// The open spectator streams of one feed (watchers who are not the game's players), told to the
+/// feed's task when they change so that it publishes the count.
+#[derive(Debug, Default)]
+struct Spectators {
+    open: std::sync::atomic::AtomicUsize,
+    changed: tokio::sync::Notify,
+}
+
+/// One spectator stream counted while it lives.
+struct Spectating(Arc<Spectators>);
+
+impl Spectating {
+    fn new(spectators: Arc<Spectators>) -> Spectating {
+        spectators
+            .open
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        spectators.changed.notify_one();
+        Spectating(spectators)
+    }
+}
+
+impl Drop for Spectating {
+    fn drop(&mut self) {
+        self.0
+            .open
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.0.changed.notify_one();
+    }
+}
+
+/// A replica's published count of a game's spectators lapses after this unless renewed.
+const SPECTATORS_LAPSE: Duration = Duration::from_secs(90);
+/// A feed renews its published count at least this often (when its task wakes).
+const SPECTATORS_RENEW: Duration = Duration::from_secs(20);
+
+/// The spectators of game `id` on every replica (best effort: 0 when the store cannot say). One
+/// read: a member that lapsed (its replica died) is left out here and removed by the next feed
+/// that publishes, never by a reader.
+pub async fn spectators(core: &GamesCore, id: &str) -> u32 {
+    let now = core.now();
+    let Ok(members) = core.live().scheduled(&keys::spectators(id), 64).await else {
+        return 0;
+    };
+    members
+        .iter()
+        .filter(|(_, lapses_at)| *lapses_at > now)
+        .filter_map(|(m, _)| m.rsplit_once('=').and_then(|(_, n)| n.parse::<u32>().ok()))
+        .fold(0u32, u32::saturating_add)
 }
 
 #[derive(Debug, Default)]
@@ -71,6 +126,8 @@ struct State {
 pub struct Watchers {
     state: Mutex<State>,
     admission: Arc<Admission>,
+    /// This replica's name in the games' spectator counts.
+    replica: String,
 }
 
 impl Watchers {
@@ -82,6 +139,7 @@ impl Watchers {
                 limits.max_watchers,
                 Some("draughts_watchers_open"),
             ),
+            replica: format!("{:016x}", rand::random::<u64>()),
         }
     }
 
@@ -124,21 +182,37 @@ pub async fn watch(core: &GamesCore, caller: &str, id: &str) -> Result<WatchStre
         .map_err(|e| GamesError::Invalid(e.to_string()).to_status())?;
     let watchers = core.watchers().clone();
     let admitted = watchers.admit(caller).map_err(|e| e.to_status())?;
-    let mut receiver = feed(core, &watchers, id);
+    let (mut receiver, spectators) = feed(core, &watchers, id);
     let first = receiver
         .wait_for(Option::is_some)
         .await
         .map(|snapshot| snapshot.clone())
         .map_err(|_| GamesError::ShuttingDown.to_status())?;
-    if let Some(Err(e)) = first {
-        return Err(e.to_status());
-    }
+    let spectating = match &first {
+        Some(Err(e)) => return Err(e.to_status()),
+        // Anyone but the game's two players (the first event is the game as created).
+        Some(Ok(state)) => {
+            let players = state.events.first().and_then(|e| match &e.kind {
+                Some(pb::game_event::Kind::Created(view)) => Some(view),
+                _ => None,
+            });
+            let player = players.is_some_and(|v| {
+                [&v.white, &v.black]
+                    .into_iter()
+                    .flatten()
+                    .any(|p| p.id == caller)
+            });
+            (!player && !state.over).then(|| Spectating::new(spectators))
+        }
+        None => None,
+    };
     let watcher = Watcher {
         receiver,
         sent: 0,
         queue: VecDeque::new(),
         finished: false,
         _admitted: admitted,
+        _spectating: spectating,
     };
     Ok(Box::pin(futures_util::stream::unfold(
         watcher,
@@ -146,21 +220,28 @@ pub async fn watch(core: &GamesCore, caller: &str, id: &str) -> Result<WatchStre
     )))
 }
 
-/// The receiver of game `id`'s feed, starting the feed if it has none on this replica.
-fn feed(core: &GamesCore, watchers: &Arc<Watchers>, id: &str) -> watch::Receiver<Snapshot> {
+/// The receiver of game `id`'s feed and its spectator count, starting the feed if it has none on
+/// this replica.
+fn feed(
+    core: &GamesCore,
+    watchers: &Arc<Watchers>,
+    id: &str,
+) -> (watch::Receiver<Snapshot>, Arc<Spectators>) {
     let mut state = watchers.lock();
     if let Some(feed) = state.feeds.get(id) {
-        return feed.sender.subscribe();
+        return (feed.sender.subscribe(), feed.spectators.clone());
     }
     state.generations += 1;
     let generation = state.generations;
     let (sender, receiver) = watch::channel(None);
     let sender = Arc::new(sender);
+    let spectators = Arc::new(Spectators::default());
     state.feeds.insert(
         id.to_owned(),
         Feed {
             sender: sender.clone(),
             generation,
+            spectators: spectators.clone(),
         },
     );
     tokio::spawn(run_feed(
@@ -169,8 +250,47 @@ fn feed(core: &GamesCore, watchers: &Arc<Watchers>, id: &str) -> watch::Receiver
         id.to_owned(),
         sender,
         generation,
+        spectators.clone(),
     ));
-    receiver
+    (receiver, spectators)
+}
+
+/// What a feed last published of its spectator count: the member and when.
+#[derive(Default)]
+struct Published {
+    member: Option<String>,
+    at: Option<tokio::time::Instant>,
+}
+
+impl Published {
+    /// Publishes `open` spectators of game `id` from `replica` if it changed or is due for renewal
+    /// (0: the member is removed). Best effort: a failure is tried again at the next wake.
+    async fn update(&mut self, core: &GamesCore, replica: &str, id: &str, open: usize) {
+        let set = keys::spectators(id);
+        let member = (open > 0).then(|| format!("{replica}={open}"));
+        let due = self.at.is_none_or(|at| at.elapsed() >= SPECTATORS_RENEW);
+        if member == self.member && !due {
+            return;
+        }
+        let live = core.live();
+        // Members of replicas that died lapse; the writers clear them.
+        let _ = live.take_due(&set, core.now(), 64).await;
+        if let Some(old) = &self.member
+            && Some(old) != member.as_ref()
+            && live.cancel(&set, old).await.is_err()
+        {
+            return;
+        }
+        if let Some(m) = &member {
+            let until = core.now() + SPECTATORS_LAPSE.as_millis() as u64;
+            if live.schedule(&set, m, until).await.is_err() {
+                self.member = None;
+                return;
+            }
+        }
+        self.member = member;
+        self.at = Some(tokio::time::Instant::now());
+    }
 }
 
 fn jittered(base: Duration) -> Duration {
@@ -192,11 +312,15 @@ async fn run_feed(
     id: String,
     sender: Arc<watch::Sender<Snapshot>>,
     generation: u64,
+    spectators: Arc<Spectators>,
 ) {
     let mut retry = RETRY_FIRST;
     let mut subscription = None;
     let mut revision = None;
+    let mut published = Published::default();
     loop {
+        let open = spectators.open.load(std::sync::atomic::Ordering::Relaxed);
+        published.update(&core, &watchers.replica, &id, open).await;
         // Subscribe first, then read: a change between the two still wakes the feed.
         if subscription.is_none() {
             match core.live().subscribe(&keys::events(&id)).await {
@@ -251,6 +375,7 @@ async fn run_feed(
             () = sender.closed() => {
                 // Every watcher left; unless one arrives right now, the feed ends.
                 if remove_if_unwatched(&watchers, &id, generation, &sender) {
+                    published.update(&core, &watchers.replica, &id, 0).await;
                     return;
                 }
             }
@@ -259,9 +384,11 @@ async fn run_feed(
                 // The store is shutting down.
                 None => break,
             },
-            () = tokio::time::sleep(wait) => {}
+            () = spectators.changed.notified() => {}
+            () = tokio::time::sleep(if published.member.is_some() { wait.min(SPECTATORS_RENEW) } else { wait }) => {}
         }
     }
+    published.update(&core, &watchers.replica, &id, 0).await;
     let mut state = watchers.lock();
     if state
         .feeds
@@ -302,6 +429,8 @@ struct Watcher {
     /// Nothing more after the queue.
     finished: bool,
     _admitted: Permit,
+    /// Counted among the game's spectators while the stream lives (not for its players).
+    _spectating: Option<Spectating>,
 }
 
 impl Watcher {

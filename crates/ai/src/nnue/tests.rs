@@ -1,0 +1,264 @@
+use std::sync::Arc;
+
+use draughts_engine::{Color, Position, Variant};
+
+use super::fit::{NnueFitConfig, fit};
+use super::*;
+use crate::eval::Evaluator;
+use crate::level::Rng;
+use crate::train::Sample;
+
+/// A network of random weights (activations spread over the clip's range).
+fn random_net(variant: Variant, hidden: usize, layer2: usize, seed: u64) -> Network {
+    let mut rng = Rng::new(seed);
+    let mut u = |r: f32| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 * r - r;
+    let n = variant.rules().board.board().squares().count();
+    let float = FloatNet {
+        variant,
+        hidden,
+        layer2,
+        w1: (0..KINDS * n * hidden).map(|_| u(0.3)).collect(),
+        b1: (0..hidden).map(|_| u(0.5) + 0.3).collect(),
+        w2: (0..layer2 * 2 * hidden).map(|_| u(0.2)).collect(),
+        b2: (0..layer2).map(|_| u(0.5)).collect(),
+        w3: (0..layer2).map(|_| u(2.0)).collect(),
+        b3: u(0.2),
+    };
+    Network::quantise(&float).unwrap()
+}
+
+/// Random games: every position along them, with kings promoted by play and some placed by hand.
+fn positions(variant: Variant, n: usize, seed: u64) -> Vec<Position> {
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::new();
+    let mut pos = Position::start(variant);
+    while out.len() < n {
+        let moves = pos.legal_moves();
+        if moves.is_empty() || rng.below(200) == 0 {
+            pos = Position::start(variant);
+            continue;
+        }
+        pos = pos.play_unchecked(&moves[rng.below(moves.len() as u64) as usize]);
+        out.push(pos);
+    }
+    out
+}
+
+fn mirror(pos: &Position) -> Position {
+    let board = pos.board();
+    let size = board.size;
+    let name = |sq| {
+        let (f, r) = board.coords(sq);
+        board.number(board.square_at(size - 1 - f, size - 1 - r).unwrap())
+    };
+    let list = |c: Color| {
+        pos.pieces(c)
+            .map(|sq| {
+                let k = if pos.kings().contains(sq) { "K" } else { "" };
+                format!("{k}{}", name(sq))
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let side = if pos.side_to_move() == Color::White {
+        "B"
+    } else {
+        "W"
+    };
+    let fen = format!("{side}:W{}:B{}", list(Color::Black), list(Color::White));
+    Position::from_fen(pos.variant(), &fen).unwrap()
+}
+
+#[test]
+fn simd_portable_incremental_and_refresh_agree() {
+    for (hidden, layer2) in [(128, 32), (32, 8)] {
+        let net = random_net(Variant::International, hidden, layer2, 3);
+        let portable = net.with_kernel(Kernel::Portable).unwrap();
+        let simd = net.with_kernel(Kernel::Avx2);
+        let mut stack = AccumulatorStack::default();
+        let mut simd_stack = AccumulatorStack::default();
+        let mut rng = Rng::new(9);
+        let mut distinct = std::collections::HashSet::new();
+        for pos in positions(Variant::International, 3000, 5) {
+            let sets = Sets::of(&pos);
+            let wtm = pos.side_to_move() == Color::White;
+            let reference = portable.evaluate(sets, wtm);
+            distinct.insert(reference);
+            // A ply chosen at random, as a search meets positions at many plies.
+            let ply = rng.below(6) as usize;
+            assert_eq!(stack.evaluate(&portable, sets, wtm, ply), reference);
+            if let Some(simd) = &simd {
+                assert_eq!(simd.evaluate(sets, wtm), reference);
+                assert_eq!(simd_stack.evaluate(simd, sets, wtm, ply), reference);
+            }
+        }
+        assert!(stack.updates > stack.refreshes, "the updates are used");
+        assert!(distinct.len() > 100, "the scores vary: {}", distinct.len());
+    }
+}
+
+#[test]
+fn colour_mirrored_positions_score_opposite() {
+    let net = Arc::new(random_net(Variant::International, 64, 16, 4));
+    let eval = Evaluator::network(net);
+    let mut nonzero = 0;
+    for pos in positions(Variant::International, 500, 8) {
+        let m = mirror(&pos);
+        let (a, b) = (eval.evaluate(&pos), eval.evaluate(&m));
+        // Both are for their side to move: the mirrored side to move is the other colour.
+        assert_eq!(a, b, "{}", pos.to_fen());
+        nonzero += usize::from(a != 0);
+    }
+    assert!(nonzero > 400);
+}
+
+#[test]
+fn the_evaluator_s_incremental_path_equals_its_full_one() {
+    let net = Arc::new(random_net(Variant::International, 128, 32, 6));
+    let eval = Evaluator::network(net);
+    let mut stack = AccumulatorStack::default();
+    for (i, pos) in positions(Variant::International, 1000, 12)
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(eval.evaluate_at(pos, &mut stack, i % 4), eval.evaluate(pos));
+    }
+    // A search with the network runs and finds a move.
+    let mut searcher = crate::Searcher::new(Variant::International);
+    searcher.set_evaluator(eval);
+    let root = crate::RootState::new(Position::start(Variant::International));
+    let r = searcher.search(&root, &crate::Limits::depth(4), |_| {});
+    assert!(r.best.is_some());
+}
+
+#[test]
+fn files_round_trip_and_bad_files_are_typed_errors() {
+    let v = Variant::International;
+    let net = random_net(v, 32, 8, 1);
+    let bytes = net.to_bytes();
+    let back = Network::from_bytes(v, &bytes).unwrap();
+    assert_eq!(back.to_bytes(), bytes);
+    assert_eq!(back.shape(), (50, 32, 8));
+    let pos = Position::start(v);
+    assert_eq!(
+        back.evaluate(Sets::of(&pos), true),
+        net.evaluate(Sets::of(&pos), true)
+    );
+
+    for cut in [0, 3, 5, 7, 20, bytes.len() / 2, bytes.len() - 1] {
+        let e = Network::from_bytes(v, &bytes[..cut]).unwrap_err();
+        assert!(
+            matches!(e, NnueError::Truncated | NnueError::Magic if cut < 4 || e == NnueError::Truncated),
+            "cut {cut}: {e}"
+        );
+    }
+    let mut bad = bytes.clone();
+    bad[0] = b'X';
+    assert_eq!(Network::from_bytes(v, &bad).unwrap_err(), NnueError::Magic);
+    let mut bad = bytes.clone();
+    bad[4] = 9;
+    assert_eq!(
+        Network::from_bytes(v, &bad).unwrap_err(),
+        NnueError::Version(9)
+    );
+    let mut bad = bytes.clone();
+    bad.push(0);
+    assert_eq!(
+        Network::from_bytes(v, &bad).unwrap_err(),
+        NnueError::Trailing(1)
+    );
+    assert_eq!(
+        Network::from_bytes(Variant::English, &bytes).unwrap_err(),
+        NnueError::Variant("international".into())
+    );
+    // A hidden size the kernels do not take.
+    let at = 4 + 2 + 1 + v.key().len() + 2;
+    let mut bad = bytes.clone();
+    bad[at..at + 2].copy_from_slice(&20u16.to_le_bytes());
+    assert!(matches!(
+        Network::from_bytes(v, &bad).unwrap_err(),
+        NnueError::Shape(_)
+    ));
+    // A network moves to a variant on its board, not to another board.
+    assert!(net.for_variant(Variant::Killer).is_some());
+    assert!(net.for_variant(Variant::English).is_none());
+}
+
+/// Samples whose labels follow material (a learnable signal), from random games.
+fn material_samples(n: usize, seed: u64) -> Vec<Sample> {
+    let mut rng = Rng::new(seed);
+    positions(Variant::International, n, seed)
+        .iter()
+        .enumerate()
+        .map(|(i, pos)| {
+            let (wm, wk) = pos.material(Color::White);
+            let (bm, bk) = pos.material(Color::Black);
+            let diff = wm as i32 + 3 * wk as i32 - bm as i32 - 3 * bk as i32;
+            let noise = rng.below(3) as i32 - 1;
+            Sample {
+                white: pos.pieces(Color::White).0,
+                black: pos.pieces(Color::Black).0,
+                kings: pos.kings().0,
+                white_to_move: pos.side_to_move() == Color::White,
+                result: (1 + (diff + noise).signum()) as u8,
+                score: (diff * 100) as i16,
+                game_start: i % 40 == 0,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_fit_is_seeded_threads_change_nothing_and_it_learns() {
+    let samples = material_samples(3000, 2);
+    let cfg = NnueFitConfig {
+        hidden: 32,
+        layer2: 8,
+        epochs: 6,
+        batch: 128,
+        learning_rate: 1e-2,
+        seed: 5,
+        threads: 1,
+        ..NnueFitConfig::default()
+    };
+    let mut lines = Vec::new();
+    let (a, ra) = fit(Variant::International, &samples, &cfg, |p| {
+        lines.push(p.clone())
+    })
+    .unwrap();
+    let (b, rb) = fit(
+        Variant::International,
+        &samples,
+        &NnueFitConfig {
+            threads: 3,
+            ..cfg.clone()
+        },
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(a.to_bytes(), b.to_bytes());
+    assert_eq!(ra.fit.final_validation_loss, rb.fit.final_validation_loss);
+    let (c, _) = fit(
+        Variant::International,
+        &samples,
+        &NnueFitConfig {
+            seed: 6,
+            ..cfg.clone()
+        },
+        |_| {},
+    )
+    .unwrap();
+    assert_ne!(a.to_bytes(), c.to_bytes());
+    // One line per epoch with the validation loss, and it falls below a coin's.
+    let ends: Vec<f64> = lines.iter().filter_map(|p| p.validation_loss).collect();
+    assert_eq!(ends.len(), 6);
+    assert!(ra.fit.validation_games.unwrap() > 0);
+    assert!(ra.fit.final_validation_loss < 0.45, "{ra:?}");
+    assert!(
+        (ra.quantised_validation_loss - ra.fit.final_validation_loss).abs() < 0.02,
+        "{ra:?}"
+    );
+    // The network prefers an extra man.
+    let pos = Position::from_fen(Variant::International, "W:W31,32,33,34,35:B16,17,18,19").unwrap();
+    assert!(Evaluator::network(Arc::new(a)).evaluate(&pos) > 0);
+}
