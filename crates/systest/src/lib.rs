@@ -1,8 +1,9 @@
-//! The platform as a distributed system, for the system test (`tests/system.rs`): every service binary
-//! in its own processes (replicated), the analysis workers, one real `redis-server` (append-only file)
-//! and one real PostgreSQL, all started here on free ports of 127.0.0.1; clients that reach the
-//! replicas the way a client behind a load balancer does (the next replica when one is gone); and the
-//! faults (SIGKILL and restart of a process, a Redis restart).
+//! The platform as a distributed system, for the system tests (`tests/system.rs`,
+//! `tests/tournaments.rs`): every service binary in its own processes (replicated), the analysis
+//! workers, one real `redis-server` (append-only file) and one real PostgreSQL, all started here on
+//! free ports of 127.0.0.1; clients that reach the replicas the way a client behind a load balancer
+//! does (the next replica when one is gone); and the faults (SIGKILL and restart of a process, a Redis
+//! restart).
 //!
 //! The binaries are the ones cargo built for this profile (`target/<profile>/`, beside the test's own
 //! `deps/` folder): `cargo test --workspace` builds them; run alone, build them first with `cargo build
@@ -23,7 +24,8 @@ pub const TOKEN_SECRET: &str = "systest-only-token-secret-0123456789abcdef";
 pub const JWT_KEY: &str = "systest-only-identity-provider-key-0123456789";
 /// The bootstrap admin key: used once, to create the services' own API keys.
 pub const ADMIN_KEY: &str = "dk_systest_only_admin_key_0123456789abcdef";
-const PREFIX: &str = "sys:";
+/// The key prefix of every process (a test reading the live store directly uses it too).
+pub const PREFIX: &str = "sys:";
 
 /// Where cargo put this profile's binaries: the test executable runs from `target/<profile>/deps`.
 pub fn bin_dir() -> PathBuf {
@@ -157,11 +159,31 @@ impl Node {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
     }
 
+    /// Its whole log (every start of the process, appended).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
     /// The last lines of its log.
     pub fn log_tail(&self, lines: usize) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Why the process ended, from its log: the last `Error:` (an error returned by `main`) or
+    /// `panicked at` line with the few lines after it (the message, before any backtrace), else
+    /// the log's last lines.
+    pub fn exit_reason(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        match all
+            .iter()
+            .rposition(|l| l.starts_with("Error:") || l.contains("panicked at"))
+        {
+            Some(at) => all[at..all.len().min(at + 8)].join("\n"),
+            None => self.log_tail(20),
+        }
     }
 }
 
@@ -182,6 +204,8 @@ pub struct Scale {
     pub analysis: usize,
     pub workers: usize,
     pub matchmaking: usize,
+    /// `draughts-tournaments` replicas (they need a ratings replica).
+    pub tournaments: usize,
 }
 
 impl Scale {
@@ -192,6 +216,18 @@ impl Scale {
         analysis: 2,
         workers: 3,
         matchmaking: 2,
+        tournaments: 0,
+    };
+
+    /// The tournaments scenario (`tests/tournaments.rs`): two replicas of tournaments and of Games
+    /// (validation), one of ratings; no analysis (the players' moves are picked from Rules.ListMoves).
+    pub const TOURNAMENTS: Scale = Scale {
+        validation: 2,
+        ratings: 1,
+        analysis: 0,
+        workers: 0,
+        matchmaking: 0,
+        tournaments: 2,
     };
 }
 
@@ -203,6 +239,7 @@ pub struct Platform {
     pub analysis: Vec<Node>,
     pub workers: Vec<Node>,
     pub matchmaking: Vec<Node>,
+    pub tournaments: Vec<Node>,
     pub redis: RedisServer,
     pub postgres: PostgresServer,
     /// Redis restarts done.
@@ -260,6 +297,7 @@ impl Platform {
         let ratings_ports = ports(scale.ratings);
         let analysis_ports = ports(scale.analysis);
         let matchmaking_ports = ports(scale.matchmaking);
+        let tournaments_ports = ports(scale.tournaments);
         let url = |port: u16| format!("http://127.0.0.1:{port}");
 
         // The services' own credentials, made as an operator would: with the bootstrap admin key,
@@ -303,6 +341,22 @@ impl Platform {
             ],
         )
         .await;
+        // Tournaments creates the paired games on behalf of their White player and lists finished
+        // games: `play`, `admin` and `service`.
+        let tournaments_key = if scale.tournaments > 0 {
+            create_key(
+                &channel,
+                "tournaments",
+                &[
+                    draughts_proto::pb::AuthScope::Play,
+                    draughts_proto::pb::AuthScope::Admin,
+                    draughts_proto::pb::AuthScope::Service,
+                ],
+            )
+            .await
+        } else {
+            String::new()
+        };
         bootstrap.stop();
 
         let validation = (0..scale.validation)
@@ -310,13 +364,18 @@ impl Platform {
                 Node::new(
                     &format!("validation-{i}"),
                     binary("draughts-validation"),
-                    with(vec![
-                        (
-                            "DRAUGHTS_ANALYSIS_URL",
-                            url(analysis_ports[i % analysis_ports.len()]),
-                        ),
-                        ("DRAUGHTS_ANALYSIS_API_KEY", games_key.clone()),
-                    ]),
+                    // Without analysis replicas Games runs without the computer player.
+                    with(if analysis_ports.is_empty() {
+                        vec![]
+                    } else {
+                        vec![
+                            (
+                                "DRAUGHTS_ANALYSIS_URL",
+                                url(analysis_ports[i % analysis_ports.len()]),
+                            ),
+                            ("DRAUGHTS_ANALYSIS_API_KEY", games_key.clone()),
+                        ]
+                    }),
                     Some(validation_ports[i]),
                     &logs,
                 )
@@ -327,7 +386,14 @@ impl Platform {
                 Node::new(
                     &format!("ratings-{i}"),
                     binary("draughts-ratings"),
-                    with(vec![]),
+                    // The reconciler reads Games.ListFinishedGames with a `service` key.
+                    with(vec![
+                        (
+                            "DRAUGHTS_RATINGS_GAMES_URL",
+                            url(validation_ports[i % validation_ports.len()]),
+                        ),
+                        ("DRAUGHTS_RATINGS_API_KEY", matchmaking_key.clone()),
+                    ]),
                     Some(ratings_ports[i]),
                     &logs,
                 )
@@ -383,12 +449,36 @@ impl Platform {
                 )
             })
             .collect::<Vec<_>>();
+        let tournaments = (0..scale.tournaments)
+            .map(|i| {
+                Node::new(
+                    &format!("tournaments-{i}"),
+                    binary("draughts-tournaments"),
+                    with(vec![
+                        (
+                            "DRAUGHTS_TOURNAMENTS_GAMES_URL",
+                            url(validation_ports[i % validation_ports.len()]),
+                        ),
+                        (
+                            "DRAUGHTS_TOURNAMENTS_RATINGS_URL",
+                            url(ratings_ports[i % ratings_ports.len()]),
+                        ),
+                        ("DRAUGHTS_TOURNAMENTS_API_KEY", tournaments_key.clone()),
+                        // Its replica name (the lease owner's) is logged at info.
+                        ("RUST_LOG", "warn,draughts_tournaments=info".into()),
+                    ]),
+                    Some(tournaments_ports[i]),
+                    &logs,
+                )
+            })
+            .collect::<Vec<_>>();
         let mut platform = Platform {
             validation,
             ratings,
             analysis,
             workers,
             matchmaking,
+            tournaments,
             redis,
             postgres,
             redis_restarts: 0,
@@ -416,6 +506,7 @@ impl Platform {
             .chain(self.analysis.iter_mut())
             .chain(self.workers.iter_mut())
             .chain(self.matchmaking.iter_mut())
+            .chain(self.tournaments.iter_mut())
     }
 
     /// Lazy channels to each replica of a service (they reconnect by themselves after a restart).
@@ -442,7 +533,7 @@ impl Platform {
                 out.push(format!(
                     "{} exited ({status}):\n{}",
                     node.name,
-                    node.log_tail(20)
+                    node.exit_reason()
                 ));
             }
         }
@@ -460,7 +551,9 @@ impl Drop for Platform {
     }
 }
 
-async fn create_key(
+/// Creates an API key for `owner` with `scopes`, through Auth on `channel` (with the bootstrap admin
+/// key, which every replica accepts).
+pub async fn create_key(
     channel: &Channel,
     owner: &str,
     scopes: &[draughts_proto::pb::AuthScope],
@@ -584,6 +677,27 @@ where
             Err(e) => return (Err(e), retries),
         }
     }
+}
+
+/// `Games.GetGame` of `id` (anonymous) from replica `first` on, [`with_retries`]: the view, or what
+/// the last try answered, and the retries it took.
+pub async fn get_game(
+    games: &Replicas,
+    first: usize,
+    within: Duration,
+    id: &str,
+) -> (Result<draughts_proto::pb::GameView, Status>, u32) {
+    use draughts_proto::pb;
+    with_retries(games, first, within, |ch| {
+        let game_id = id.to_owned();
+        async move {
+            pb::games_client::GamesClient::new(ch)
+                .get_game(pb::GetGameRequest { game_id })
+                .await
+                .map(tonic::Response::into_inner)
+        }
+    })
+    .await
 }
 
 /// `message` with `authorization: Bearer token` (the test kit's one helper).
