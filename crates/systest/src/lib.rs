@@ -171,6 +171,27 @@ impl Node {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
+    /// Waits until the node answers SERVING on its port, then checks that this process is still
+    /// running (a node that could not bind its port exits at once, and something else may be
+    /// answering there). The error says why, with the node's log.
+    pub async fn wait_serving(&mut self, timeout: Duration) -> Result<(), String> {
+        if let Err(e) = wait_healthy(&self.url(), timeout).await {
+            return Err(format!(
+                "{} not serving: {e}\n{}",
+                self.name,
+                self.log_tail(30)
+            ));
+        }
+        match self.exited() {
+            Some(status) => Err(format!(
+                "{} exited ({status}):\n{}",
+                self.name,
+                self.exit_reason()
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Why the process ended, from its log: the last `Error:` (an error returned by `main`) or
     /// `panicked at` line with the few lines after it (the message, before any backtrace), else
     /// the log's last lines.
@@ -310,9 +331,9 @@ impl Platform {
             &logs,
         );
         bootstrap.spawn();
-        wait_healthy(&bootstrap.url(), Duration::from_secs(60))
-            .await
-            .unwrap_or_else(|e| panic!("bootstrap validation: {e}\n{}", bootstrap.log_tail(30)));
+        if let Err(e) = bootstrap.wait_serving(Duration::from_secs(60)).await {
+            panic!("bootstrap validation: {e}");
+        }
         let channel = Endpoint::from_shared(bootstrap.url())
             .unwrap()
             .connect()
@@ -488,13 +509,18 @@ impl Platform {
             node.spawn();
         }
         for node in platform.nodes_mut() {
-            if node.port.is_some() {
-                let url = node.url();
-                if let Err(e) = wait_healthy(&url, Duration::from_secs(60)).await {
-                    panic!("{} did not start: {e}\n{}", node.name, node.log_tail(30));
-                }
+            if node.port.is_some()
+                && let Err(e) = node.wait_serving(Duration::from_secs(60)).await
+            {
+                panic!("did not start: {e}");
             }
         }
+        // Workers serve no port: one that could not start has ended by now.
+        let crashed = platform.crashed();
+        assert!(
+            crashed.is_empty(),
+            "processes that did not start: {crashed:#?}"
+        );
         platform
     }
 

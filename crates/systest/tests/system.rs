@@ -639,12 +639,8 @@ async fn restart(node: &mut draughts_systest::Node) {
     node.kill();
     tokio::time::sleep(Duration::from_millis(300)).await;
     node.spawn();
-    if let Err(e) = draughts_systest::wait_healthy(&node.url(), Duration::from_secs(60)).await {
-        panic!(
-            "{} did not come back: {e}\n{}",
-            node.name,
-            node.log_tail(30)
-        );
+    if let Err(e) = node.wait_serving(Duration::from_secs(60)).await {
+        panic!("did not come back: {e}");
     }
 }
 

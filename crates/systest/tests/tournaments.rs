@@ -438,12 +438,8 @@ async fn inject_faults(
 
 /// After a spawn: healthy again and its new name logged (the next fault looks it up).
 async fn restart_wait(node: &mut Node) {
-    if let Err(e) = draughts_systest::wait_healthy(&node.url(), Duration::from_secs(60)).await {
-        panic!(
-            "{} did not come back: {e}\n{}",
-            node.name,
-            node.log_tail(30)
-        );
+    if let Err(e) = node.wait_serving(Duration::from_secs(60)).await {
+        panic!("did not come back: {e}");
     }
     let deadline = Instant::now() + Duration::from_secs(10);
     while node.kills as usize > count_names(node) && Instant::now() < deadline {

@@ -72,16 +72,60 @@ fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> TestkitEr
     move |source| TestkitError::Io { what, source }
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
-/// Another process could take it before it is used; the servers below retry on a new
+/// A TCP port on 127.0.0.1 that was free a moment ago and that this process has not handed out
+/// before. Another process could take it before it is used; the servers below retry on a new
 /// port when that happens.
+///
+/// It is drawn at random below the kernel's ephemeral range (`ip_local_port_range`), where a
+/// port of `bind(0)` would come from: the local ports of outgoing connections (to Redis, to
+/// PostgreSQL, between services) are taken from that range too, and one of them could hold the
+/// port by the time the server binds it. And a port once handed out is never handed out again by
+/// this process, so two servers of one test never get the same one (a port bound and released at
+/// once is free again).
 pub fn free_port() -> Result<u16, TestkitError> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io_error("bind port 0"))?;
-    let port = listener
-        .local_addr()
-        .map_err(io_error("read bound address"))?
-        .port();
-    Ok(port)
+    static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    const LOWEST: u16 = 10_000;
+    let ephemeral = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    let mut handed = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    if ephemeral > LOWEST + 1_000 {
+        let span = u64::from(ephemeral - LOWEST);
+        for attempt in 0..2_000u64 {
+            let draw = {
+                use std::hash::{BuildHasher, Hasher};
+                let mut hasher = std::hash::RandomState::new().build_hasher();
+                hasher.write_u64(attempt);
+                hasher.finish()
+            };
+            let port = LOWEST + (draw % span) as u16;
+            if handed.contains(&port) {
+                continue;
+            }
+            if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
+                handed.insert(port);
+                return Ok(port);
+            }
+        }
+    }
+    // A kernel whose ephemeral range starts low (or a crowded machine): the kernel's choice.
+    for _ in 0..1_000 {
+        let listener =
+            TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io_error("bind port 0"))?;
+        let port = listener
+            .local_addr()
+            .map_err(io_error("read bound address"))?
+            .port();
+        if handed.insert(port) {
+            return Ok(port);
+        }
+    }
+    Err(TestkitError::Io {
+        what: "find a port not handed out before".into(),
+        source: std::io::Error::from(std::io::ErrorKind::AddrInUse),
+    })
 }
 
 /// A fresh directory under the system temp dir, removed on drop.
@@ -1030,5 +1074,22 @@ mod tests {
         assert_eq!(redis_command(redis.port(), "SET kept yes\r\n"), "+OK\r\n");
         redis.restart().unwrap();
         assert_eq!(redis_command(redis.port(), "GET kept\r\n"), "$3\r\nyes\r\n");
+    }
+
+    #[test]
+    fn free_ports_are_never_handed_out_twice_and_avoid_the_ephemeral_range() {
+        let ephemeral = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+            .unwrap_or(32_768);
+        let ports: Vec<u16> = (0..200).map(|_| free_port().unwrap()).collect();
+        let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), ports.len(), "a port handed out twice");
+        if ephemeral > 11_000 {
+            assert!(
+                ports.iter().all(|&p| (10_000..ephemeral).contains(&p)),
+                "{ports:?}"
+            );
+        }
     }
 }
