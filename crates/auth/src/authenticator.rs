@@ -203,6 +203,21 @@ impl RateState {
     }
 }
 
+/// A call refused by the layer, and where the bucket it was counted against stands (`None`: it was
+/// not counted against any bucket).
+#[derive(Debug)]
+pub(crate) struct Refused {
+    pub(crate) error: AuthError,
+    pub(crate) rate: Option<RateState>,
+}
+
+impl From<AuthError> for Refused {
+    /// A refusal of a call that was not counted.
+    fn from(error: AuthError) -> Refused {
+        Refused { error, rate: None }
+    }
+}
+
 /// A new guest identity and its token.
 #[derive(Clone, Debug)]
 pub struct IssuedGuest {
@@ -545,21 +560,28 @@ impl Authenticator {
         &self.inner.store
     }
 
-    /// Counts one call of `bucket` in the current minute; RESOURCE_EXHAUSTED past `limit`.
+    /// Counts one call of `bucket` in the current minute: where the bucket stands after it, or
+    /// RESOURCE_EXHAUSTED past `limit` (with the bucket's state: no call left until the reset).
     ///
     /// If the live store cannot count, `kind` decides (see [`crate::limits`]): a write is refused
-    /// with UNAVAILABLE, a read is counted by this replica's fallback limiter.
+    /// with UNAVAILABLE (not counted: no state), a read is counted by this replica's fallback limiter,
+    /// and the state is that limiter's (its limit a quarter of `limit`).
     pub(crate) async fn count_call(
         &self,
         bucket: &str,
         limit: u32,
         kind: CallKind,
-    ) -> Result<Option<RateState>, AuthError> {
+    ) -> Result<RateState, Refused> {
         let window_ms = RATE_WINDOW.as_millis() as u64;
         let now_ms = now_unix_ms();
         let window = now_ms / window_ms;
         let window_end_ms = (window + 1) * window_ms;
         let retry_after_secs = (window_end_ms - now_ms).div_ceil(1000).max(1);
+        let state = |limit: u32, remaining: u32| RateState {
+            limit,
+            remaining,
+            reset_secs: retry_after_secs,
+        };
         let count = match self
             .inner
             .store
@@ -574,23 +596,34 @@ impl Authenticator {
                     "rate counter unavailable"
                 );
                 return match kind {
-                    CallKind::Write => Err(AuthError::LimiterUnavailable(e)),
-                    CallKind::Read => self
-                        .inner
-                        .fallback
-                        .hit(bucket, limit, window, retry_after_secs)
-                        .map(|()| None),
+                    CallKind::Write => Err(Refused {
+                        error: AuthError::LimiterUnavailable(e),
+                        rate: None,
+                    }),
+                    CallKind::Read => {
+                        let fallback = crate::limits::fallback_limit(limit);
+                        match self
+                            .inner
+                            .fallback
+                            .hit(bucket, limit, window, retry_after_secs)
+                        {
+                            Ok(left) => Ok(state(fallback, left)),
+                            Err(error) => Err(Refused {
+                                error,
+                                rate: Some(state(fallback, 0)),
+                            }),
+                        }
+                    }
                 };
             }
         };
         if count > u64::from(limit) {
-            return Err(AuthError::RateLimited { retry_after_secs });
+            return Err(Refused {
+                error: AuthError::RateLimited { retry_after_secs },
+                rate: Some(state(limit, 0)),
+            });
         }
-        Ok(Some(RateState {
-            limit,
-            remaining: u64::from(limit).saturating_sub(count) as u32,
-            reset_secs: retry_after_secs,
-        }))
+        Ok(state(limit, u64::from(limit).saturating_sub(count) as u32))
     }
 
     /// The rate limit of guests.

@@ -11,7 +11,7 @@ use tonic::server::NamedService;
 use tonic::transport::server::TcpConnectInfo;
 use tower::{Layer, Service};
 
-use super::authenticator::RateState;
+use super::authenticator::{RateState, Refused};
 use super::limits::{CallKind, CallPolicy};
 use super::{AuthError, Authenticator, Principal, Scope};
 
@@ -20,6 +20,13 @@ use super::{AuthError, Authenticator, Principal, Scope};
 /// reaches the server. The handler finds an `Option<Principal>` in the request extensions (`None`:
 /// anonymous); a refused request is answered here with its gRPC status (RESOURCE_EXHAUSTED carries
 /// `retry-after` metadata).
+///
+/// Every answer of a call that was counted against a rate-limit bucket carries where that bucket
+/// stands after it, as response metadata (HTTP headers, so also on a trailers-only error answer and
+/// at the start of a stream): `x-ratelimit-limit` (calls allowed a minute), `x-ratelimit-remaining`
+/// (calls left in this minute; 0 on RESOURCE_EXHAUSTED) and `x-ratelimit-reset` (seconds until the
+/// minute ends). That is the handler's answers whatever their status, and the refusals made here
+/// (see `admit` for which bucket counts each).
 ///
 /// Every method of the wrapped server counts as a call that changes state (refused with UNAVAILABLE
 /// while the rate counters are unreachable) unless [`AuthLayer::with_policy`] names it a read; see
@@ -105,22 +112,15 @@ where
                         head.extensions.insert(OnBehalfOf(user));
                     }
                     let mut response = inner.call(http::Request::from_parts(head, body)).await?;
-                    if let Some(rate) = rate {
-                        rate.write(response.headers_mut());
-                    }
+                    rate.write(response.headers_mut());
                     Ok(response)
                 }
-                Err(e) => {
-                    tracing::debug!(error = %e, method = head.uri.path(), "call refused");
-                    let retry_after = match &e {
-                        AuthError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
-                        _ => None,
-                    };
-                    let mut response = e.into_status().into_http();
-                    if let Some(reset_secs) = retry_after {
-                        let headers = response.headers_mut();
-                        headers.insert("x-ratelimit-remaining", 0u32.into());
-                        headers.insert("x-ratelimit-reset", reset_secs.into());
+                Err(Refused { error, rate }) => {
+                    tracing::debug!(error = %error, method = head.uri.path(), "call refused");
+                    // RESOURCE_EXHAUSTED carries `retry-after` (`AuthError::into_status`).
+                    let mut response = error.into_status().into_http();
+                    if let Some(rate) = rate {
+                        rate.write(response.headers_mut());
                     }
                     Ok(response)
                 }
@@ -129,24 +129,45 @@ where
     }
 }
 
-/// Authenticates and counts one request. A call without credentials, and a call whose credentials
-/// are refused, count against the client address's bucket at the anonymous limit: whoever tries
-/// token after token is slowed down as an anonymous caller is (RESOURCE_EXHAUSTED once the address's
-/// calls of the minute are used up), and a refused credential is still answered UNAUTHENTICATED below
-/// that limit.
+/// Authenticates and counts one request: the caller, where the bucket the call was counted against
+/// stands after it (for the `x-ratelimit-*` metadata), and the user a service calls for.
+///
+/// A call without credentials, and a call whose credentials are refused (UNAUTHENTICATED), count
+/// against the client address's bucket at the anonymous limit: whoever tries token after token is
+/// slowed down as an anonymous caller is (RESOURCE_EXHAUSTED once the address's calls of the minute
+/// are used up), and a refused credential is still answered UNAUTHENTICATED below that limit, with
+/// the address bucket's state. A service's call naming a malformed user in `x-on-behalf-of` counts
+/// against the service key's own bucket before it is refused (INVALID_ARGUMENT). Both refusals count
+/// as reads (they change nothing), so while the store cannot count they are counted by the fallback
+/// limiter. A refusal with no state is one that was not counted: the store could neither count a call
+/// that changes state (UNAVAILABLE) nor read an API key's record.
 async fn admit(
     auth: &Authenticator,
     head: &http::request::Parts,
     address: &str,
     kind: CallKind,
-) -> Result<(Option<Principal>, Option<RateState>, Option<PlayerId>), AuthError> {
+) -> Result<(Option<Principal>, RateState, Option<PlayerId>), Refused> {
     match auth.caller(&head.headers).await {
         Ok(Some(caller)) => {
             // A service calling on a user's behalf spends that user's calls, not its own key's.
-            let behalf = if caller.principal.scopes.has(Scope::Service) {
-                on_behalf_of_header(head)?
-            } else {
-                None
+            let behalf = match caller.principal.scopes.has(Scope::Service) {
+                true => match on_behalf_of_header(head) {
+                    Ok(behalf) => behalf,
+                    Err(error) => {
+                        let rate = auth
+                            .count_call(
+                                &caller.rate_bucket,
+                                caller.rate_limit_per_minute,
+                                CallKind::Read,
+                            )
+                            .await?;
+                        return Err(Refused {
+                            error,
+                            rate: Some(rate),
+                        });
+                    }
+                },
+                false => None,
             };
             let rate = match &behalf {
                 Some(user) => match user.kind() {
@@ -179,11 +200,15 @@ async fn admit(
         }
         Err(refused) if refused.kind() == ErrorKind::Unauthenticated => {
             // Counted as a read: a store that cannot count falls back to this replica's limiter.
-            auth.count_call(address, auth.anonymous_limit(), CallKind::Read)
+            let rate = auth
+                .count_call(address, auth.anonymous_limit(), CallKind::Read)
                 .await?;
-            Err(refused)
+            Err(Refused {
+                error: refused,
+                rate: Some(rate),
+            })
         }
-        Err(other) => Err(other),
+        Err(other) => Err(other.into()),
     }
 }
 

@@ -86,16 +86,23 @@ pub(crate) struct FallbackLimiter {
     windows: Mutex<HashMap<String, (u64, u32)>>,
 }
 
+/// The limit the fallback limiter applies to a caller whose limit is `limit`: a quarter
+/// ([`FALLBACK_DIVISOR`]), at least 1 call per window.
+pub(crate) fn fallback_limit(limit: u32) -> u32 {
+    (limit / FALLBACK_DIVISOR).max(1)
+}
+
 impl FallbackLimiter {
-    /// Counts one call of `bucket` in `window` against `limit / FALLBACK_DIVISOR`.
+    /// Counts one call of `bucket` in `window` against [`fallback_limit`]`(limit)`: the calls left in
+    /// the window after this one, or RESOURCE_EXHAUSTED.
     pub(crate) fn hit(
         &self,
         bucket: &str,
         limit: u32,
         window: u64,
         retry_after_secs: u64,
-    ) -> Result<(), AuthError> {
-        let allowed = (limit / FALLBACK_DIVISOR).max(1);
+    ) -> Result<u32, AuthError> {
+        let allowed = fallback_limit(limit);
         let refused = || AuthError::RateLimited { retry_after_secs };
         let Ok(mut windows) = self.windows.lock() else {
             return Err(refused());
@@ -114,7 +121,7 @@ impl FallbackLimiter {
             return Err(refused());
         }
         entry.1 += 1;
-        Ok(())
+        Ok(allowed - entry.1)
     }
 }
 
@@ -144,6 +151,11 @@ mod tests {
             .filter(|_| limiter.hit("addr:1", 60, 7, 5).is_ok())
             .count();
         assert_eq!(passed, 15);
+        // The calls left are counted down to 0.
+        assert_eq!(limiter.hit("addr:4", 60, 7, 5).ok(), Some(14));
+        assert_eq!(limiter.hit("addr:4", 60, 7, 5).ok(), Some(13));
+        assert_eq!(fallback_limit(60), 15);
+        assert_eq!(fallback_limit(3), 1);
         // Another caller has its own count; the next window starts again.
         assert!(limiter.hit("addr:2", 60, 7, 5).is_ok());
         assert!(limiter.hit("addr:1", 60, 8, 5).is_ok());
