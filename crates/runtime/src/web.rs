@@ -7,7 +7,13 @@
 //! gRPC-Web translation, which refuses plain HTTP/1.1 requests. Without a folder it passes every
 //! request on unchanged.
 //!
-//! Every answer of the files (pages, assets, errors) carries the page's security headers
+//! Some documents are built into the binary and answered at their fixed path whatever the folder, and
+//! also without one ([`DOCUMENTS`]): the API reference, `GET /api-reference.md`
+//! ([`API_REFERENCE`], `docs/api-reference.md` as it was when the binary was built, `text/markdown;
+//! charset=utf-8`). Every server built on this crate (`draughtsd` and each service binary) answers
+//! it, with `--no-web` too; a file of the same name in the folder is not looked at.
+//!
+//! Every answer of the files (pages, assets, errors) and of the documents carries the page's security headers
 //! ([`SECURITY_HEADERS`]): a strict Content-Security-Policy (scripts, styles and calls only from this
 //! origin, no inline script or style, no plugins, no `<base>`, never framed), `X-Content-Type-Options:
 //! nosniff`, `X-Frame-Options: DENY` (for browsers without `frame-ancestors`) and `Referrer-Policy:
@@ -39,7 +45,65 @@ pub const SECURITY_HEADERS: [(&str, &str); 4] = [
     ("referrer-policy", "no-referrer"),
 ];
 
-/// Serves the files under a folder for `GET`/`HEAD`, else calls the inner (gRPC) service.
+/// A document built into the binary and answered at a fixed path (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Document {
+    /// The request path that gets it (`/api-reference.md`); the query string is not looked at.
+    pub path: &'static str,
+    /// Its `content-type`.
+    pub content_type: &'static str,
+    /// Its text.
+    pub body: &'static str,
+}
+
+/// The API reference generated from the protos' comments (`docs/api-reference.md`, `cd web && npm run
+/// reference`), as it was when this binary was built.
+pub const API_REFERENCE: Document = Document {
+    path: "/api-reference.md",
+    content_type: "text/markdown; charset=utf-8",
+    body: include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/api-reference.md"
+    )),
+};
+
+/// The documents every server answers for `GET`/`HEAD` at their paths, with or without a folder of files.
+pub const DOCUMENTS: [Document; 1] = [API_REFERENCE];
+
+/// The built-in document at `path`, if any.
+fn document(path: &str) -> Option<&'static Document> {
+    DOCUMENTS.iter().find(|d| d.path == path)
+}
+
+/// The answer to a `GET` (the text) or `HEAD` (its headers only) of `document`.
+fn document_response(document: &Document, head_only: bool) -> http::Response<tonic::body::Body> {
+    let body = match head_only {
+        true => tonic::body::Body::empty(),
+        false => tonic::body::Body::new(document.body.to_owned()),
+    };
+    let mut res = http::Response::new(body);
+    let headers = res.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(document.content_type),
+    );
+    headers.insert(http::header::CONTENT_LENGTH, document.body.len().into());
+    res
+}
+
+/// Adds [`SECURITY_HEADERS`] to `res`.
+fn secure(res: &mut http::Response<tonic::body::Body>) {
+    let headers = res.headers_mut();
+    for (name, value) in SECURITY_HEADERS {
+        headers.insert(
+            http::HeaderName::from_static(name),
+            http::HeaderValue::from_static(value),
+        );
+    }
+}
+
+/// Serves the built-in [`DOCUMENTS`] and the files under a folder (if any) for `GET`/`HEAD`, else
+/// calls the inner (gRPC) service.
 #[derive(Clone, Debug, Default)]
 pub struct StaticFilesLayer {
     dir: Option<PathBuf>,
@@ -95,6 +159,11 @@ where
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
         let is_file_request = matches!(*req.method(), http::Method::GET | http::Method::HEAD);
+        if is_file_request && let Some(document) = document(req.uri().path()) {
+            let mut res = document_response(document, req.method() == http::Method::HEAD);
+            secure(&mut res);
+            return Box::pin(async move { Ok(res) });
+        }
         match &self.files {
             Some(files) if is_file_request => {
                 let mut files = files.clone();
@@ -105,17 +174,30 @@ where
                         Err(never) => match never {},
                     };
                     let mut res = res.map(tonic::body::Body::new);
-                    let headers = res.headers_mut();
-                    for (name, value) in SECURITY_HEADERS {
-                        headers.insert(
-                            http::HeaderName::from_static(name),
-                            http::HeaderValue::from_static(value),
-                        );
-                    }
+                    secure(&mut res);
                     Ok(res)
                 })
             }
             _ => Box::pin(self.inner.call(req)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reference_is_built_in_at_its_path() {
+        let doc = document("/api-reference.md").expect("the API reference");
+        assert!(doc.body.starts_with("# API reference: `draughts.v1`"));
+        assert_eq!(doc.content_type, "text/markdown; charset=utf-8");
+        assert!(document("/api-reference").is_none());
+        assert!(document("/index.html").is_none());
+        let head = document_response(doc, true);
+        assert_eq!(
+            head.headers()[http::header::CONTENT_LENGTH],
+            doc.body.len().to_string().as_str()
+        );
     }
 }

@@ -56,10 +56,11 @@ pub struct Config {
     #[arg(long, env = "DRAUGHTS_ANALYSIS_EXTERNAL_WORKERS")]
     pub analysis_external_workers: bool,
     /// Folder of the web client's built files, served on the gRPC port (open `http://<listen>/`).
-    /// Unset: the repository's `web/dist` when it has been built (`npm run build` in `web/`).
+    /// Unset: the repository's `web/dist` when it has been built (`npm run build` in `web/`). The API
+    /// reference is served at `/api-reference.md` with or without it (built into the binary).
     #[arg(long, env = "DRAUGHTS_WEB_DIR", conflicts_with = "no_web")]
     pub web_dir: Option<std::path::PathBuf>,
-    /// Serve no web client.
+    /// Serve no web client (the API reference at `/api-reference.md` is still served).
     #[arg(long, env = "DRAUGHTS_NO_WEB")]
     pub no_web: bool,
 }
