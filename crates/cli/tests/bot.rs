@@ -8,6 +8,12 @@
 //!   together; other bots keep the server's defaults.
 //! - `misbehaving_engines_are_resigned_never_waited_on`: fake engines (an illegal move, silence, a
 //!   crash): each game ends at once (resigned, so aborted before two moves), the bridge says why.
+//! - `a_full_bridge_queues_then_declines_and_filters_challenges`: `--max-games 2` and three
+//!   challenges at once: two played at the same time, the third queued and accepted when a game
+//!   ends, one more queued, the next declined LATER; another variant VARIANT, a rated game CASUAL.
+//! - `an_engine_failing_mid_game_loses_that_game_only`: an engine that crashes (one game) or plays an
+//!   illegal move (another) after three good moves: each game resigned at once (a loss, not an abort),
+//!   the bridge's third game played on.
 //! - `the_bridge_answers_and_offers_draws_by_the_engine_s_score`: `draughts hub` with its scores
 //!   rewritten (level, or 3 men up): the level bot declines an offer before --draw-min-ply, offers a
 //!   draw itself afterwards (accepted: drawn by agreement); the other declines and never offers.
@@ -1029,6 +1035,427 @@ async fn misbehaving_engines_are_resigned_never_waited_on() {
             "{name}: the bridge goes on after a failed engine"
         );
     }
+    let _ = std::fs::remove_dir_all(&dir);
+    server.stop().await;
+}
+
+/// `token` invites `invitee` to a casual or rated game in `variant` (Fischer `base_ms` + 0), the
+/// inviter taking `color`.
+async fn invite_in(
+    channel: &Channel,
+    token: &str,
+    invitee: &str,
+    variant: draughts_engine::Variant,
+    rated: bool,
+    base_ms: u64,
+    color: pb::Color,
+) -> pb::Invitation {
+    GamesClient::new(channel.clone())
+        .create_invitation(authed(
+            token,
+            pb::CreateInvitationRequest {
+                rules: Some(draughts_proto::convert::rules_to_wire(variant.into())),
+                time_control: fischer(base_ms, 0),
+                invitee_id: invitee.into(),
+                color: color as i32,
+                rated,
+                ..Default::default()
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+async fn invitation(channel: &Channel, token: &str, invitation_id: &str) -> pb::Invitation {
+    GamesClient::new(channel.clone())
+        .get_invitation(authed(
+            token,
+            pb::InvitationRequest {
+                invitation_id: invitation_id.into(),
+                accept_key: String::new(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// Waits until the invitation is declined; its reason.
+async fn declined(channel: &Channel, token: &str, invitation_id: &str) -> pb::DeclineReason {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let inv = invitation(channel, token, invitation_id).await;
+        if inv.state == pb::InvitationState::Declined as i32 {
+            return pb::DeclineReason::try_from(inv.decline_reason).unwrap();
+        }
+        assert_eq!(inv.state, pb::InvitationState::Pending as i32, "{inv:?}");
+        assert!(
+            Instant::now() < deadline,
+            "invitation {invitation_id} not declined"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until the bridge's stderr holds `needle`; panics with it after `limit`.
+async fn stderr_says(bridge: &Bridge, needle: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while !bridge.stderr().contains(needle) {
+        assert!(
+            Instant::now() < deadline,
+            "the bridge did not say {needle:?}: {}",
+            bridge.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A challenger's moves in one game: `opening` (Hub notation) as its first move if given, then the
+/// first legal move, until the game has `plies` plies or is over. The game's view then.
+async fn play_until(
+    channel: &Channel,
+    token: &str,
+    game_id: &str,
+    opening: Option<&str>,
+    plies: usize,
+    limit: Duration,
+) -> pb::GameView {
+    let deadline = Instant::now() + limit;
+    let me = AuthClient::new(channel.clone())
+        .who_am_i(authed(token, pb::WhoAmIRequest {}))
+        .await
+        .unwrap()
+        .into_inner()
+        .player
+        .unwrap()
+        .id;
+    loop {
+        let view = get_game(channel, game_id).await.unwrap();
+        if is_over(&view) || view.moves.len() >= plies {
+            return view;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "game {game_id}: {} plies after {limit:?}",
+            view.moves.len()
+        );
+        let rules = draughts_proto::convert::rule_set(view.rules.as_ref()).unwrap();
+        let pos: Position =
+            draughts_proto::convert::position(rules, &view.position.as_ref().unwrap().fen).unwrap();
+        let white = view.white.as_ref().unwrap().id == me;
+        if (pos.side_to_move() == draughts_engine::Color::White) != white {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        let moves = pos.legal_moves();
+        let chosen = match opening.filter(|_| view.moves.is_empty()) {
+            Some(text) => moves
+                .iter()
+                .find(|m| draughts_ai::hub::write_move(&pos, m) == text)
+                .unwrap_or_else(|| panic!("{text} is not a legal first move")),
+            None => &moves[0],
+        };
+        let wire = draughts_proto::convert::move_to_wire(&pos, chosen);
+        GamesClient::new(channel.clone())
+            .play_move(authed(
+                token,
+                pb::PlayMoveRequest {
+                    game_id: game_id.into(),
+                    r#move: Some(pb::MoveInput {
+                        r#move: Some(pb::move_input::Move::Squares(pb::MoveSquares {
+                            squares: wire.path,
+                        })),
+                    }),
+                    expected_ply: Some(view.moves.len() as u32),
+                },
+            ))
+            .await
+            .unwrap();
+    }
+}
+
+async fn resign_game(channel: &Channel, token: &str, game_id: &str) {
+    GamesClient::new(channel.clone())
+        .resign(authed(
+            token,
+            pb::GameActionRequest {
+                game_id: game_id.into(),
+            },
+        ))
+        .await
+        .unwrap();
+}
+
+/// `--max-games 2`, three challenges at once: two are accepted and played at the same time, the third
+/// waits in the bridge's queue (policy: at most `--max-games` wait) and is accepted when a game ends;
+/// with the queue full, the next is declined LATER. A challenge in another variant is declined
+/// VARIANT, a rated one to a casual-only bot CASUAL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_bridge_queues_then_declines_and_filters_challenges() {
+    use draughts_engine::Variant;
+    let server = Server::start("memory://").await;
+    let ch = server.channel().await;
+    let key = bot_key(&ch, "pair").await;
+    let bridge = Bridge::start(
+        server.addr,
+        &key,
+        &hub_engine(),
+        "pair",
+        &[
+            "--variants",
+            "english",
+            "--mode",
+            "casual",
+            "--max-games",
+            "2",
+        ],
+    );
+    let bot = "key:pair";
+    let limit = Duration::from_secs(20);
+    let mut people = Vec::new();
+    for name in ["Ann", "Bob", "Carl", "Dora", "Emil", "Fay", "Gus"] {
+        people.push(guest(&ch, name).await.0);
+    }
+    let casual = |i: usize| {
+        let (ch, token) = (ch.clone(), people[i].clone());
+        async move {
+            invite_in(
+                &ch,
+                &token,
+                bot,
+                Variant::English,
+                false,
+                20_000,
+                pb::Color::White,
+            )
+            .await
+        }
+    };
+    // Three at once.
+    let (a, b, c) = tokio::join!(casual(0), casual(1), casual(2));
+    let three = [&a, &b, &c];
+    // Two accepted, the third queued ("every slot is taken") and still pending.
+    let deadline = Instant::now() + limit;
+    let (playing, queued) = loop {
+        let mut playing = Vec::new();
+        let mut pending = Vec::new();
+        for (i, inv) in three.iter().enumerate() {
+            let now = invitation(&ch, &people[i], &inv.invitation_id).await;
+            if now.state == pb::InvitationState::Accepted as i32 {
+                playing.push((i, now.game_id));
+            } else {
+                assert_eq!(now.state, pb::InvitationState::Pending as i32, "{now:?}");
+                pending.push(i);
+            }
+        }
+        assert!(playing.len() <= 2, "more than --max-games accepted");
+        if playing.len() == 2 {
+            break (playing, pending[0]);
+        }
+        assert!(Instant::now() < deadline, "{} accepted", playing.len());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let queued_id = &three[queued].invitation_id;
+    stderr_says(&bridge, &format!("queued {queued_id}"), limit).await;
+    // Both games are played at the same time: each reaches 6 plies (3 moves of the bot's) while the
+    // other is still going on.
+    let (g0, g1) = tokio::join!(
+        play_until(&ch, &people[playing[0].0], &playing[0].1, None, 6, limit),
+        play_until(&ch, &people[playing[1].0], &playing[1].1, None, 6, limit)
+    );
+    for view in [&g0, &g1] {
+        assert!(!is_over(view), "{view:?}");
+        assert!(view.moves.len() >= 6, "{view:?}");
+    }
+    assert_eq!(
+        invitation(&ch, &people[queued], queued_id).await.state,
+        pb::InvitationState::Pending as i32
+    );
+    // One more waits (the queue holds --max-games); the one after is declined LATER.
+    let d = casual(3).await;
+    stderr_says(&bridge, &format!("queued {}", d.invitation_id), limit).await;
+    let e = casual(4).await;
+    assert_eq!(
+        declined(&ch, &people[4], &e.invitation_id).await,
+        pb::DeclineReason::Later
+    );
+    // Outside the filters, whatever the slots: another variant, a rated game.
+    let international = invite_in(
+        &ch,
+        &people[5],
+        bot,
+        Variant::International,
+        false,
+        20_000,
+        pb::Color::White,
+    )
+    .await;
+    assert_eq!(
+        declined(&ch, &people[5], &international.invitation_id).await,
+        pb::DeclineReason::Variant
+    );
+    let rated = invite_in(
+        &ch,
+        &people[6],
+        bot,
+        Variant::English,
+        true,
+        20_000,
+        pb::Color::White,
+    )
+    .await;
+    assert_eq!(
+        declined(&ch, &people[6], &rated.invitation_id).await,
+        pb::DeclineReason::Casual
+    );
+    // A game ends: the oldest queued invitation is accepted; the next one when another ends.
+    resign_game(&ch, &people[playing[0].0], &playing[0].1).await;
+    let third = accepted(&ch, &people[queued], queued_id, limit).await;
+    assert_eq!(
+        invitation(&ch, &people[3], &d.invitation_id).await.state,
+        pb::InvitationState::Pending as i32,
+        "one slot freed, one invitation accepted"
+    );
+    resign_game(&ch, &people[playing[1].0], &playing[1].1).await;
+    let fourth = accepted(&ch, &people[3], &d.invitation_id, limit).await;
+    for (token, game) in [(&people[queued], &third), (&people[3], &fourth)] {
+        resign_game(&ch, token, game).await;
+    }
+    let err = bridge.stderr();
+    assert!(!err.contains("engine failure"), "{err}");
+    drop(bridge);
+    server.stop().await;
+}
+
+/// `draughts hub` behind a filter that breaks it in the games opened with a given move (the challenger,
+/// White, chooses it): after 31-26 the engine exits when asked for its 4th move (a crash), after 35-30
+/// it answers its 4th with an illegal move; after any other opening it plays on.
+fn failing_engine(dir: &std::path::Path) -> String {
+    let script = format!(
+        r#"exec 3>&1
+awk -v out=/dev/fd/3 '
+/^pos / {{
+  m = ""
+  if (match($0, /moves="[^"]*"/)) m = substr($0, RSTART + 7, RLENGTH - 8)
+  k = split(m, a, " ")
+  how = "good"
+  if (k > 0 && a[1] == "31-26") how = "crash"
+  if (k > 0 && a[1] == "35-30") how = "illegal"
+  late = k >= 7
+}}
+/^go/ && late && how == "crash" {{ exit 3 }}
+/^go/ && late && how == "illegal" {{ print "done move=11-99" > out; close(out); next }}
+{{ print; fflush() }}
+' | {} hub
+"#,
+        env!("CARGO_BIN_EXE_draughts")
+    );
+    let path = dir.join("failing.sh");
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(&path, script).unwrap();
+    format!("sh {}", path.display())
+}
+
+/// An engine that fails after three good moves (it crashes in one game, plays an illegal move in
+/// another): the bridge resigns each of those games at once (a loss by resignation, not an abort),
+/// and plays on in its third game, whose engine is sound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_failing_mid_game_loses_that_game_only() {
+    let server = Server::start("memory://").await;
+    let ch = server.channel().await;
+    let dir = std::env::temp_dir().join(format!("draughts-bot-failing-{}", std::process::id()));
+    let key = bot_key(&ch, "flaky").await;
+    let bridge = Bridge::start(
+        server.addr,
+        &key,
+        &failing_engine(&dir),
+        "flaky",
+        &[
+            "--variants",
+            "international",
+            "--max-games",
+            "3",
+            "--engine-grace-ms",
+            "300",
+        ],
+    );
+    let limit = Duration::from_secs(30);
+    let mut games = Vec::new();
+    for (name, opening) in [("Crash", "31-26"), ("Illegal", "35-30"), ("Sound", "33-28")] {
+        let (token, _) = guest(&ch, name).await;
+        // The challenger takes White, so its first move chooses the engine's behaviour.
+        let inv = invite_in(
+            &ch,
+            &token,
+            "key:flaky",
+            draughts_engine::Variant::International,
+            false,
+            15_000,
+            pb::Color::White,
+        )
+        .await;
+        let game_id = accepted(&ch, &token, &inv.invitation_id, limit).await;
+        games.push((token, game_id, opening));
+    }
+    let started = Instant::now();
+    let play = |i: usize, plies: usize| {
+        let (token, game_id, opening) = games[i].clone();
+        let ch = ch.clone();
+        async move { play_until(&ch, &token, &game_id, Some(opening), plies, limit).await }
+    };
+    // The two failing games are played to their end, the sound one meanwhile to 8 plies.
+    let (crashed, illegal, sound) =
+        tokio::join!(play(0, usize::MAX), play(1, usize::MAX), play(2, 8));
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
+    for (view, why) in [(&crashed, "exited"), (&illegal, "illegal move")] {
+        let status = view.status.clone().unwrap();
+        // Three good moves of the bot's (plies 2, 4, 6), the challenger's 7th, then the resignation.
+        assert_eq!(view.moves.len(), 7, "{why}: {view:?}");
+        assert_eq!(
+            (status.outcome, status.reason),
+            (
+                pb::Outcome::WhiteWins as i32,
+                pb::EndReason::Resignation as i32
+            ),
+            "{why}: {status:?}"
+        );
+        stderr_says(
+            &bridge,
+            &format!("game {}: engine failure, resigning", view.game_id),
+            Duration::from_secs(5),
+        )
+        .await;
+        let line = bridge
+            .stderr()
+            .lines()
+            .find(|l| l.starts_with(&format!("game {}: engine failure", view.game_id)))
+            .unwrap()
+            .to_owned();
+        assert!(line.contains(why), "{line}");
+    }
+    // The sound game goes on: the bot makes two more moves after the others ended.
+    assert!(!is_over(&sound), "{sound:?}");
+    let on = play(2, sound.moves.len() + 4).await;
+    assert!(!is_over(&on), "{on:?}");
+    assert!(on.moves.len() >= sound.moves.len() + 4, "{on:?}");
+    let (token, game_id, _) = &games[2];
+    resign_game(&ch, token, game_id).await;
+    let over = wait_over(&ch, game_id, Duration::from_secs(5)).await;
+    assert_eq!(
+        over.status.unwrap().outcome,
+        pb::Outcome::BlackWins as i32,
+        "the bot won its sound game"
+    );
+    let mut bridge = bridge;
+    assert!(bridge.running(), "the bridge goes on");
+    let err = bridge.stderr();
+    assert_eq!(err.matches("engine failure").count(), 2, "{err}");
+    drop(bridge);
     let _ = std::fs::remove_dir_all(&dir);
     server.stop().await;
 }
