@@ -22,8 +22,8 @@
 //!   the same port and Redis; the bridge reconnects and finishes its game.
 //! - `scan_plays_through_the_bridge` (opt-in, `DRAUGHTS_SCAN_DIR=<folder of a built Scan 2.0>`):
 //!   Scan 2.0 (the first Hub syntax) bridged, against a bridged `draughts hub`, to the end.
-//! - `fifty_games_against_scripted_challengers` (opt-in, `DRAUGHTS_BOT_SOAK=1`): the must-reach run,
-//!   whose command and figures are in docs/bots.md.
+//! - `fifty_games_against_scripted_challengers` (opt-in, `DRAUGHTS_BOT_SOAK=1`): the must-reach run
+//!   against challengers playing the server's level 1, whose command and figures are in docs/bots.md.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -332,14 +332,69 @@ async fn accepted(channel: &Channel, token: &str, invitation_id: &str, limit: Du
     }
 }
 
+/// How a scripted challenger chooses its moves.
+enum Pick {
+    /// The first legal move.
+    First,
+    /// The server's computer at level 1: the engine crate's `Level::for_variant(1, ..)` (depth 1,
+    /// up to 150 centi-men of noise), chosen with `choose_scored` as `Analysis.BestMove` at level 1
+    /// does (a searcher with the default options, a seeded generator), in this process.
+    Level1 {
+        seed: u64,
+        state: Option<Box<(draughts_ai::Searcher, draughts_ai::Rng)>>,
+    },
+}
+
+impl Pick {
+    fn level1(seed: u64) -> Pick {
+        Pick::Level1 { seed, state: None }
+    }
+
+    fn choose(&mut self, pos: &Position) -> Option<draughts_engine::Move> {
+        let moves = pos.legal_moves();
+        match self {
+            Pick::First => moves.first().cloned(),
+            Pick::Level1 { seed, state } => {
+                if moves.len() <= 1 {
+                    return moves.first().cloned();
+                }
+                let (searcher, rng) = &mut **state.get_or_insert_with(|| {
+                    Box::new((
+                        draughts_ai::Searcher::new(pos.variant()),
+                        draughts_ai::Rng::new(*seed),
+                    ))
+                });
+                let level = draughts_ai::Level::for_variant(1, pos.variant()).unwrap();
+                level.choose(searcher, &draughts_ai::RootState::new(*pos), rng)
+            }
+        }
+    }
+}
+
 /// The scripted challenger's side of a game: on its turn, the first legal move; until the game ends.
 /// `reconnect` gives a fresh channel after an error (a restarted server). Returns the final view.
 async fn play_first_moves<F, Fut>(
+    channel: Channel,
+    token: &str,
+    game_id: &str,
+    reconnect: F,
+    limit: Duration,
+) -> pb::GameView
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Channel>,
+{
+    play_moves(channel, token, game_id, reconnect, limit, &mut Pick::First).await
+}
+
+/// The scripted challenger's side of a game, its moves chosen by `pick`; until the game ends.
+async fn play_moves<F, Fut>(
     mut channel: Channel,
     token: &str,
     game_id: &str,
     reconnect: F,
     limit: Duration,
+    pick: &mut Pick,
 ) -> pb::GameView
 where
     F: Fn() -> Fut,
@@ -372,8 +427,8 @@ where
             draughts_proto::convert::position(rules, &view.position.as_ref().unwrap().fen).unwrap();
         let white = view.white.as_ref().unwrap().id == me;
         let my_turn = (pos.side_to_move() == draughts_engine::Color::White) == white;
-        if my_turn && let Some(mv) = pos.legal_moves().first() {
-            let wire = draughts_proto::convert::move_to_wire(&pos, mv);
+        if my_turn && let Some(mv) = pick.choose(&pos) {
+            let wire = draughts_proto::convert::move_to_wire(&pos, &mv);
             let _ = GamesClient::new(channel.clone())
                 .play_move(authed(
                     token,
@@ -1857,7 +1912,8 @@ async fn bridge_resumes_its_game_across_a_server_restart_on_redis() {
 }
 
 /// The must-reach run (docs/bots.md): `DRAUGHTS_BOT_SOAK=1 cargo test --release -p draughts-cli --test
-/// bot fifty_games -- --nocapture`. Four scripted challengers (first legal move) challenge the bot
+/// bot fifty_games -- --nocapture`. Four scripted challengers (the server's computer at level 1,
+/// [`Pick::Level1`]; they were first-legal-move players before) challenge the bot
 /// in turn until 50 games have ended; the bot plays up to four at once with `draughts hub`. Checks:
 /// every game ends with a result (none aborted, none lost on time by the bot, no refused move), and
 /// prints the bridge's overhead per move (p50, p99, max).
@@ -1902,7 +1958,8 @@ async fn fifty_games_against_scripted_challengers() {
                 let game_id =
                     accepted(&ch, &token, &inv.invitation_id, Duration::from_secs(60)).await;
                 let ch2 = ch.clone();
-                let view = play_first_moves(
+                let seed = 1 + c * 1_000 + ended.len() as u64;
+                let view = play_moves(
                     ch.clone(),
                     &token,
                     &game_id,
@@ -1911,6 +1968,7 @@ async fn fifty_games_against_scripted_challengers() {
                         async move { ch }
                     },
                     Duration::from_secs(300),
+                    &mut Pick::level1(seed),
                 )
                 .await;
                 ended.push(view);
@@ -1923,6 +1981,28 @@ async fn fifty_games_against_scripted_challengers() {
         views.extend(c.await.unwrap());
     }
     assert_eq!(views.len(), games);
+    let (mut won, mut drawn, mut lost, mut plies) = (0, 0, 0, 0);
+    for view in &views {
+        let outcome = view.status.as_ref().map(|s| s.outcome).unwrap_or_default();
+        let bot_white = view.white.as_ref().unwrap().bot;
+        let bot_won = if bot_white {
+            pb::Outcome::WhiteWins
+        } else {
+            pb::Outcome::BlackWins
+        } as i32;
+        if outcome == bot_won {
+            won += 1;
+        } else if outcome == pb::Outcome::Draw as i32 {
+            drawn += 1;
+        } else {
+            lost += 1;
+        }
+        plies += view.moves.len();
+    }
+    eprintln!(
+        "the bot won {won}, drew {drawn}, lost {lost}; {:.0} plies a game on average",
+        plies as f64 / games as f64
+    );
     for view in &views {
         let status = view.status.clone().unwrap();
         assert_ne!(
