@@ -21,8 +21,16 @@
 //! reached by subtracting the rows of the pieces that left a square and adding those that arrived (the
 //! move's from and to squares, its captured pieces and a promotion all show up as such differences).
 //! The searcher keeps one per ply, and a leaf is computed from the closest of: the accumulator of its own
-//! ply (the sibling last evaluated there) and of the ply above; a full refresh when the difference is
-//! large.
+//! ply (the sibling last evaluated there) and of the ply above (written into this ply's as it is read,
+//! each perspective's sums held in AVX2 registers while the rows are applied); a full refresh when the
+//! difference is large. A position met again at its ply with the same side to move reuses the output
+//! kept there.
+//!
+//! **Second layer with AVX2.** When every second-layer weight fits in a byte (a trained network's do:
+//! they are the float weights times 64), the clipped activations are packed to bytes and multiplied in
+//! groups of four with `maddubs`, groups of four zeros skipped; when the weights are within +-64, two
+//! groups' `i16` pair sums are added before widening. Both are exact, so the integers are the
+//! portable loops' (tested); other weights take the `i16` kernel.
 //!
 //! **File format** (`DNN1`, little-endian): magic `DNN1`, `u16` version (1), `u8` length and the variant
 //! key, `u16` N, `u16` H, `u16` L, then the first layer's weights (`4N x H` `i16`, row per feature), its
@@ -149,6 +157,9 @@ pub struct Network {
     b2: Vec<i32>,
     w3: Vec<i16>,
     b3: i32,
+    /// `w2` as bytes for the AVX2 kernel's second layer (`simd::QuadWeights`), when every weight
+    /// fits in one; derived from `w2` and `w3`, not stored in the file.
+    w2_quads: Option<simd::QuadWeights>,
     kernel: Kernel,
 }
 
@@ -227,6 +238,7 @@ impl Network {
         let q = |x: f32, scale: f32, limit: f32| (x * scale).round().clamp(-limit, limit) as i16;
         let one = ONE as f32;
         let ws = WEIGHT_SCALE as f32;
+        let w2: Vec<i16> = net.w2.iter().map(|&x| q(x, ws, 32767.0)).collect();
         Ok(Network {
             variant: net.variant,
             squares,
@@ -234,7 +246,7 @@ impl Network {
             layer2: net.layer2,
             w1: net.w1.iter().map(|&x| q(x, one, first)).collect(),
             b1: net.b1.iter().map(|&x| q(x, one, first)).collect(),
-            w2: net.w2.iter().map(|&x| q(x, ws, 32767.0)).collect(),
+            w2,
             b2: net
                 .b2
                 .iter()
@@ -242,8 +254,16 @@ impl Network {
                 .collect(),
             w3: net.w3.iter().map(|&x| q(x, ws, 32767.0)).collect(),
             b3: (net.b3 * one * ws).round().clamp(-1e9, 1e9) as i32,
+            w2_quads: None,
             kernel: Kernel::detect(),
-        })
+        }
+        .with_quads())
+    }
+
+    /// The network with its derived AVX2 weights made.
+    fn with_quads(self) -> Network {
+        let w2_quads = simd::QuadWeights::of(&self.w2, &self.w3, self.layer2, 2 * self.hidden);
+        Network { w2_quads, ..self }
     }
 
     pub fn variant(&self) -> Variant {
@@ -349,8 +369,10 @@ impl Network {
             b2,
             w3,
             b3,
+            w2_quads: None,
             kernel: Kernel::detect(),
-        })
+        }
+        .with_quads())
     }
 
     /// The first-layer feature of a piece kind (0-3 in White's view: white man, white king, black man,
@@ -393,6 +415,7 @@ impl Network {
             self.apply(acc, kind, plane, true);
         }
         acc.sets = Some(sets);
+        acc.score = None;
     }
 
     /// Adds (`add`) or takes away the first-layer rows of the pieces of `kind` on `bits`, in both
@@ -418,15 +441,19 @@ impl Network {
         }
     }
 
-    /// Moves `acc` from the sets it holds to `sets` by the pieces that differ; `false` (and `acc`
-    /// untouched) when it holds none or more than a few pieces differ.
-    fn update(&self, sets: Sets, acc: &mut Accumulator) -> bool {
-        simd::dispatch(self.kernel, Update(self, sets, acc))
-    }
-
+    /// Sets `acc` to the sums of `sets`, reached from the sums of `from` (another accumulator; `acc`
+    /// itself when `None`) by the rows of the pieces that differ: each 16-lane stretch of the sums is
+    /// read once, has every differing row taken away or added, and is written once. `false` (and `acc`
+    /// untouched) when the source holds no sets or more than a few pieces differ.
     #[inline(always)]
-    fn update_in(&self, sets: Sets, acc: &mut Accumulator) -> bool {
-        let Some(old) = acc.sets else {
+    fn update_from_in(
+        &self,
+        isa: simd::Isa,
+        from: Option<&Accumulator>,
+        sets: Sets,
+        acc: &mut Accumulator,
+    ) -> bool {
+        let Some(old) = from.map_or(acc.sets, |f| f.sets) else {
             return false;
         };
         let (old_planes, new_planes) = (old.planes(), sets.planes());
@@ -436,11 +463,35 @@ impl Network {
         if delta > MAX_DELTA {
             return false;
         }
+        let h = self.hidden;
+        // The first-layer rows (offsets into w1) that leave and arrive, for each perspective.
+        const M: usize = MAX_DELTA as usize;
+        let (mut gone, mut came) = ([[0usize; M]; 2], [[0usize; M]; 2]);
+        let (mut n_gone, mut n_came) = (0, 0);
         for kind in 0..4 {
-            self.apply(acc, kind, old_planes[kind] & !new_planes[kind], false);
-            self.apply(acc, kind, new_planes[kind] & !old_planes[kind], true);
+            for (bits, rows, n) in [
+                (old_planes[kind] & !new_planes[kind], &mut gone, &mut n_gone),
+                (new_planes[kind] & !old_planes[kind], &mut came, &mut n_came),
+            ] {
+                let mut bits = bits;
+                while bits != 0 {
+                    let bit = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    rows[0][*n] = self.feature(Color::White, kind, bit) * h;
+                    rows[1][*n] = self.feature(Color::Black, kind, bit) * h;
+                    *n += 1;
+                }
+            }
+        }
+        acc.values.resize(2 * h, 0);
+        for p in 0..2 {
+            let (gone, came) = (&gone[p][..n_gone], &came[p][..n_came]);
+            let source = from.map(|f| &f.values[p * h..(p + 1) * h]);
+            let dest = &mut acc.values[p * h..(p + 1) * h];
+            simd::shift(isa, source, dest, &self.w1, gone, came);
         }
         acc.sets = Some(sets);
+        acc.score = None;
         true
     }
 
@@ -477,10 +528,14 @@ impl Network {
         } else {
             (other, own)
         };
-        let mut clipped = [0i16; 2 * MAX_HIDDEN];
-        simd::avx2::clip(v3, own, &mut clipped[..h]);
-        simd::avx2::clip(v3, other, &mut clipped[h..2 * h]);
-        let out = simd::avx2::layers(v3, &clipped[..2 * h], &self.w2, &self.b2, &self.w3, self.b3);
+        let out = if let Some(wq) = &self.w2_quads {
+            simd::avx2::layers_quads(v3, own, other, wq, &self.b2, self.b3)
+        } else {
+            let mut clipped = [0i16; 2 * MAX_HIDDEN];
+            simd::avx2::clip(v3, own, &mut clipped[..h]);
+            simd::avx2::clip(v3, other, &mut clipped[h..2 * h]);
+            simd::avx2::layers(v3, &clipped[..2 * h], &self.w2, &self.b2, &self.w3, self.b3)
+        };
         (i64::from(out) * i64::from(OUTPUT_CM) / i64::from(ONE * WEIGHT_SCALE)) as i32
     }
 
@@ -493,7 +548,6 @@ impl Network {
 }
 
 struct Refresh<'a>(&'a Network, Sets, &'a mut Accumulator);
-struct Update<'a>(&'a Network, Sets, &'a mut Accumulator);
 struct Output<'a>(&'a Network, &'a Accumulator, bool);
 
 impl simd::Work for Refresh<'_> {
@@ -501,14 +555,6 @@ impl simd::Work for Refresh<'_> {
     #[inline(always)]
     fn run(self) {
         self.0.refresh_in(self.1, self.2)
-    }
-}
-
-impl simd::Work for Update<'_> {
-    type Output = bool;
-    #[inline(always)]
-    fn run(self) -> bool {
-        self.0.update_in(self.1, self.2)
     }
 }
 
@@ -561,6 +607,8 @@ impl<'a> Reader<'a> {
 pub struct Accumulator {
     values: Vec<i16>,
     sets: Option<Sets>,
+    /// The last output computed from `values`, and for which side to move (White's: `true`).
+    score: Option<(bool, i32)>,
 }
 
 impl Accumulator {
@@ -589,11 +637,29 @@ impl AccumulatorStack {
 
     /// The score for the side to move of the position `sets` met at `ply`, in centi-men: the
     /// accumulator of this ply, else of the ply above, moved to `sets`; a refresh if neither is close.
+    /// The same position met again at its ply with the same side to move gives the output kept from
+    /// the last time. All of it runs in one piece on the network's kernel.
     pub fn evaluate(&mut self, net: &Network, sets: Sets, white_to_move: bool, ply: usize) -> i32 {
         if self.plies.len() <= ply + 1 {
             self.plies.resize_with(ply + 2, Accumulator::default);
         }
-        let here = ply + 1;
+        simd::dispatch(
+            net.kernel,
+            StackEval(net, self, sets, white_to_move, ply + 1),
+        )
+    }
+
+    /// Brings the accumulator of `here` (a ply plus one) to `sets`; `Err(score)` when it holds them and
+    /// its kept output is for `white_to_move`.
+    #[inline(always)]
+    fn reach(
+        &mut self,
+        isa: simd::Isa,
+        net: &Network,
+        sets: Sets,
+        white_to_move: bool,
+        here: usize,
+    ) -> Result<(), i32> {
         let near = |a: &Accumulator| {
             a.sets.map_or(u32::MAX, |s| {
                 let (x, y) = (s.planes(), sets.planes());
@@ -601,25 +667,52 @@ impl AccumulatorStack {
             })
         };
         let d_here = near(&self.plies[here]);
-        if d_here > 0 {
-            let d_above = near(&self.plies[here - 1]);
-            if d_above < d_here {
-                let (above, rest) = self.plies.split_at_mut(here);
-                let above = &above[here - 1];
-                let acc = &mut rest[0];
-                acc.values.clear();
-                acc.values.extend_from_slice(&above.values);
-                acc.sets = above.sets;
-            }
-            let acc = &mut self.plies[here];
-            if net.update(sets, acc) {
-                self.updates += 1;
-            } else {
-                net.refresh(sets, acc);
-                self.refreshes += 1;
-            }
+        if d_here == 0 {
+            return match self.plies[here].score {
+                Some((wtm, score)) if wtm == white_to_move => Err(score),
+                _ => Ok(()),
+            };
         }
-        net.output(&self.plies[here], white_to_move)
+        let d_above = near(&self.plies[here - 1]);
+        let (above, rest) = self.plies.split_at_mut(here);
+        let acc = &mut rest[0];
+        let from = (d_above < d_here).then(|| &above[here - 1]);
+        if net.update_from_in(isa, from, sets, acc) {
+            self.updates += 1;
+        } else {
+            net.refresh_in(sets, acc);
+            self.refreshes += 1;
+        }
+        Ok(())
+    }
+}
+
+struct StackEval<'a>(&'a Network, &'a mut AccumulatorStack, Sets, bool, usize);
+
+impl simd::Work for StackEval<'_> {
+    type Output = i32;
+    #[inline(always)]
+    fn run(self) -> i32 {
+        let StackEval(net, stack, sets, wtm, here) = self;
+        if let Err(score) = stack.reach(None, net, sets, wtm, here) {
+            return score;
+        }
+        let acc = &mut stack.plies[here];
+        let score = net.output_in(acc, wtm);
+        acc.score = Some((wtm, score));
+        score
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn run_avx2(self, v3: pulp::x86::V3) -> i32 {
+        let StackEval(net, stack, sets, wtm, here) = self;
+        if let Err(score) = stack.reach(Some(v3), net, sets, wtm, here) {
+            return score;
+        }
+        let acc = &mut stack.plies[here];
+        let score = net.output_avx2(v3, acc, wtm);
+        acc.score = Some((wtm, score));
+        score
     }
 }
 

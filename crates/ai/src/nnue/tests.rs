@@ -10,6 +10,18 @@ use crate::train::Sample;
 
 /// A network of random weights (activations spread over the clip's range).
 fn random_net(variant: Variant, hidden: usize, layer2: usize, seed: u64) -> Network {
+    random_net_w2(variant, hidden, layer2, seed, 0.2)
+}
+
+/// [`random_net`] with the second layer's float weights drawn within `+-w2_range` (times 64 in the
+/// integers: 0.2 keeps them within +-64, 1.5 within a byte, 3.0 outside one).
+fn random_net_w2(
+    variant: Variant,
+    hidden: usize,
+    layer2: usize,
+    seed: u64,
+    w2_range: f32,
+) -> Network {
     let mut rng = Rng::new(seed);
     let mut u = |r: f32| (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 * r - r;
     let n = variant.rules().board.board().squares().count();
@@ -19,7 +31,7 @@ fn random_net(variant: Variant, hidden: usize, layer2: usize, seed: u64) -> Netw
         layer2,
         w1: (0..KINDS * n * hidden).map(|_| u(0.3)).collect(),
         b1: (0..hidden).map(|_| u(0.5) + 0.3).collect(),
-        w2: (0..layer2 * 2 * hidden).map(|_| u(0.2)).collect(),
+        w2: (0..layer2 * 2 * hidden).map(|_| u(w2_range)).collect(),
         b2: (0..layer2).map(|_| u(0.5)).collect(),
         w3: (0..layer2).map(|_| u(2.0)).collect(),
         b3: u(0.2),
@@ -95,6 +107,90 @@ fn simd_portable_incremental_and_refresh_agree() {
         assert!(stack.updates > stack.refreshes, "the updates are used");
         assert!(distinct.len() > 100, "the scores vary: {}", distinct.len());
     }
+}
+
+/// Every kernel path against the portable refresh: the AVX2 second layer on bytes with two groups
+/// of four added in `i16` (weights within +-64), on bytes one group at a time (within a byte), on
+/// `i16` weights (outside a byte); the accumulators updated in registers (H = 128, 64) and a stretch at
+/// a time (H = 48); updated from the ply above and in place; and an output kept for a position met
+/// again at its ply, asked for either side to move.
+#[test]
+fn every_kernel_path_and_the_kept_outputs_equal_a_refresh() {
+    let cases = [
+        (128, 32, 0.2),
+        (128, 32, 1.5),
+        (128, 32, 3.0),
+        (64, 16, 1.5),
+        (48, 24, 0.2),
+    ];
+    for (i, (hidden, layer2, w2_range)) in cases.into_iter().enumerate() {
+        let net = random_net_w2(
+            Variant::International,
+            hidden,
+            layer2,
+            20 + i as u64,
+            w2_range,
+        );
+        let reference = net.with_kernel(Kernel::Portable).unwrap();
+        let nets = [Some(reference.clone()), net.with_kernel(Kernel::Avx2)];
+        for net in nets.iter().flatten() {
+            let mut stack = AccumulatorStack::default();
+            let mut rng = Rng::new(31);
+            let mut kept = 0;
+            let (mut ply, mut last) = (0usize, None);
+            for pos in positions(Variant::International, 2000, 40 + i as u64) {
+                let sets = Sets::of(&pos);
+                let wtm = pos.side_to_move() == Color::White;
+                // Mostly one ply deeper than the last position (a line of play), sometimes back up.
+                ply = if rng.below(4) == 0 {
+                    rng.below(6) as usize
+                } else {
+                    (ply + 1) % 8
+                };
+                assert_eq!(
+                    stack.evaluate(net, sets, wtm, ply),
+                    reference.evaluate(sets, wtm)
+                );
+                // The same position again at its ply: for the same side to move (the kept output)
+                // and for the other.
+                if rng.below(3) == 0 {
+                    let w = if rng.below(2) == 0 { wtm } else { !wtm };
+                    kept += usize::from(w == wtm);
+                    assert_eq!(
+                        stack.evaluate(net, sets, w, ply),
+                        reference.evaluate(sets, w)
+                    );
+                }
+                // A position met before, at a ply below it (its accumulator was moved on since).
+                if let Some((old_sets, old_wtm)) = last
+                    && rng.below(5) == 0
+                {
+                    let p = rng.below(8) as usize;
+                    assert_eq!(
+                        stack.evaluate(net, old_sets, old_wtm, p),
+                        reference.evaluate(old_sets, old_wtm)
+                    );
+                }
+                last = Some((sets, wtm));
+            }
+            assert!(
+                stack.updates > 4 * stack.refreshes,
+                "{} {}",
+                stack.updates,
+                stack.refreshes
+            );
+            assert!(kept > 100, "kept outputs asked for: {kept}");
+        }
+    }
+    // The three second-layer forms are the ones meant.
+    let form = |r: f32| {
+        random_net_w2(Variant::International, 128, 32, 1, r)
+            .w2_quads
+            .map(|q| q.pairs)
+    };
+    assert_eq!(form(0.2), Some(true));
+    assert_eq!(form(1.5), Some(false));
+    assert_eq!(form(3.0), None);
 }
 
 #[test]
