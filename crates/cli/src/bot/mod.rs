@@ -75,7 +75,8 @@ pub(crate) struct BotArgs {
     /// The longest think for a correspondence move, seconds.
     #[arg(long, default_value_t = 10)]
     correspondence_secs: u64,
-    /// Games at once (one engine process each); invitations beyond are declined as "later".
+    /// Games at once (one engine process each); invitations beyond wait (at most as many) and are
+    /// accepted as games end; beyond the queue they are declined as "later".
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
     max_games: u64,
     /// Kept in reserve on every move for the network and the bridge, milliseconds.

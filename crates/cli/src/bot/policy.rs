@@ -20,7 +20,8 @@ pub(crate) struct Filters {
     pub(crate) max_increment_secs: u64,
     /// Whether correspondence games (days per move) are accepted.
     pub(crate) correspondence: bool,
-    /// Games played at once; invitations beyond are declined as "later".
+    /// Games played at once; [`Filters::judge`] declines invitations beyond as "later" (the events
+    /// loop first queues up to as many, accepted as games end).
     pub(crate) max_games: usize,
     /// Only games from the standard start position (a bot's engine may not know every FEN's rules).
     pub(crate) start_position_only: bool,
