@@ -10,6 +10,7 @@ import { launchBrowser, newPage, outDir, playRandomMove, startDraughtsd, startRe
 
 const EN = JSON.parse(readFileSync(join(WEB, "src", "locales", "en.json"), "utf8"));
 const VI = JSON.parse(readFileSync(join(WEB, "src", "locales", "vi.json"), "utf8"));
+const RU = JSON.parse(readFileSync(join(WEB, "src", "locales", "ru.json"), "utf8"));
 
 let redis;
 let server;
@@ -104,6 +105,43 @@ describe("tournaments", () => {
     await ann.waitForFunction((id) => document.querySelector(`[data-testid=standing][data-player="${id}"] td:nth-child(6)`)?.textContent === "1", annId, { timeout: 20_000 });
     await ann.screenshot({ path: join(outDir("screens"), "tournament-running-en.png"), fullPage: true });
     await bob.context().close();
+    await ann.context().close();
+  });
+
+  test("a private tournament: a wrong password is refused in the reader's language (Russian), the right one lets in", async (t) => {
+    const ann = await newPage(browser);
+    await ann.goto(`${server.url}/#/tournaments`);
+    await ann.waitForSelector("[data-testid=tournament-list][data-loaded]");
+    if ((await ann.getAttribute("[data-testid=tournament-list]", "data-loaded")) === "error") {
+      await ann.context().close();
+      t.skip("this draughtsd serves no draughts.v1.Tournaments");
+      return;
+    }
+    await signUp(ann, `pann${Date.now() % 1_000_000}`);
+    await ann.goto(`${server.url}/#/tournaments`);
+    await ann.click("[data-testid=new-tournament]");
+    await ann.fill("[data-testid=t-name]", "E2E Private");
+    await ann.selectOption("[data-testid=t-kind]", "swiss");
+    await ann.fill("[data-testid=t-rounds]", "1");
+    await ann.fill("[data-testid=t-start-in]", "600");
+    await ann.fill("[data-testid=t-password]", "open sesame");
+    await ann.click("[data-testid=t-create]");
+    await ann.waitForURL(/#\/tournament\/t/);
+    const url = ann.url();
+    // A guest reading Russian: the password field shows for a private event; a wrong password is
+    // refused in Russian (the server names the reason; the client words it), the right one enters.
+    const olga = await newPage(browser, { locale: "ru-RU" });
+    await olga.goto(url);
+    await olga.waitForSelector("[data-testid=tournament-password]:not([hidden])");
+    await olga.fill("[data-testid=tournament-password]", "open sesam");
+    await olga.click("[data-testid=join-tournament]");
+    await olga.waitForFunction(() => document.querySelector("[data-testid=toast].show"));
+    assert.equal(await olga.textContent("[data-testid=toast]"), RU.errors.tournamentPassword);
+    await olga.fill("[data-testid=tournament-password]", "open sesame");
+    await olga.click("[data-testid=join-tournament]");
+    await olga.waitForSelector("[data-testid=leave-tournament]");
+    assert.equal(await olga.textContent("[data-testid=leave-tournament]"), RU.tournament.leave);
+    await olga.context().close();
     await ann.context().close();
   });
 

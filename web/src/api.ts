@@ -599,10 +599,6 @@ export function setHotseatIdentity(gameId: string, id: Identity): void {
   localStorage.setItem(HOTSEAT + gameId, JSON.stringify(id));
 }
 
-/**
- * The server's refusals the client words itself, by status code and the message's words (the API gives
- * no structured reason: the message is the only field). Anything else shows the server's own text.
- */
 /** The trailer naming a refusal's `ErrorReason` (common.proto), e.g. "ERROR_REASON_NOT_YOUR_TURN". */
 const REASON_TRAILER = "draughts-reason";
 /** Refusals the server names, in the client's own texts. */
@@ -618,6 +614,15 @@ const REASONS: Partial<Record<keyof typeof ErrorReason, ErrorKey>> = {
   INVITE_SELF: "errors.inviteSelf",
   NOT_A_PLAYER: "errors.notAPlayer",
   NO_SUCH_GAME: "errors.noGame",
+  NO_SUCH_TOURNAMENT: "errors.noTournament",
+  TOURNAMENT_OVER: "errors.tournamentOver",
+  TOURNAMENT_PASSWORD: "errors.tournamentPassword",
+  TOURNAMENT_ACCOUNTS_ONLY: "errors.tournamentAccountsOnly",
+  TOURNAMENT_RATING_RANGE: "errors.tournamentRatingRange",
+  TOURNAMENT_FULL: "errors.tournamentFull",
+  NOT_AN_ENTRANT: "errors.notAnEntrant",
+  TOURNAMENT_STARTED: "errors.tournamentStarted",
+  NOT_THE_CREATOR: "errors.notTheCreator",
 };
 /** Status codes the client words whatever the message. */
 const BY_CODE: Partial<Record<Code, ErrorKey>> = {
@@ -639,6 +644,15 @@ type ErrorKey =
   | "errors.notAPlayer"
   | "errors.conflict"
   | "errors.noGame"
+  | "errors.noTournament"
+  | "errors.tournamentOver"
+  | "errors.tournamentPassword"
+  | "errors.tournamentAccountsOnly"
+  | "errors.tournamentRatingRange"
+  | "errors.tournamentFull"
+  | "errors.notAnEntrant"
+  | "errors.tournamentStarted"
+  | "errors.notTheCreator"
   | "errors.unavailable"
   | "errors.timeout"
   | "errors.internal";

@@ -115,6 +115,35 @@ pub trait ServiceError: std::error::Error {
     }
 }
 
+/// The English text of each refusal the API names (`ErrorReason`): the one place it is written. A
+/// client words the reason in its reader's language; this is the status message beside it.
+pub fn reason_text(reason: crate::pb::ErrorReason) -> &'static str {
+    use crate::pb::ErrorReason as R;
+    match reason {
+        R::NotYourTurn => "it is not your turn",
+        R::GameOver => "the game is over",
+        R::EndedOnTime => "the game just ended on time",
+        R::DrawAlreadyOffered => "you have already offered a draw",
+        R::InvitationExpired => "the invitation has expired",
+        R::InvitationCancelled => "the invitation was cancelled",
+        R::InvitationDeclined => "the invitation was declined",
+        R::InviteSelf => "you cannot invite yourself",
+        R::NotAPlayer => "only the game's players may do that",
+        R::StalePly => "your view of the game is stale",
+        R::NoSuchGame => "no such game",
+        R::NoSuchTournament => "no such tournament",
+        R::TournamentOver => "the tournament is over",
+        R::TournamentPassword => "wrong tournament password",
+        R::TournamentAccountsOnly => "this tournament is for signed-in accounts only",
+        R::TournamentRatingRange => "your rating is outside this tournament's range",
+        R::TournamentFull => "the tournament is full",
+        R::NotAnEntrant => "you are not an entrant of this tournament",
+        R::TournamentStarted => "the tournament has already started",
+        R::NotTheCreator => "only the tournament's creator may do that",
+        R::Unspecified => "refused",
+    }
+}
+
 /// The reason a status received from a service of the platform names, if any (a name this build does
 /// not know reads as none).
 pub fn reason_of(status: &tonic::Status) -> Option<crate::pb::ErrorReason> {

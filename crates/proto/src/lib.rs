@@ -35,5 +35,6 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/draughts_descriptor.bin"));
 
 pub use error::{
-    ApiError, ErrorKind, REASON_TRAILER, ServiceError, kind_of_code, reason_of, status_code,
+    ApiError, ErrorKind, REASON_TRAILER, ServiceError, kind_of_code, reason_of, reason_text,
+    status_code,
 };

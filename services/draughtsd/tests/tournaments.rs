@@ -20,9 +20,18 @@ use tonic::transport::Channel;
 type Spoil = Box<dyn Fn(&mut pb::TournamentTerms)>;
 
 async fn replica(redis: &str, pg: &str) -> ServiceUnderTest {
+    replica_with(redis, pg, |_| {}).await
+}
+
+async fn replica_with(
+    redis: &str,
+    pg: &str,
+    change: impl FnOnce(&mut draughtsd::Config),
+) -> ServiceUnderTest {
     let mut config = draughtsd::Config::for_tests(redis, pg);
     // The players make 18 calls a game, a game every few hundred milliseconds.
     config.auth.rate_limit_guest_per_minute = 1_000_000;
+    change(&mut config);
     ServiceUnderTest::start(move |listener, shutdown| draughtsd::run(config, listener, shutdown))
         .await
 }
@@ -101,16 +110,39 @@ async fn create(
 }
 
 async fn join(channel: &Channel, token: &str, id: &str) {
+    try_join(channel, token, id, "").await.unwrap();
+}
+
+async fn try_join(
+    channel: &Channel,
+    token: &str,
+    id: &str,
+    password: &str,
+) -> Result<pb::Tournament, tonic::Status> {
     TournamentsClient::new(channel.clone())
         .join_tournament(authed(
             token,
             pb::JoinTournamentRequest {
                 tournament_id: id.into(),
-                password: String::new(),
+                password: password.into(),
             },
         ))
         .await
-        .unwrap();
+        .map(tonic::Response::into_inner)
+}
+
+/// A refusal with its status code and the reason it names (the `draughts-reason` trailer, which a
+/// client words in its reader's language).
+#[track_caller]
+fn assert_refused<T: std::fmt::Debug>(
+    got: Result<T, tonic::Status>,
+    code: tonic::Code,
+    reason: pb::ErrorReason,
+) {
+    let e = got.expect_err("a refusal");
+    assert_eq!(e.code(), code, "{e:?}");
+    assert_eq!(draughts_proto::reason_of(&e), Some(reason), "{e:?}");
+    assert_eq!(e.message(), draughts_proto::reason_text(reason));
 }
 
 async fn view(channel: &Channel, id: &str) -> pb::TournamentView {
@@ -345,6 +377,12 @@ async fn tournaments_through_grpc_on_two_replicas() {
         .unwrap()
         .into_inner();
     assert!(finished.tournaments.iter().any(|t| t.tournament_id == id));
+    let (late, _) = guest(&cb, "Late").await;
+    assert_refused(
+        try_join(&cb, &late, &id, "").await,
+        tonic::Code::FailedPrecondition,
+        pb::ErrorReason::TournamentOver,
+    );
 
     // A finished entry of the arena delivered again changes nothing.
     let live = draughts_store::RedisStore::connect(&redis.url(), "test:")
@@ -392,9 +430,12 @@ async fn tournaments_through_grpc_on_two_replicas() {
                 tournament_id: sid.clone(),
             },
         ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+        .await;
+    assert_refused(
+        e,
+        tonic::Code::PermissionDenied,
+        pb::ErrorReason::NotTheCreator,
+    );
     TournamentsClient::new(cb.clone())
         .start_tournament(authed(
             &organiser,
@@ -429,4 +470,231 @@ async fn tournaments_through_grpc_on_two_replicas() {
 
     a.stop().await;
     b.stop().await;
+}
+
+/// Each entry condition, checked at the edge: the password of a private event, accounts only, the
+/// rating range and the most entrants each refuse with their code and named reason, and let in
+/// whoever meets them; so do an unknown tournament and leaving an event one has not joined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entry_conditions_refuse_with_their_reasons() {
+    let redis = draughts_testkit::RedisServer::start().expect("redis-server");
+    let pg = draughts_testkit::PostgresServer::start().expect("postgres");
+    // Six events from one organiser (three are allowed by default).
+    let a = replica_with(&redis.url(), &pg.url(), |config| {
+        config.tournaments.tournaments_max_open_per_creator = 10;
+    })
+    .await;
+    let ca = a.channel().await;
+    let organiser = account(&ca, "organiser").await;
+    let with = |conditions: pb::EntryConditions| {
+        let mut t = terms(pb::TournamentKind::Swiss);
+        t.start = Some(pb::tournament_terms::Start::StartInSeconds(3600));
+        t.conditions = Some(conditions);
+        t
+    };
+    let (ann, _) = guest(&ca, "Ann").await;
+    let (bob, _) = guest(&ca, "Bob").await;
+    let (cy, _) = guest(&ca, "Cy").await;
+
+    // A private event: no password or a wrong one is refused; the right one lets in.
+    let private = create(
+        &ca,
+        &organiser,
+        with(pb::EntryConditions {
+            password: "open sesame".into(),
+            ..Default::default()
+        }),
+    )
+    .await
+    .unwrap();
+    assert!(private.has_password);
+    let id = &private.tournament_id;
+    for wrong in ["", "open sesam", "OPEN SESAME"] {
+        assert_refused(
+            try_join(&ca, &ann, id, wrong).await,
+            tonic::Code::PermissionDenied,
+            pb::ErrorReason::TournamentPassword,
+        );
+    }
+    try_join(&ca, &ann, id, "open sesame").await.unwrap();
+
+    // Accounts only: a guest is refused, an account enters.
+    let members = create(
+        &ca,
+        &organiser,
+        with(pb::EntryConditions {
+            accounts_only: true,
+            ..Default::default()
+        }),
+    )
+    .await
+    .unwrap();
+    assert_refused(
+        try_join(&ca, &ann, &members.tournament_id, "").await,
+        tonic::Code::FailedPrecondition,
+        pb::ErrorReason::TournamentAccountsOnly,
+    );
+    let dee = account(&ca, "dee").await;
+    try_join(&ca, &dee, &members.tournament_id, "")
+        .await
+        .unwrap();
+
+    // A rating range that a new player's rating is below, and one it is above.
+    for (min_rating, max_rating) in [(1_900, 0), (0, 1_100)] {
+        let ranged = create(
+            &ca,
+            &organiser,
+            with(pb::EntryConditions {
+                min_rating,
+                max_rating,
+                ..Default::default()
+            }),
+        )
+        .await
+        .unwrap();
+        assert_refused(
+            try_join(&ca, &bob, &ranged.tournament_id, "").await,
+            tonic::Code::FailedPrecondition,
+            pb::ErrorReason::TournamentRatingRange,
+        );
+    }
+    let fits = create(
+        &ca,
+        &organiser,
+        with(pb::EntryConditions {
+            min_rating: 1_100,
+            max_rating: 1_900,
+            ..Default::default()
+        }),
+    )
+    .await
+    .unwrap();
+    try_join(&ca, &bob, &fits.tournament_id, "").await.unwrap();
+
+    // Two places: the third is refused; an entrant joining again is not a newcomer.
+    let mut two = with(pb::EntryConditions {
+        max_players: 2,
+        ..Default::default()
+    });
+    two.swiss_rounds = 1;
+    let small = create(&ca, &organiser, two).await.unwrap();
+    let sid = &small.tournament_id;
+    try_join(&ca, &ann, sid, "").await.unwrap();
+    try_join(&ca, &bob, sid, "").await.unwrap();
+    assert_refused(
+        try_join(&ca, &cy, sid, "").await,
+        tonic::Code::FailedPrecondition,
+        pb::ErrorReason::TournamentFull,
+    );
+    try_join(&ca, &ann, sid, "").await.unwrap();
+
+    // Leaving a Swiss event withdraws (the row stays, marked); joining again comes back.
+    let leave = |token: String, id: String| {
+        let channel = ca.clone();
+        async move {
+            TournamentsClient::new(channel)
+                .leave_tournament(authed(
+                    &token,
+                    pb::LeaveTournamentRequest { tournament_id: id },
+                ))
+                .await
+                .map(tonic::Response::into_inner)
+        }
+    };
+    let gone = leave(bob.clone(), sid.clone()).await.unwrap();
+    assert_eq!(gone.players, 2, "a withdrawn entrant is still an entrant");
+    let rows = view(&ca, sid).await.standings;
+    assert_eq!(rows.iter().filter(|r| r.withdrawn).count(), 1, "{rows:?}");
+    let back = try_join(&ca, &bob, sid, "").await.unwrap();
+    assert!(back.joined);
+    assert!(!view(&ca, sid).await.standings.iter().any(|r| r.withdrawn));
+
+    // The standings a row a page, to the end.
+    let mut token = String::new();
+    let mut seen = Vec::new();
+    loop {
+        let page = TournamentsClient::new(ca.clone())
+            .get_tournament(pb::GetTournamentRequest {
+                tournament_id: sid.clone(),
+                standings_page_size: 1,
+                standings_page_token: token.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(page.standings.len() <= 1);
+        seen.extend(page.standings.into_iter().map(|r| r.player.unwrap().id));
+        if page.next_standings_page_token.is_empty() {
+            break;
+        }
+        token = page.next_standings_page_token;
+        assert!(seen.len() <= 2, "the pages end");
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 2, "each entrant once");
+
+    // The upcoming events, two a page: each once, all of them.
+    let mut token = String::new();
+    let mut listed = Vec::new();
+    loop {
+        let page = TournamentsClient::new(ca.clone())
+            .list_tournaments(pb::ListTournamentsRequest {
+                state: pb::TournamentState::Upcoming as i32,
+                page_size: 2,
+                page_token: token.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(page.tournaments.len() <= 2);
+        listed.extend(page.tournaments.into_iter().map(|t| t.tournament_id));
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+        assert!(listed.len() <= 6, "the pages end");
+    }
+    let made = [
+        &private.tournament_id,
+        &members.tournament_id,
+        &fits.tournament_id,
+        sid,
+    ];
+    for id in made {
+        assert_eq!(
+            listed.iter().filter(|l| l == &id).count(),
+            1,
+            "{id} listed once"
+        );
+    }
+
+    // A Swiss event with one entrant cannot start early.
+    let e = TournamentsClient::new(ca.clone())
+        .start_tournament(authed(
+            &organiser,
+            pb::StartTournamentRequest {
+                tournament_id: members.tournament_id.clone(),
+            },
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e:?}");
+    assert!(e.message().contains("at least 2"), "{}", e.message());
+
+    // Leaving an event one has not joined; an unknown (well-formed) tournament.
+    let left = leave(cy.clone(), sid.clone()).await;
+    assert_refused(
+        left,
+        tonic::Code::FailedPrecondition,
+        pb::ErrorReason::NotAnEntrant,
+    );
+    let mut unknown = sid.clone();
+    let last = unknown.pop().unwrap();
+    unknown.push(if last == '0' { '1' } else { '0' });
+    assert_refused(
+        try_join(&ca, &cy, &unknown, "").await,
+        tonic::Code::NotFound,
+        pb::ErrorReason::NoSuchTournament,
+    );
 }

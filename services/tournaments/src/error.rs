@@ -1,5 +1,6 @@
 //! The service's one error enum; its kinds go through the one status table in `draughts_proto`.
 
+use draughts_proto::pb::ErrorReason;
 use draughts_proto::{ErrorKind, ServiceError};
 use draughts_store::StoreError;
 
@@ -10,13 +11,15 @@ pub enum TournamentsError {
     #[error("{0}")]
     Invalid(String),
     #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
     Precondition(String),
     #[error("{0}")]
     Denied(String),
     #[error("{0}")]
     Exhausted(String),
+    /// A refusal the API names (`ErrorReason`, sent as a trailer so a client words it in its
+    /// reader's language), in its one English text.
+    #[error("{}", draughts_proto::reason_text(*.0))]
+    Refused(ErrorReason),
     /// A compare-and-set kept losing to concurrent writers (retried inside first).
     #[error("the tournament changed at the same moment; try again")]
     Conflict,
@@ -52,15 +55,28 @@ impl ServiceError for TournamentsError {
     fn kind(&self) -> ErrorKind {
         match self {
             TournamentsError::Invalid(_) => ErrorKind::InvalidArgument,
-            TournamentsError::NotFound(_) => ErrorKind::NotFound,
             TournamentsError::Precondition(_) => ErrorKind::FailedPrecondition,
             TournamentsError::Denied(_) => ErrorKind::PermissionDenied,
             TournamentsError::Exhausted(_) => ErrorKind::ResourceExhausted,
+            TournamentsError::Refused(reason) => match reason {
+                ErrorReason::NoSuchTournament => ErrorKind::NotFound,
+                ErrorReason::TournamentPassword | ErrorReason::NotTheCreator => {
+                    ErrorKind::PermissionDenied
+                }
+                _ => ErrorKind::FailedPrecondition,
+            },
             TournamentsError::Conflict => ErrorKind::Conflict,
             TournamentsError::Store(e) => e.code().into(),
             TournamentsError::Corrupt(_) => ErrorKind::Internal,
             TournamentsError::Upstream { kind, .. } => *kind,
             TournamentsError::Unreachable(_) => ErrorKind::Unavailable,
+        }
+    }
+
+    fn reason(&self) -> Option<ErrorReason> {
+        match self {
+            TournamentsError::Refused(reason) => Some(*reason),
+            _ => None,
         }
     }
 }

@@ -28,6 +28,7 @@ use bytes::Bytes;
 use draughts_proto::contract::finished::{self, FinishedV1};
 use draughts_proto::contract::tournaments::{self as contract, CreatorOpen, Event, ResultKind};
 use draughts_proto::ids::{GameId, TournamentId};
+use draughts_proto::pb::ErrorReason;
 use draughts_proto::vocab::player::Player;
 use draughts_store::cas::{self, Retry};
 use draughts_store::{Effect, LiveStore, StoreError, Subscription, now_unix_ms};
@@ -120,8 +121,8 @@ fn stale() -> TournamentsError {
     TournamentsError::Precondition("a newer scheduler holds this tournament".into())
 }
 
-fn not_found(id: &str) -> TournamentsError {
-    TournamentsError::NotFound(format!("no tournament {id:?}"))
+fn not_found() -> TournamentsError {
+    TournamentsError::Refused(ErrorReason::NoSuchTournament)
 }
 
 fn check_id(id: &str) -> TournamentsResult<()> {
@@ -199,7 +200,7 @@ impl TournamentsCore {
             retry,
             |record| {
                 let Some(mut record) = record else {
-                    return Err(not_found(id));
+                    return Err(not_found());
                 };
                 let Some(change) = change(&mut record)? else {
                     return Ok(cas::Change::Keep(record));
@@ -336,11 +337,7 @@ impl TournamentsCore {
         if let Some((record, _)) = self.load(id).await? {
             return Ok(record);
         }
-        self.inner
-            .archive
-            .get(id)
-            .await?
-            .ok_or_else(|| not_found(id))
+        self.inner.archive.get(id).await?.ok_or_else(not_found)
     }
 
     /// A page of tournaments in `state`; the next page's token (empty: none).
@@ -414,19 +411,17 @@ impl TournamentsCore {
         password: &str,
     ) -> TournamentsResult<Record> {
         check_id(id)?;
-        let (record, _) = self.load(id).await?.ok_or_else(|| not_found(id))?;
+        let (record, _) = self.load(id).await?.ok_or_else(not_found)?;
         if record.state.is_over() {
-            return Err(TournamentsError::Precondition(
-                "the tournament is over".into(),
-            ));
+            return Err(TournamentsError::Refused(ErrorReason::TournamentOver));
         }
         if !terms::password_matches(&record.terms.conditions, password) {
-            return Err(TournamentsError::Denied("wrong tournament password".into()));
+            return Err(TournamentsError::Refused(ErrorReason::TournamentPassword));
         }
         let conditions = &record.terms.conditions;
         if conditions.accounts_only && (caller.player.guest || !caller.account) {
-            return Err(TournamentsError::Precondition(
-                "this tournament is for signed-in accounts only".into(),
+            return Err(TournamentsError::Refused(
+                ErrorReason::TournamentAccountsOnly,
             ));
         }
         let rating = match record.entrant_of(&caller.player.id) {
@@ -441,9 +436,9 @@ impl TournamentsCore {
                 if (conditions.min_rating != 0 && r < conditions.min_rating)
                     || (conditions.max_rating != 0 && r > conditions.max_rating)
                 {
-                    return Err(TournamentsError::Precondition(format!(
-                        "your rating {rating} is outside this tournament's range"
-                    )));
+                    return Err(TournamentsError::Refused(
+                        ErrorReason::TournamentRatingRange,
+                    ));
                 }
                 rating
             }
@@ -451,9 +446,7 @@ impl TournamentsCore {
         let player = caller.player.clone();
         self.update(id, |record| {
             if record.state.is_over() {
-                return Err(TournamentsError::Precondition(
-                    "the tournament is over".into(),
-                ));
+                return Err(TournamentsError::Refused(ErrorReason::TournamentOver));
             }
             let me = match record.entrant_of(&player.id) {
                 Some(me) => {
@@ -465,9 +458,7 @@ impl TournamentsCore {
                 }
                 None => {
                     if record.entrants.len() >= record.terms.conditions.max_players as usize {
-                        return Err(TournamentsError::Precondition(
-                            "the tournament is full".into(),
-                        ));
+                        return Err(TournamentsError::Refused(ErrorReason::TournamentFull));
                     }
                     record.entrants.push(Entrant {
                         player: player.clone(),
@@ -497,9 +488,7 @@ impl TournamentsCore {
         let player = caller.player.clone();
         self.update(id, |record| {
             let Some(me) = record.entrant_of(&player.id) else {
-                return Err(TournamentsError::Precondition(
-                    "you are not an entrant of this tournament".into(),
-                ));
+                return Err(TournamentsError::Refused(ErrorReason::NotAnEntrant));
             };
             if record.state.is_over() {
                 return Ok(None);
@@ -537,9 +526,7 @@ impl TournamentsCore {
         let now = now_unix_ms();
         self.update(id, |record| {
             if record.creator.id != player && !admin {
-                return Err(TournamentsError::Denied(
-                    "only the tournament's creator may start it".into(),
-                ));
+                return Err(TournamentsError::Refused(ErrorReason::NotTheCreator));
             }
             let Kind::Swiss { rounds, .. } = record.terms.kind else {
                 return Err(TournamentsError::Precondition(
@@ -547,9 +534,7 @@ impl TournamentsCore {
                 ));
             };
             if record.state != State::Upcoming {
-                return Err(TournamentsError::Precondition(
-                    "the tournament has already started".into(),
-                ));
+                return Err(TournamentsError::Refused(ErrorReason::TournamentStarted));
             }
             let n = active(&record.standings);
             if n < 2 {
@@ -635,7 +620,7 @@ impl TournamentsCore {
         match result {
             Ok(_) => Ok(changed),
             // A tournament gone from the live store (finished and expired): nothing to apply.
-            Err(TournamentsError::NotFound(_)) => Ok(0),
+            Err(TournamentsError::Refused(ErrorReason::NoSuchTournament)) => Ok(0),
             Err(e) => Err(e),
         }
     }

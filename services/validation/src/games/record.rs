@@ -247,28 +247,10 @@ pub enum PlayError {
     #[error("{0}")]
     Refused(String),
     /// A refusal the API names (`ErrorReason`, sent as a trailer), in its one English text.
-    #[error("{}", denial_text(*.0))]
+    #[error("{}", draughts_proto::reason_text(*.0))]
     Denied(ErrorReason),
     #[error("only the game's players may do that")]
     NotAPlayer,
-}
-
-/// The English text of each refusal the API names: the one place it is written.
-pub fn denial_text(reason: ErrorReason) -> &'static str {
-    match reason {
-        ErrorReason::NotYourTurn => "it is not your turn",
-        ErrorReason::GameOver => "the game is over",
-        ErrorReason::EndedOnTime => "the game just ended on time",
-        ErrorReason::DrawAlreadyOffered => "you have already offered a draw",
-        ErrorReason::InvitationExpired => "the invitation has expired",
-        ErrorReason::InvitationCancelled => "the invitation was cancelled",
-        ErrorReason::InvitationDeclined => "the invitation was declined",
-        ErrorReason::InviteSelf => "you cannot invite yourself",
-        ErrorReason::NotAPlayer => "only the game's players may do that",
-        ErrorReason::StalePly => "your view of the game is stale",
-        ErrorReason::NoSuchGame => "no such game",
-        ErrorReason::Unspecified => "refused",
-    }
 }
 
 pub type PlayResult<T> = Result<T, PlayError>;

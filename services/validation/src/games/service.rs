@@ -205,7 +205,7 @@ pub enum GamesError {
     #[error("{0}")]
     Refused(String),
     /// A refusal the API names (`ErrorReason`, sent as a trailer), in its one English text.
-    #[error("{}", super::record::denial_text(*.0))]
+    #[error("{}", draughts_proto::reason_text(*.0))]
     Denied(ErrorReason),
     /// The call's expected ply is not the game's.
     #[error("expected ply {expected} but the game is at ply {at}: your view is stale")]
