@@ -2067,6 +2067,12 @@ fn target_dir() -> PathBuf {
 /// The project's Python environment for the examples, `target/py-venv` with grpcio and grpcio-tools
 /// (created and installed with pip on first use); `None` when python3 cannot make a virtualenv
 /// (python3-venv missing), which skips the Python examples with a message.
+/// Whether the examples' tests must run (`DRAUGHTS_EXAMPLES_REQUIRED=1`, set by the test script): a
+/// missing toolchain then fails them instead of skipping them.
+fn examples_required() -> bool {
+    std::env::var("DRAUGHTS_EXAMPLES_REQUIRED").is_ok_and(|v| v == "1")
+}
+
 fn python() -> Option<PathBuf> {
     // One test at a time makes or fills the environment.
     static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -2079,6 +2085,10 @@ fn python() -> Option<PathBuf> {
             .arg(&venv)
             .status();
         if !made.is_ok_and(|s| s.success()) {
+            assert!(
+                !examples_required(),
+                "`python3 -m venv` failed: the Python examples cannot run (install python3 and python3-venv)"
+            );
             eprintln!(
                 "skipped: `python3 -m venv` failed (install python3 and python3-venv to run the Python examples)"
             );
@@ -2268,6 +2278,10 @@ async fn grpc_web_bot_example_plays_a_game() {
     let bin = web_modules.join(".bin");
     if !bin.join("protoc-gen-es").exists() || !web_modules.join("@connectrpc/connect-web").exists()
     {
+        assert!(
+            !examples_required(),
+            "web/node_modules lacks the buf tools or connect-web: run `npm ci` in web/ first"
+        );
         eprintln!(
             "skipped: web/node_modules lacks the buf tools or connect-web (run `npm ci` in web/)"
         );
