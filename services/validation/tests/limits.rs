@@ -180,12 +180,32 @@ async fn store_down_reads_fail_open_bounded_writes_fail_closed() {
     }
     let mut passed = 0;
     let mut exhausted = 0;
+    // Every answer, refusals included, carries the fallback limiter's standing: its limit.
+    let fallback_limit = |metadata: &tonic::metadata::MetadataMap| -> u32 {
+        assert!(metadata.get("x-ratelimit-reset").is_some(), "{metadata:?}");
+        assert!(
+            metadata.get("x-ratelimit-remaining").is_some(),
+            "{metadata:?}"
+        );
+        metadata
+            .get("x-ratelimit-limit")
+            .expect("x-ratelimit-limit")
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
     while let Some(result) = calls.join_next().await {
         match result.unwrap() {
-            Ok(_) => passed += 1,
+            Ok(answer) => {
+                assert_eq!(fallback_limit(answer.metadata()), fallback);
+                passed += 1;
+            }
             Err(status) => {
                 assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
                 assert!(status.metadata().get("retry-after").is_some());
+                assert_eq!(fallback_limit(status.metadata()), fallback);
+                assert_eq!(status.metadata().get("x-ratelimit-remaining").unwrap(), "0");
                 exhausted += 1;
             }
         }
