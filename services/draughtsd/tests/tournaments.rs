@@ -698,3 +698,81 @@ async fn entry_conditions_refuse_with_their_reasons() {
         pb::ErrorReason::NoSuchTournament,
     );
 }
+
+/// A rated event's games are rated like any rated game: two accounts play a rated Swiss round through
+/// Games, and Ratings counts the game once for each, the winner up and the loser down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rated_event_s_games_move_its_players_ratings() {
+    let redis = draughts_testkit::RedisServer::start().expect("redis-server");
+    let pg = draughts_testkit::PostgresServer::start().expect("postgres");
+    let a = replica(&redis.url(), &pg.url()).await;
+    let ca = a.channel().await;
+    let organiser = account(&ca, "organiser").await;
+    let mut rated = terms(pb::TournamentKind::Swiss);
+    rated.rated = true;
+    rated.swiss_rounds = 1;
+    rated.start = Some(pb::tournament_terms::Start::StartInSeconds(3600));
+    let event = create(&ca, &organiser, rated).await.unwrap();
+    let id = event.tournament_id.clone();
+    let mut tokens = HashMap::new();
+    for name in ["annr", "bobr"] {
+        let token = account(&ca, name).await;
+        let me = pb::auth_client::AuthClient::new(ca.clone())
+            .who_am_i(authed(&token, pb::WhoAmIRequest::default()))
+            .await
+            .unwrap()
+            .into_inner()
+            .player
+            .unwrap();
+        join(&ca, &token, &id).await;
+        tokens.insert(me.id, token);
+    }
+    let mut watcher = watch(&ca, &id).await;
+    TournamentsClient::new(ca.clone())
+        .start_tournament(authed(
+            &organiser,
+            pb::StartTournamentRequest {
+                tournament_id: id.clone(),
+            },
+        ))
+        .await
+        .unwrap();
+    let (results, _) = play_event(&mut watcher, &ca, &tokens, false).await;
+    assert_eq!(results.len(), 1, "one game in one round");
+    let result = &results[0];
+    assert_eq!(result.outcome, pb::Outcome::WhiteWins as i32);
+    let (white, black) = (
+        result.white.as_ref().unwrap().id.clone(),
+        result.black.as_ref().unwrap().id.clone(),
+    );
+    let ratings = pb::ratings_client::RatingsClient::new(ca.clone());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let rated_once = |id: String| {
+        let mut ratings = ratings.clone();
+        async move {
+            let all = ratings
+                .get_ratings(pb::GetRatingsRequest { player_id: id })
+                .await
+                .unwrap()
+                .into_inner()
+                .ratings;
+            assert!(all.len() <= 1, "{all:?}");
+            all.into_iter().next()
+        }
+    };
+    let (w, b) = loop {
+        if let (Some(w), Some(b)) = (
+            rated_once(white.clone()).await,
+            rated_once(black.clone()).await,
+        ) {
+            break (w, b);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the rated game reached Ratings"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!((w.games, w.wins, b.games, b.losses), (1, 1, 1, 1));
+    assert!(w.rating > 1500.0 && b.rating < 1500.0, "{w:?} {b:?}");
+}
