@@ -2291,7 +2291,7 @@ async fn grpc_web_bot_example_plays_a_game() {
     let dir = target_dir().join(format!("grpc-web-example-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    for file in ["bot.mjs", "buf.gen.yaml"] {
+    for file in ["bot.mjs", "bot-core.mjs", "buf.gen.yaml"] {
         std::fs::copy(repo().join("examples/grpc-web").join(file), dir.join(file)).unwrap();
     }
     std::os::unix::fs::symlink(&web_modules, dir.join("node_modules")).unwrap();
