@@ -474,7 +474,8 @@ async fn tournaments_through_grpc_on_two_replicas() {
 
 /// Each entry condition, checked at the edge: the password of a private event, accounts only, the
 /// rating range and the most entrants each refuse with their code and named reason, and let in
-/// whoever meets them; so do an unknown tournament and leaving an event one has not joined.
+/// whoever meets them; so do an unknown tournament and leaving an event one has not joined. A bot is
+/// refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn entry_conditions_refuse_with_their_reasons() {
     let redis = draughts_testkit::RedisServer::start().expect("redis-server");
@@ -681,6 +682,30 @@ async fn entry_conditions_refuse_with_their_reasons() {
         .unwrap_err();
     assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e:?}");
     assert!(e.message().contains("at least 2"), "{}", e.message());
+
+    // A bot (an API key with the `bot` scope) meets people through challenges only: refused.
+    let admin = draughts_validation::auth::AuthConfig::for_tests()
+        .admin_api_key
+        .unwrap();
+    let bot = pb::auth_client::AuthClient::new(ca.clone())
+        .create_api_key(authed(
+            &admin,
+            pb::CreateApiKeyRequest {
+                owner: "tbot".into(),
+                scopes: vec![pb::AuthScope::Play as i32, pb::AuthScope::Bot as i32],
+                rate_limit_per_minute: 0,
+                expires_in_secs: 0,
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .key;
+    let e = try_join(&ca, &bot, &fits.tournament_id, "")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e:?}");
+    assert!(e.message().contains("bots"), "{}", e.message());
 
     // Leaving an event one has not joined; an unknown (well-formed) tournament.
     let left = leave(cy.clone(), sid.clone()).await;
