@@ -22,6 +22,8 @@ import {
   WEB,
 } from "./harness.mjs";
 
+const EN = JSON.parse(readFileSync(join(WEB, "src", "locales", "en.json"), "utf8"));
+
 const VARIANTS = {
   international: { size: 10, pieces: 40, mirrored: false },
   english: { size: 8, pieces: 24, mirrored: false },
@@ -722,13 +724,13 @@ describe("accounts", () => {
     const guest = await whoIs(page, "guest");
     assert.notEqual(guest.id, account.id);
     assert.equal(await storedSession(page), null);
-    // A wrong password is refused with the server's message.
+    // A wrong password is refused (the server names the reason; the client words it).
     await page.click("[data-testid=nav-signin]");
     await page.fill("[data-testid=username]", username);
     await page.fill("[data-testid=password]", "not the password");
     await page.click("[data-testid=signin-submit]");
     await page.waitForFunction(() => document.querySelector("[data-testid=signin-error]")?.textContent);
-    assert.match(await page.textContent("[data-testid=signin-error]"), /wrong username or password/);
+    assert.equal(await page.textContent("[data-testid=signin-error]"), EN.errors.badCredentials);
     await page.fill("[data-testid=password]", password);
     await page.click("[data-testid=signin-submit]");
     assert.deepEqual(await whoIs(page, "account"), account);

@@ -623,6 +623,12 @@ const REASONS: Partial<Record<keyof typeof ErrorReason, ErrorKey>> = {
   NOT_AN_ENTRANT: "errors.notAnEntrant",
   TOURNAMENT_STARTED: "errors.tournamentStarted",
   NOT_THE_CREATOR: "errors.notTheCreator",
+  BAD_CREDENTIALS: "errors.badCredentials",
+  USERNAME_TAKEN: "errors.usernameTaken",
+  TOO_MANY_ATTEMPTS: "errors.tooManyAttempts",
+  RATE_LIMITED: "errors.rateLimited",
+  CREDENTIALS_EXPIRED: "errors.credentialsExpired",
+  SESSION_ENDED: "errors.sessionEnded",
 };
 /** Status codes the client words whatever the message. */
 const BY_CODE: Partial<Record<Code, ErrorKey>> = {
@@ -653,6 +659,12 @@ type ErrorKey =
   | "errors.notAnEntrant"
   | "errors.tournamentStarted"
   | "errors.notTheCreator"
+  | "errors.badCredentials"
+  | "errors.usernameTaken"
+  | "errors.tooManyAttempts"
+  | "errors.rateLimited"
+  | "errors.credentialsExpired"
+  | "errors.sessionEnded"
   | "errors.unavailable"
   | "errors.timeout"
   | "errors.internal";

@@ -112,6 +112,20 @@ impl From<StoreError> for AuthError {
 }
 
 impl ServiceError for AuthError {
+    /// The refusals a client words in its reader's language (the messages keep their details).
+    fn reason(&self) -> Option<draughts_proto::pb::ErrorReason> {
+        use draughts_proto::pb::ErrorReason as R;
+        match self {
+            AuthError::BadCredentials => Some(R::BadCredentials),
+            AuthError::UsernameTaken(_) => Some(R::UsernameTaken),
+            AuthError::Throttled { .. } => Some(R::TooManyAttempts),
+            AuthError::RateLimited { .. } => Some(R::RateLimited),
+            AuthError::Expired => Some(R::CredentialsExpired),
+            AuthError::SessionEnded => Some(R::SessionEnded),
+            _ => None,
+        }
+    }
+
     fn kind(&self) -> ErrorKind {
         match self {
             AuthError::MalformedHeader

@@ -209,6 +209,10 @@ async fn a_caller_s_answers_carry_its_bucket_refusal_included() {
         .await
         .unwrap_err();
     assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert_eq!(
+        draughts_proto::reason_of(&refused),
+        Some(draughts_proto::pb::ErrorReason::RateLimited)
+    );
     let (limit, remaining, reset) = rate(refused.metadata());
     assert_eq!((limit, remaining), (GUEST_LIMIT, 0));
     let retry_after: u64 = refused
@@ -273,6 +277,10 @@ async fn anonymous_and_unauthenticated_answers_carry_the_address_bucket() {
         .await
         .unwrap_err();
     assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert_eq!(
+        draughts_proto::reason_of(&refused),
+        Some(draughts_proto::pb::ErrorReason::RateLimited)
+    );
     assert_eq!(rate(refused.metadata()).1, 0);
     assert!(refused.metadata().get("retry-after").is_some());
 

@@ -140,6 +140,12 @@ pub fn reason_text(reason: crate::pb::ErrorReason) -> &'static str {
         R::NotAnEntrant => "you are not an entrant of this tournament",
         R::TournamentStarted => "the tournament has already started",
         R::NotTheCreator => "only the tournament's creator may do that",
+        R::BadCredentials => "wrong username or password",
+        R::UsernameTaken => "the username is taken",
+        R::TooManyAttempts => "too many attempts: retry later",
+        R::RateLimited => "rate limit exceeded: retry later",
+        R::CredentialsExpired => "credentials expired: get new ones",
+        R::SessionEnded => "this session has ended: sign in again",
         R::Unspecified => "refused",
     }
 }

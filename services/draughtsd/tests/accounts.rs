@@ -212,6 +212,10 @@ async fn the_account_flows(channel: Channel) -> Secrets {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::AlreadyExists, "{e:?}");
+    assert_eq!(
+        draughts_proto::reason_of(&e),
+        Some(pb::ErrorReason::UsernameTaken)
+    );
     for (name, password) in [
         ("admin", "password123"),
         ("guest42", "password123"),
@@ -242,6 +246,12 @@ async fn the_account_flows(channel: Channel) -> Secrets {
         (Code::Unauthenticated, Code::Unauthenticated)
     );
     assert_eq!(unknown.message(), wrong.message());
+    for e in [&unknown, &wrong] {
+        assert_eq!(
+            draughts_proto::reason_of(e),
+            Some(pb::ErrorReason::BadCredentials)
+        );
+    }
     // Any letter case signs in.
     let second = sign_in(&mut auth, "192.0.2.11", "ANNA_k", "correct horse 1")
         .await
@@ -268,6 +278,10 @@ async fn the_account_flows(channel: Channel) -> Secrets {
     assert_eq!(e.code(), Code::Unauthenticated, "the family is revoked");
     let e = refused_soon(&mut auth, &rotated.access_token).await;
     assert!(e.message().contains("session"), "{}", e.message());
+    assert_eq!(
+        draughts_proto::reason_of(&e),
+        Some(pb::ErrorReason::SessionEnded)
+    );
     // The first session is untouched.
     who(&mut auth, &session.access_token).await.unwrap();
 
@@ -321,6 +335,10 @@ async fn the_account_flows(channel: Channel) -> Secrets {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::Unauthenticated);
+    assert_eq!(
+        draughts_proto::reason_of(&e),
+        Some(pb::ErrorReason::BadCredentials)
+    );
     let c = auth
         .change_password(authed(
             &a.access_token,
@@ -814,6 +832,10 @@ async fn a_guest_becomes_an_account(channel: Channel) -> Secrets {
         .unwrap_err();
     assert_eq!(e.code(), Code::ResourceExhausted);
     assert!(e.metadata().get("retry-after").is_some());
+    assert_eq!(
+        draughts_proto::reason_of(&e),
+        Some(pb::ErrorReason::TooManyAttempts)
+    );
     // The profile lists the rated game.
     let profile = ratings
         .get_profile(pb::GetProfileRequest {
