@@ -10,7 +10,8 @@ use std::fmt;
 
 use async_trait::async_trait;
 use draughts_auth::layer::ServiceKey;
-use draughts_proto::vocab::time::{Speed, TimeControl};
+use draughts_proto::vocab::rating::Category;
+use draughts_proto::vocab::time::TimeControl;
 use draughts_proto::{kind_of_code, pb};
 use tonic::transport::{Channel, Endpoint};
 
@@ -183,12 +184,6 @@ pub fn time_control_wire(time: &TimeControl) -> pb::TimeControl {
     time.to_wire()
 }
 
-/// The speed class of a pool's time control: the platform's one rule
-/// ([`draughts_proto::vocab::time::Speed`], Ratings' too).
-pub fn speed_class(time: &TimeControl) -> pb::SpeedClass {
-    Speed::of(time).to_wire()
-}
-
 #[async_trait]
 impl GamesPort for GrpcPlatform {
     async fn create_game(&self, game: &AgreedGame) -> MatchmakingResult<()> {
@@ -353,17 +348,11 @@ impl GamesPort for GrpcPlatform {
 #[async_trait]
 impl RatingsPort for GrpcPlatform {
     async fn rating(&self, player: &str, pool: &Pool) -> MatchmakingResult<PairingRating> {
-        let speed = if self.per_speed.contains(&pool.variant) {
-            speed_class(&pool.time)
-        } else {
-            pb::SpeedClass::Unspecified
-        };
         let message = pb::GetRatingRequest {
             player_id: player.to_owned(),
-            category: Some(pb::RatingCategory {
-                variant: draughts_proto::convert::variant_to_wire(pool.variant) as i32,
-                speed: speed as i32,
-            }),
+            category: Some(
+                Category::of_game(pool.variant, Some(&pool.time), &self.per_speed).to_wire(),
+            ),
         };
         let mut client = pb::ratings_client::RatingsClient::new(self.ratings.clone());
         match client
@@ -382,29 +371,5 @@ impl RatingsPort for GrpcPlatform {
             Err(status) if status.code() == tonic::Code::NotFound => Ok(START_RATING),
             Err(status) => Err(upstream("Ratings", status)),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn speed_classes_follow_ratings() {
-        let f = |m: u64, s: u64| TimeControl::Fischer {
-            base_ms: m * 60_000,
-            increment_ms: s * 1000,
-        };
-        assert_eq!(speed_class(&f(1, 0)), pb::SpeedClass::Bullet);
-        assert_eq!(speed_class(&f(2, 1)), pb::SpeedClass::Bullet);
-        assert_eq!(speed_class(&f(3, 2)), pb::SpeedClass::Blitz);
-        assert_eq!(speed_class(&f(5, 3)), pb::SpeedClass::Blitz);
-        assert_eq!(speed_class(&f(10, 0)), pb::SpeedClass::Rapid);
-        assert_eq!(speed_class(&f(15, 10)), pb::SpeedClass::Rapid);
-        assert_eq!(speed_class(&f(30, 0)), pb::SpeedClass::Classical);
-        assert_eq!(
-            speed_class(&TimeControl::Correspondence { days_per_move: 3 }),
-            pb::SpeedClass::Correspondence
-        );
     }
 }

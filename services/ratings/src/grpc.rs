@@ -79,10 +79,6 @@ fn speed_from_wire(speed: i32) -> Result<Option<Speed>, Status> {
         .map_err(|_| invalid(format!("unknown speed class {speed}")))
 }
 
-fn speed_to_wire(speed: Option<Speed>) -> pb::SpeedClass {
-    speed.map_or(pb::SpeedClass::Unspecified, Speed::to_wire)
-}
-
 fn category(wire: Option<&pb::RatingCategory>) -> Result<Category, Status> {
     let wire = wire.ok_or_else(|| invalid("category is required (a variant at least)"))?;
     Ok(Category {
@@ -91,17 +87,10 @@ fn category(wire: Option<&pb::RatingCategory>) -> Result<Category, Status> {
     })
 }
 
-fn category_to_wire(category: Category) -> pb::RatingCategory {
-    pb::RatingCategory {
-        variant: convert::variant_to_wire(category.variant) as i32,
-        speed: speed_to_wire(category.speed) as i32,
-    }
-}
-
 fn rating_to_wire(view: RatingView) -> pb::Rating {
     pb::Rating {
         player_id: view.player_id,
-        category: Some(category_to_wire(view.category)),
+        category: Some(view.category.to_wire()),
         rating: view.glicko.rating,
         deviation: view.glicko.deviation,
         volatility: view.glicko.volatility,
@@ -331,7 +320,7 @@ impl pb::ratings_server::Ratings for RatingsService {
             .into_iter()
             .map(|(category, entry)| pb::ProfileGame {
                 game_id: entry.game_id,
-                category: Some(category_to_wire(category)),
+                category: Some(category.to_wire()),
                 at_ms: entry.at_ms,
                 rating: entry.glicko.rating,
                 rating_change: entry.rating_change,

@@ -9,6 +9,7 @@ use std::fmt;
 
 use async_trait::async_trait;
 use draughts_auth::layer::ServiceKey;
+use draughts_proto::vocab::rating::Category;
 use draughts_proto::{kind_of_code, pb};
 use tonic::transport::{Channel, Endpoint};
 
@@ -136,17 +137,11 @@ impl GamesPort for GrpcPlatform {
 impl RatingsPort for GrpcPlatform {
     async fn rating(&self, player: &str, terms: &Terms) -> TournamentsResult<i32> {
         let variant = terms.rule_set()?.variant();
-        let speed = if self.per_speed.contains(&variant) {
-            terms.speed_class()
-        } else {
-            pb::SpeedClass::Unspecified
-        };
         let message = pb::GetRatingRequest {
             player_id: player.to_owned(),
-            category: Some(pb::RatingCategory {
-                variant: draughts_proto::convert::variant_to_wire(variant) as i32,
-                speed: speed as i32,
-            }),
+            category: Some(
+                Category::of_game(variant, Some(&terms.time_control), &self.per_speed).to_wire(),
+            ),
         };
         let mut client = pb::ratings_client::RatingsClient::new(self.ratings.clone());
         match client.get_rating(self.request(message, player)?).await {

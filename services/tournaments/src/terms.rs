@@ -3,7 +3,7 @@
 
 use draughts_engine::{RuleOptions, RuleSet, Variant};
 use draughts_proto::pb;
-use draughts_proto::vocab::time::{Speed, TimeControl};
+use draughts_proto::vocab::time::TimeControl;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -364,11 +364,6 @@ impl Terms {
             }),
             berserk_allowed: Some(self.berserk_allowed()),
         }
-    }
-
-    /// Ratings' speed class of the clock (the platform's one rule, `vocab::time::Speed`).
-    pub fn speed_class(&self) -> pb::SpeedClass {
-        Speed::of(&self.time_control).to_wire()
     }
 }
 
