@@ -675,17 +675,22 @@ async fn finish_log(shared: &Shared, game_id: &str, ending: &Ending) {
         Ending::EngineFailed(why) => format!("resigned: {why}"),
         Ending::Gone(why) => format!("gone: {why}"),
     };
-    log_line(shared, game_id, &format!("end {text}"));
+    // The PDN first, then the log's end line: a log that ends has its game's files complete.
     if let Some(path) = log_path(shared, game_id, "pdn") {
         let mut games = GamesClient::new(shared.channel.clone());
         let mut request = shared.caller.request(pb::GetGameRequest {
             game_id: game_id.to_owned(),
         });
         request.set_timeout(Duration::from_secs(10));
-        if let Ok(pdn) = games.export_pdn(request).await {
-            let _ = std::fs::write(path, pdn.into_inner().pdn);
+        let written = match games.export_pdn(request).await {
+            Ok(pdn) => std::fs::write(&path, pdn.into_inner().pdn).map_err(|e| e.to_string()),
+            Err(status) => Err(format!("{:?}: {}", status.code(), status.message())),
+        };
+        if let Err(why) = written {
+            log_line(shared, game_id, &format!("pdn not written: {why}"));
         }
     }
+    log_line(shared, game_id, &format!("end {text}"));
     let mut summary = format!("game {game_id}: {text}");
     if let Ok(mut stats) = shared.stats.lock() {
         stats.games += 1;
