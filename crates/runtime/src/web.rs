@@ -79,7 +79,9 @@ fn document(path: &str) -> Option<&'static Document> {
 fn document_response(document: &Document, head_only: bool) -> http::Response<tonic::body::Body> {
     let body = match head_only {
         true => tonic::body::Body::empty(),
-        false => tonic::body::Body::new(document.body.to_owned()),
+        false => tonic::body::Body::new(http_body_util::Full::new(bytes::Bytes::from_static(
+            document.body.as_bytes(),
+        ))),
     };
     let mut res = http::Response::new(body);
     let headers = res.headers_mut();
