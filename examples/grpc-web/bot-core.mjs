@@ -99,8 +99,10 @@ export async function runBot({ server, token, games: wanted = 0, log = console.l
         start(event.kind.value.gameId);
       }
     }
+    // The server ended the stream (a restart, say): a bot that hears no more invitations says so.
+    if (!stop.signal.aborted) throw new Error("the server ended the event stream");
   })();
-  // The event stream ends only with an error, or when the bot has played its games (aborted).
+  // The event stream ends with an error, or when the bot has played its games (aborted).
   events.catch((e) => {
     if (!stop.signal.aborted) settle.reject(e);
   });
