@@ -451,6 +451,11 @@ pub struct Searcher {
 }
 
 impl Searcher {
+    /// The rules it searches under.
+    pub fn rules(&self) -> RuleSet {
+        self.rules
+    }
+
     pub fn new(rules: impl Into<RuleSet>) -> Searcher {
         Searcher::with_options(rules, &SearchOptions::default())
     }

@@ -17,7 +17,9 @@
 //!   are common, so the data alone undervalues extra kings); in antidraughts, where material counts against
 //!   its owner, the fit starts from negative material and a king is kept at most a man.
 
-use draughts_engine::{BoardKind, Color, Game, GameResult, GameStatus, Position, Variant};
+use draughts_engine::{
+    Bitboard, BoardKind, Color, Game, GameResult, GameStatus, Position, Variant,
+};
 
 use crate::eval::Evaluator;
 use crate::learned::{Features, Layout, LearnedWeights, N_DENSE, Phase};
@@ -270,6 +272,63 @@ pub fn self_play_game(cfg: &SelfPlay, eval: &Evaluator, seed: u64) -> GameRecord
             .collect(),
         plies: game.moves().len() as u32,
     }
+}
+
+/// A sample that is not a position of its variant (what [`relabel_game`] cannot search).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("sample {index} of the game is not a position: {error}")]
+pub struct RelabelError {
+    pub index: usize,
+    pub error: draughts_engine::PositionError,
+}
+
+/// The games of a data file: the sample ranges from each game-start mark to the next (the file's first
+/// sample opens its first game). `None` when no sample is marked (files written before the marks).
+pub fn games_of(samples: &[Sample]) -> Option<Vec<std::ops::Range<usize>>> {
+    samples
+        .iter()
+        .any(|s| s.game_start)
+        .then(|| game_ranges(samples))
+}
+
+/// One game's samples scored again: each position searched by `searcher` (its evaluation and
+/// selectivity as set) to `nodes` nodes, in the game's order, the table cleared first, so the new scores
+/// depend only on the samples, the searcher's settings and `nodes`. Results and marks are kept; a
+/// position with no legal move keeps its score. What a data file's other search (deeper, or another
+/// evaluation) thinks of the same positions, for the fit's search-score target.
+pub fn relabel_game(
+    searcher: &mut Searcher,
+    nodes: u64,
+    samples: &[Sample],
+) -> Result<Vec<Sample>, RelabelError> {
+    let rules = searcher.rules();
+    searcher.clear();
+    samples
+        .iter()
+        .enumerate()
+        .map(|(index, s)| {
+            let side = if s.white_to_move {
+                Color::White
+            } else {
+                Color::Black
+            };
+            let pos = Position::from_bitboards(
+                rules,
+                side,
+                Bitboard(s.white & !s.kings),
+                Bitboard(s.white & s.kings),
+                Bitboard(s.black & !s.kings),
+                Bitboard(s.black & s.kings),
+            )
+            .map_err(|error| RelabelError { index, error })?;
+            let r = searcher.search(&RootState::new(pos), &Limits::nodes(nodes.max(1)), |_| {});
+            let mut out = *s;
+            if let Some(line) = r.lines.first() {
+                out.score = clamp_score(if s.white_to_move { line.raw } else { -line.raw });
+            }
+            Ok(out)
+        })
+        .collect()
 }
 
 /// How the fit runs.
@@ -754,6 +813,79 @@ mod tests {
         let (b, nb, gb) = validation_split(&samples, &by_position, &mut Rng::new(1));
         assert_eq!((a, na, ga), (b, nb, gb));
         assert_eq!(ga, None);
+    }
+
+    /// Relabelling keeps every position, mark and result, scores each position again (a deeper search
+    /// disagrees somewhere), does not depend on what the searcher did before, and names a sample that
+    /// is not a position.
+    #[test]
+    fn relabelling_scores_again_and_keeps_the_rest() {
+        let mut cfg = SelfPlay::new(Variant::English);
+        cfg.nodes = 60;
+        let eval = Evaluator::new(Variant::English);
+        let mut games: Vec<Vec<Sample>> = (1..=3)
+            .map(|seed| self_play_game(&cfg, &eval, seed).samples)
+            .collect();
+        games.retain(|g| !g.is_empty());
+        assert!(!games.is_empty());
+        let mut searcher = Searcher::new(Variant::English);
+        let fresh: Vec<Vec<Sample>> = games
+            .iter()
+            .map(|g| relabel_game(&mut searcher, 2_000, g).unwrap())
+            .collect();
+        let mut changed = 0;
+        for (old, new) in games.iter().zip(&fresh) {
+            assert_eq!(old.len(), new.len());
+            for (o, n) in old.iter().zip(new) {
+                assert_eq!(
+                    (
+                        o.white,
+                        o.black,
+                        o.kings,
+                        o.white_to_move,
+                        o.result,
+                        o.game_start
+                    ),
+                    (
+                        n.white,
+                        n.black,
+                        n.kings,
+                        n.white_to_move,
+                        n.result,
+                        n.game_start
+                    )
+                );
+                changed += usize::from(o.score != n.score);
+            }
+        }
+        assert!(changed > 0, "2,000 nodes score some position unlike 60");
+        // The same games in another order, after other searches: the same scores.
+        let mut other = Searcher::new(Variant::English);
+        other.search(
+            &RootState::new(Position::start(Variant::English)),
+            &Limits::nodes(5_000),
+            |_| {},
+        );
+        for (g, want) in games.iter().zip(&fresh).rev() {
+            assert_eq!(&relabel_game(&mut other, 2_000, g).unwrap(), want);
+        }
+        // A square held by both sides is no position: the sample is named.
+        let mut bad = games[0].clone();
+        bad.push(Sample {
+            white: bad[0].white | bad[0].black,
+            ..bad[0]
+        });
+        let err = relabel_game(&mut searcher, 100, &bad).unwrap_err();
+        assert_eq!(err.index, bad.len() - 1);
+        assert!(games_of(&bad).is_some());
+        let unmarked: Vec<Sample> = bad
+            .iter()
+            .map(|s| Sample {
+                game_start: false,
+                ..*s
+            })
+            .collect();
+        assert_eq!(games_of(&unmarked), None);
     }
 
     /// Self-play is reproducible from the seed and keeps only quiet positions, labelled with one result.

@@ -11,13 +11,13 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use draughts_ai::Evaluator;
 use draughts_ai::learned::{DENSE_NAMES, LearnedWeights, Phase, WeightsError};
 use draughts_ai::nnue::{self, Network, NnueError, fit::NnueFitConfig};
 use draughts_ai::train::{
-    FitConfig, GameRecord, Sample, SelfPlay, Split, WIDE_SAMPLE_BYTES, fit, sample_bytes,
-    self_play_game,
+    FitConfig, GameRecord, Sample, SelfPlay, Split, WIDE_SAMPLE_BYTES, fit, games_of, relabel_game,
+    sample_bytes, self_play_game,
 };
+use draughts_ai::{Evaluator, Searcher, Selectivity};
 use draughts_engine::Variant;
 
 use crate::CliError;
@@ -30,6 +30,9 @@ pub(crate) enum TrainCommand {
     Fit(FitArgs),
     /// Fit a network (NNUE-style, `draughts_ai::nnue`) from scratch to data files and write its file.
     FitNnue(FitNnueArgs),
+    /// Score a data file's positions again with another search (deeper, or another evaluation) and
+    /// write them, results kept, to a new data file.
+    Relabel(RelabelArgs),
 }
 
 #[derive(Args, Debug)]
@@ -72,20 +75,27 @@ pub(crate) struct GenArgs {
     resume: bool,
 }
 
-/// `OUT.progress`, kept while `train gen` runs (removed at its end): the run's settings and how much of
-/// the data file is whole (`v1`, the settings line, then `GAMES BYTES`).
-struct GenProgress {
+/// `OUT.progress`, kept while `train gen` or `train relabel` runs (removed at its end): the run's settings
+/// and how much of the data file is whole (`v1`, the settings line, then `GAMES BYTES`).
+struct RunProgress {
     path: PathBuf,
     settings: String,
 }
 
-impl GenProgress {
-    fn new(a: &GenArgs) -> GenProgress {
-        let mut path = a.out.clone().into_os_string();
+impl RunProgress {
+    fn new(out: &Path, settings: String) -> RunProgress {
+        let mut path = out.to_path_buf().into_os_string();
         path.push(".progress");
-        GenProgress {
+        RunProgress {
             path: PathBuf::from(path),
-            settings: format!(
+            settings,
+        }
+    }
+
+    fn of_gen(a: &GenArgs) -> RunProgress {
+        RunProgress::new(
+            &a.out,
+            format!(
                 "variant={} games={} first-game={} nodes={} eval={} seed={} random={}-{}",
                 a.variant,
                 a.games,
@@ -96,7 +106,7 @@ impl GenProgress {
                 a.random_min,
                 a.random_max
             ),
-        }
+        )
     }
 
     /// Games and bytes whole in the data file, if an interrupted run left this file.
@@ -187,6 +197,40 @@ pub(crate) struct FitArgs {
 }
 
 #[derive(Args, Debug)]
+pub(crate) struct RelabelArgs {
+    #[arg(long, short = 'v')]
+    variant: String,
+    /// The data file whose positions are scored again (from `train gen`, with its game marks).
+    #[arg(long)]
+    data: PathBuf,
+    /// Nodes searched per position.
+    #[arg(long, default_value_t = 20_000)]
+    nodes: u64,
+    /// Evaluation that searches: `hand`, `default`, a weights file or a network.
+    #[arg(long, default_value = "default")]
+    eval: String,
+    /// Search settings as in `draughts match` (`probcut=0,lmr=1`, ...; default: the variant's own).
+    #[arg(long, default_value = "")]
+    search: String,
+    /// Games scored at once.
+    #[arg(long, default_value_t = 2)]
+    threads: u32,
+    /// The index of the data file's first game to score: a shard (with `--games`), so shards scored
+    /// apart, concatenated in order, are byte for byte the file of one run over them all.
+    #[arg(long, default_value_t = 0)]
+    first_game: u64,
+    /// Games to score from `--first-game` (default: to the file's end).
+    #[arg(long)]
+    games: Option<u64>,
+    /// Output data file (the same positions, marks and results, in the same order; new scores).
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+    /// Go on with an interrupted run into the same `--out` (same settings), as `train gen --resume`.
+    #[arg(long)]
+    resume: bool,
+}
+
+#[derive(Args, Debug)]
 pub(crate) struct FitNnueArgs {
     #[arg(long, short = 'v')]
     variant: String,
@@ -232,6 +276,7 @@ pub(crate) fn run(cmd: TrainCommand) -> Result<(), CliError> {
         TrainCommand::Gen(a) => generate(a),
         TrainCommand::Fit(a) => fit_cmd(a),
         TrainCommand::FitNnue(a) => fit_nnue_cmd(a),
+        TrainCommand::Relabel(a) => relabel(a),
     }
 }
 
@@ -325,28 +370,54 @@ pub(crate) fn read_weights(variant: Variant, path: &Path) -> Result<LearnedWeigh
     }
 }
 
-fn generate(a: GenArgs) -> Result<(), CliError> {
-    let variant: Variant = a.variant.parse()?;
-    let wide = sample_bytes(variant) == WIDE_SAMPLE_BYTES;
-    let eval = evaluator(variant, &a.eval)?;
-    let mut cfg = SelfPlay::new(variant);
-    cfg.nodes = a.nodes.max(1);
-    cfg.random_plies = (a.random_min, a.random_max.max(a.random_min));
-    let progress = GenProgress::new(&a);
-    let cannot = |e: std::io::Error| CliError(format!("'{}': {e}", a.out.display()));
-    let (done, done_bytes) = match (progress.read()?, a.resume) {
+/// A run that writes games' samples to `out` in game order, games made by worker threads, with
+/// `OUT.progress` saved after each whole game: `train gen` and `train relabel`.
+struct GameRun<'a> {
+    out: &'a Path,
+    progress: RunProgress,
+    /// Games of the run (its indices `0..games`).
+    games: u64,
+    threads: u32,
+    resume: bool,
+    wide: bool,
+    /// The progress line's first word.
+    label: &'static str,
+}
+
+/// What a [`GameRun`] wrote.
+#[derive(Default)]
+struct RunTotals {
+    /// Games whole on disk before this run (resumed).
+    resumed: u64,
+    games: u64,
+    positions: u64,
+    bytes: u64,
+    /// Games by result for White: loss, draw, win.
+    results: [u64; 3],
+    plies: u64,
+}
+
+/// Runs `run`: each worker thread builds its state with `worker` and turns game indices into games; the
+/// games are written in order whatever thread finished them, so the file depends on the indices only.
+fn run_games<W>(run: GameRun<'_>, worker: impl Fn() -> W + Sync) -> Result<RunTotals, CliError>
+where
+    W: FnMut(u64) -> Result<GameRecord, CliError>,
+{
+    let out_path = run.out;
+    let cannot = |e: std::io::Error| CliError(format!("'{}': {e}", out_path.display()));
+    let (done, done_bytes) = match (run.progress.read()?, run.resume) {
         (Some(p), true) => p,
         (Some(_), false) => {
             return Err(CliError(format!(
                 "'{}' holds an interrupted run: --resume to go on with it, or remove it and '{}' to start again",
-                progress.path.display(),
-                a.out.display()
+                run.progress.path.display(),
+                out_path.display()
             )));
         }
-        (None, true) if a.out.exists() => {
+        (None, true) if out_path.exists() => {
             return Err(CliError(format!(
                 "nothing to resume: '{}' has no progress file (its run ended)",
-                a.out.display()
+                out_path.display()
             )));
         }
         (None, _) => (0, 0),
@@ -354,47 +425,47 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
     let file = if done > 0 || done_bytes > 0 {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
-            .open(&a.out)
+            .open(out_path)
             .map_err(cannot)?;
         // What an interrupted run wrote after its last whole game goes.
         f.set_len(done_bytes).map_err(cannot)?;
         std::io::Seek::seek(&mut f, std::io::SeekFrom::End(0)).map_err(cannot)?;
         eprintln!(
             "resuming: {done} of {} games whole in '{}' ({done_bytes} bytes)",
-            a.games,
-            a.out.display()
+            run.games,
+            out_path.display()
         );
         f
     } else {
-        File::create(&a.out)
-            .map_err(|e| CliError(format!("cannot create '{}': {e}", a.out.display())))?
+        File::create(out_path)
+            .map_err(|e| CliError(format!("cannot create '{}': {e}", out_path.display())))?
     };
-    progress.save(done, done_bytes)?;
+    run.progress.save(done, done_bytes)?;
     let mut out = BufWriter::new(file);
     let next = AtomicU64::new(done);
-    let (tx, rx) = mpsc::channel::<(u64, GameRecord)>();
+    let (tx, rx) = mpsc::channel::<(u64, Result<GameRecord, CliError>)>();
     let start = Instant::now();
-    let games = a.games;
-    let mut written_games = done;
-    let mut bytes = done_bytes;
-    let mut written = 0u64;
-    let mut results = [0u64; 3];
-    let mut plies = 0u64;
+    let games = run.games;
+    let mut t = RunTotals {
+        resumed: done,
+        games: done,
+        bytes: done_bytes,
+        ..RunTotals::default()
+    };
     std::thread::scope(|scope| -> Result<(), CliError> {
-        for _ in 0..a.threads.max(1) {
+        for _ in 0..run.threads.max(1) {
             let tx = tx.clone();
-            let (cfg, eval, next) = (&cfg, &eval, &next);
+            let (next, worker) = (&next, &worker);
             scope.spawn(move || {
+                let mut work = worker();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= games {
                         break;
                     }
-                    let seed = a
-                        .seed
-                        .wrapping_mul(1_000_003)
-                        .wrapping_add(a.first_game + i);
-                    if tx.send((i, self_play_game(cfg, eval, seed))).is_err() {
+                    let game = work(i);
+                    let failed = game.is_err();
+                    if tx.send((i, game)).is_err() || failed {
                         break;
                     }
                 }
@@ -405,36 +476,51 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
         let mut waiting: BTreeMap<u64, GameRecord> = BTreeMap::new();
         let mut last_report = Instant::now();
         for (i, record) in rx {
-            waiting.insert(i, record);
-            let before = written_games;
-            while let Some(record) = waiting.remove(&written_games) {
+            match record {
+                Ok(record) => waiting.insert(i, record),
+                Err(e) => {
+                    // The other threads stop at their next game; what is whole stays resumable.
+                    next.store(games, Ordering::Relaxed);
+                    return Err(e);
+                }
+            };
+            let before = t.games;
+            while let Some(record) = waiting.remove(&t.games) {
                 for s in &record.samples {
-                    let sample = s.to_bytes(wide);
+                    let sample = s.to_bytes(run.wide);
                     out.write_all(&sample)?;
-                    bytes += sample.len() as u64;
+                    t.bytes += sample.len() as u64;
                 }
                 if let Some(s) = record.samples.first() {
-                    results[usize::from(s.result)] += 1;
+                    t.results[usize::from(s.result)] += 1;
                 }
-                written += record.samples.len() as u64;
-                plies += u64::from(record.plies);
-                written_games += 1;
+                t.positions += record.samples.len() as u64;
+                t.plies += u64::from(record.plies);
+                t.games += 1;
             }
-            if written_games > before {
+            if t.games > before {
                 // Whole games on disk first, then the progress that names them.
                 out.flush()?;
-                progress.save(written_games, bytes)?;
+                run.progress.save(t.games, t.bytes)?;
             }
-            if last_report.elapsed() >= Duration::from_secs(15) || written_games == games {
+            if last_report.elapsed() >= Duration::from_secs(15) || t.games == games {
                 last_report = Instant::now();
                 let secs = start.elapsed().as_secs_f64();
+                let made = (t.games - done).max(1) as f64;
+                let plies = if t.plies > 0 {
+                    format!(", {:.0} plies/game", t.plies as f64 / made)
+                } else {
+                    String::new()
+                };
                 eprintln!(
-                    "gen {written_games}/{games} games, {written} positions, white +{} ={} -{}, {:.0} plies/game, {:.1} games/s, {:.0} s",
-                    results[2],
-                    results[1],
-                    results[0],
-                    plies as f64 / (written_games - done).max(1) as f64,
-                    (written_games - done) as f64 / secs,
+                    "{} {}/{games} games, {} positions, white +{} ={} -{}{plies}, {:.1} games/s, {:.0} s",
+                    run.label,
+                    t.games,
+                    t.positions,
+                    t.results[2],
+                    t.results[1],
+                    t.results[0],
+                    made / secs,
                     secs
                 );
             }
@@ -443,12 +529,121 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
     })?;
     out.flush()?;
     out.get_ref().sync_all().map_err(cannot)?;
-    std::fs::remove_file(&progress.path)
-        .map_err(|e| CliError(format!("'{}': {e}", progress.path.display())))?;
+    std::fs::remove_file(&run.progress.path)
+        .map_err(|e| CliError(format!("'{}': {e}", run.progress.path.display())))?;
+    Ok(t)
+}
+
+fn generate(a: GenArgs) -> Result<(), CliError> {
+    let variant: Variant = a.variant.parse()?;
+    let eval = evaluator(variant, &a.eval)?;
+    let mut cfg = SelfPlay::new(variant);
+    cfg.nodes = a.nodes.max(1);
+    cfg.random_plies = (a.random_min, a.random_max.max(a.random_min));
+    let run = GameRun {
+        out: &a.out,
+        progress: RunProgress::of_gen(&a),
+        games: a.games,
+        threads: a.threads,
+        resume: a.resume,
+        wide: sample_bytes(variant) == WIDE_SAMPLE_BYTES,
+        label: "gen",
+    };
+    let (cfg, eval) = (&cfg, &eval);
+    let t = run_games(run, || {
+        move |i: u64| {
+            let seed = a
+                .seed
+                .wrapping_mul(1_000_003)
+                .wrapping_add(a.first_game + i);
+            Ok(self_play_game(cfg, eval, seed))
+        }
+    })?;
     println!(
-        "wrote {written} positions from {} games to {} ({written_games} games, {bytes} bytes in all)",
-        written_games - done,
-        a.out.display()
+        "wrote {} positions from {} games to {} ({} games, {} bytes in all)",
+        t.positions,
+        t.games - t.resumed,
+        a.out.display(),
+        t.games,
+        t.bytes
+    );
+    Ok(())
+}
+
+fn relabel(a: RelabelArgs) -> Result<(), CliError> {
+    let variant: Variant = a.variant.parse()?;
+    let eval = evaluator(variant, &a.eval)?;
+    let mut selectivity = Selectivity::for_variant(variant);
+    selectivity
+        .parse_into(&a.search)
+        .map_err(|e| CliError(format!("--search: {e}")))?;
+    let samples = read_samples(variant, std::slice::from_ref(&a.data))?;
+    let all = games_of(&samples).ok_or_else(|| {
+        CliError(format!(
+            "'{}' marks no game starts (written before the marks): relabel needs its games",
+            a.data.display()
+        ))
+    })?;
+    let first = usize::try_from(a.first_game).unwrap_or(usize::MAX);
+    if first > all.len() {
+        return Err(CliError(format!(
+            "--first-game {first}: '{}' holds {} games",
+            a.data.display(),
+            all.len()
+        )));
+    }
+    let count = a.games.map_or(all.len() - first, |g| {
+        usize::try_from(g)
+            .unwrap_or(usize::MAX)
+            .min(all.len() - first)
+    });
+    let games = &all[first..first + count];
+    let run = GameRun {
+        out: &a.out,
+        progress: RunProgress::new(
+            &a.out,
+            format!(
+                "relabel variant={} data={} first-game={first} games={count} nodes={} eval={} search={}",
+                a.variant,
+                a.data.display(),
+                a.nodes,
+                a.eval,
+                a.search
+            ),
+        ),
+        games: count as u64,
+        threads: a.threads,
+        resume: a.resume,
+        wide: sample_bytes(variant) == WIDE_SAMPLE_BYTES,
+        label: "relabel",
+    };
+    let (samples, eval, selectivity, data, nodes) =
+        (&samples, &eval, &selectivity, &a.data, a.nodes);
+    let t = run_games(run, || {
+        let mut searcher = Searcher::new(variant);
+        searcher.set_evaluator(eval.clone());
+        searcher.set_selectivity(*selectivity);
+        move |i: u64| {
+            let range = games[i as usize].clone();
+            let samples =
+                relabel_game(&mut searcher, nodes, &samples[range.clone()]).map_err(|e| {
+                    CliError(format!(
+                        "'{}', game {} (sample {}): {e}",
+                        data.display(),
+                        first as u64 + i,
+                        range.start + e.index
+                    ))
+                })?;
+            Ok(GameRecord { samples, plies: 0 })
+        }
+    })?;
+    println!(
+        "relabelled {} positions of {} games into {} ({} games, {} bytes in all)",
+        t.positions,
+        t.games - t.resumed,
+        a.out.display(),
+        t.games,
+        t.bytes
     );
     Ok(())
 }

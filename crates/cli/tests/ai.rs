@@ -397,3 +397,129 @@ fn self_play_resumes_and_its_shards_merge_exactly() {
     assert!(merged == whole, "shards concatenated = one run");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `train relabel`: the same positions, marks and results with new scores; one thread or two, shards
+/// concatenated, and a resumed run all give the same file; a file without game marks and a first game
+/// past the end are refused with their reasons.
+#[test]
+fn relabelling_resumes_and_its_shards_merge_exactly() {
+    use draughts_ai::train::{Sample, sample_bytes};
+    let dir = std::env::temp_dir().join(format!("draughts-relabel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let run = |args: &[&str]| {
+        let out = draughts().args(args).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let data = path("data");
+    let (ok, err) = run(&[
+        "train", "gen", "-v", "english", "--nodes", "60", "--seed", "3", "--games", "4", "-o",
+        &data,
+    ]);
+    assert!(ok, "{err}");
+    let relabel_into = |out: &str, extra: &[&str]| {
+        let mut args = vec![
+            "train", "relabel", "-v", "english", "--data", &data, "--nodes", "1500", "-o", out,
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let (ok, err) = relabel_into(&path("two"), &["--threads", "2"]);
+    assert!(ok, "{err}");
+    let (ok, err) = relabel_into(&path("one"), &["--threads", "1"]);
+    assert!(ok, "{err}");
+    let whole = std::fs::read(path("two")).unwrap();
+    assert!(
+        whole == std::fs::read(path("one")).unwrap(),
+        "threads change nothing"
+    );
+    let old = std::fs::read(&data).unwrap();
+    assert_eq!(old.len(), whole.len());
+    let size = sample_bytes(draughts_engine::Variant::English);
+    let read = |b: &[u8]| -> Vec<Sample> {
+        b.chunks_exact(size)
+            .map(|c| Sample::from_bytes(c, false).unwrap())
+            .collect()
+    };
+    let (before, after) = (read(&old), read(&whole));
+    let mut changed = 0;
+    for (o, n) in before.iter().zip(&after) {
+        assert_eq!(Sample { score: 0, ..*o }, Sample { score: 0, ..*n });
+        changed += usize::from(o.score != n.score);
+    }
+    assert!(changed > 0, "1,500 nodes score some position unlike 60");
+    let starts: Vec<usize> = after
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.game_start)
+        .map(|(i, _)| i * size)
+        .collect();
+    assert_eq!(starts.len(), 4);
+
+    // Shards made apart, concatenated in order: the same file.
+    let (ok, err) = relabel_into(&path("shard0"), &["--games", "3"]);
+    assert!(ok, "{err}");
+    let (ok, err) = relabel_into(&path("shard1"), &["--first-game", "3"]);
+    assert!(ok, "{err}");
+    let mut merged = std::fs::read(path("shard0")).unwrap();
+    merged.extend(std::fs::read(path("shard1")).unwrap());
+    assert!(merged == whole, "shards concatenated = one run");
+
+    // Interrupted after two whole games with part of the third on disk: resumed, the same file.
+    let cut = starts[2];
+    std::fs::write(path("resumed"), &whole[..cut + size]).unwrap();
+    let settings = format!(
+        "relabel variant=english data={data} first-game=0 games=4 nodes=1500 eval=default search="
+    );
+    std::fs::write(
+        format!("{}.progress", path("resumed")),
+        format!("v1\n{settings}\n2 {cut}\n"),
+    )
+    .unwrap();
+    let (ok, err) = relabel_into(&path("resumed"), &[]);
+    assert!(!ok && err.contains("--resume"), "{err}");
+    let (ok, err) = relabel_into(&path("resumed"), &["--resume"]);
+    assert!(ok, "{err}");
+    assert!(err.contains("resuming: 2 of 4 games"), "{err}");
+    assert!(
+        std::fs::read(path("resumed")).unwrap() == whole,
+        "resumed = uninterrupted"
+    );
+
+    // Refusals.
+    let (ok, err) = relabel_into(&path("past"), &["--first-game", "9"]);
+    assert!(!ok && err.contains("holds 4 games"), "{err}");
+    let unmarked: Vec<u8> = before
+        .iter()
+        .flat_map(|s| {
+            Sample {
+                game_start: false,
+                ..*s
+            }
+            .to_bytes(false)
+        })
+        .collect();
+    std::fs::write(path("unmarked"), unmarked).unwrap();
+    let out = draughts()
+        .args([
+            "train",
+            "relabel",
+            "-v",
+            "english",
+            "--data",
+            &path("unmarked"),
+            "-o",
+            &path("x"),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("marks no game starts"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
