@@ -428,9 +428,19 @@ async fn pairing_and_lobby(redis_url: &str, pg_url: &str) {
         .await
         .unwrap()
         .into_inner();
-    let stats = lobby.message().await.unwrap().unwrap();
-    assert!(stats.games_in_progress >= 3, "{stats:?}");
-    assert!(stats.players_online >= 5, "{stats:?}");
+    // The numbers are counted in the background (games in progress from Games, at most every
+    // `IN_PROGRESS_FRESH`): the first message may be an older count, the stream sends each change.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let stats = loop {
+        let stats = tokio::time::timeout_at(deadline, lobby.message())
+            .await
+            .expect("the lobby's numbers did not reach the games and players in play")
+            .unwrap()
+            .unwrap();
+        if stats.games_in_progress >= 3 && stats.players_online >= 5 {
+            break stats;
+        }
+    };
     let pool = stats.pools.iter().find(|p| p.pool_id == POOL).unwrap();
     assert!(
         pool.typical_wait_ms > 0 && pool.typical_wait_ms < 3000,
