@@ -422,6 +422,10 @@ pub fn fit(
                 v[i] = beta2 * v[i] + (1.0 - beta2) * gi * gi;
                 p[i] -= lr * (m[i] / c1) / ((v[i] / c2).sqrt() + eps);
             }
+            // The second layer stays where the fastest kernel runs it (`super::W2_LIMIT`).
+            for w in &mut p[ly.w2..ly.b2] {
+                *w = w.clamp(-super::W2_LIMIT, super::W2_LIMIT);
+            }
             if (b + 1) % report_every == 0 && b + 1 < batches {
                 progress(&NnueProgress {
                     epoch,

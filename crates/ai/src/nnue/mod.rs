@@ -57,6 +57,11 @@ pub const KINDS: usize = 4;
 pub const ONE: i32 = 127;
 /// The scale of the second and third layers' weights.
 pub const WEIGHT_SCALE: i32 = 64;
+/// The trainer keeps the second layer's float weights within +-this (so within +-64 as integers, where
+/// the AVX2 kernel adds two groups' pair sums in `i16`: its fastest path). A network fitted without the
+/// bound had 11 of 8,192 weights outside it, two outside a byte, and searched on the `i16` kernel at 0.85
+/// of the node rate (docs/ai.md, round twenty-one).
+pub const W2_LIMIT: f32 = 1.0;
 /// Centi-men per unit of the float model's output.
 pub const OUTPUT_CM: i32 = 100;
 /// More differing pieces than this, and an accumulator is computed afresh rather than updated.

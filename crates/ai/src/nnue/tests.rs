@@ -345,6 +345,25 @@ fn the_fit_is_seeded_threads_change_nothing_and_it_learns() {
     )
     .unwrap();
     assert_ne!(a.to_bytes(), c.to_bytes());
+    // The second layer is kept where the fastest kernel runs it, also where a large step pushes its
+    // weights to the bound.
+    let (d, _) = fit(
+        Variant::International,
+        &samples,
+        &NnueFitConfig {
+            learning_rate: 0.3,
+            epochs: 2,
+            ..cfg.clone()
+        },
+        |_| {},
+    )
+    .unwrap();
+    for net in [&a, &d] {
+        assert!(net.w2.iter().all(|w| w.abs() <= 64));
+        assert!(net.w2_quads.as_ref().is_some_and(|q| q.pairs));
+    }
+    let at_bound = d.w2.iter().filter(|w| w.abs() == 64).count();
+    assert!(at_bound > 0);
     // One line per epoch with the validation loss, and it falls below a coin's.
     let ends: Vec<f64> = lines.iter().filter_map(|p| p.validation_loss).collect();
     assert_eq!(ends.len(), 6);
