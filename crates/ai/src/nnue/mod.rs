@@ -26,11 +26,12 @@
 //! difference is large. A position met again at its ply with the same side to move reuses the output
 //! kept there.
 //!
-//! **Second layer with AVX2.** When every second-layer weight fits in a byte (a trained network's do:
-//! they are the float weights times 64), the clipped activations are packed to bytes and multiplied in
-//! groups of four with `maddubs`, groups of four zeros skipped; when the weights are within +-64, two
-//! groups' `i16` pair sums are added before widening. Both are exact, so the integers are the
-//! portable loops' (tested); other weights take the `i16` kernel.
+//! **Second layer with AVX2.** When every second-layer weight fits in a byte (a fitted network's do: the
+//! trainer keeps the float weights within +-[`W2_LIMIT`], so within +-64 as integers), the clipped
+//! activations are packed to bytes and multiplied in groups of four with `maddubs`, groups of four zeros
+//! skipped; when the weights are within +-64, two groups' `i16` pair sums are added before widening.
+//! Both are exact, so the integers are the portable loops' (tested); other weights (a network from
+//! elsewhere, or one fitted before the bound) take the `i16` kernel.
 //!
 //! **File format** (`DNN1`, little-endian): magic `DNN1`, `u16` version (1), `u8` length and the variant
 //! key, `u16` N, `u16` H, `u16` L, then the first layer's weights (`4N x H` `i16`, row per feature), its
