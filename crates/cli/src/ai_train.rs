@@ -397,6 +397,20 @@ struct RunTotals {
     plies: u64,
 }
 
+impl RunTotals {
+    /// The run's closing line.
+    fn print(&self, done: &str, out: &Path) {
+        println!(
+            "{done} {} positions of {} games into {} ({} games, {} bytes in all)",
+            self.positions,
+            self.games - self.resumed,
+            out.display(),
+            self.games,
+            self.bytes
+        );
+    }
+}
+
 /// Runs `run`: each worker thread builds its state with `worker` and turns game indices into games; the
 /// games are written in order whatever thread finished them, so the file depends on the indices only.
 fn run_games<W>(run: GameRun<'_>, worker: impl Fn() -> W + Sync) -> Result<RunTotals, CliError>
@@ -559,14 +573,7 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
             Ok(self_play_game(cfg, eval, seed))
         }
     })?;
-    println!(
-        "wrote {} positions from {} games to {} ({} games, {} bytes in all)",
-        t.positions,
-        t.games - t.resumed,
-        a.out.display(),
-        t.games,
-        t.bytes
-    );
+    t.print("wrote", &a.out);
     Ok(())
 }
 
@@ -637,14 +644,7 @@ fn relabel(a: RelabelArgs) -> Result<(), CliError> {
             Ok(GameRecord { samples, plies: 0 })
         }
     })?;
-    println!(
-        "relabelled {} positions of {} games into {} ({} games, {} bytes in all)",
-        t.positions,
-        t.games - t.resumed,
-        a.out.display(),
-        t.games,
-        t.bytes
-    );
+    t.print("relabelled", &a.out);
     Ok(())
 }
 
