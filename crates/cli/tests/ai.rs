@@ -16,6 +16,15 @@ fn run(args: &[&str]) -> (bool, String) {
     )
 }
 
+/// [`run`] with the command's stderr (where progress, notes and errors go).
+fn run_err(args: &[&str]) -> (bool, String) {
+    let out = draughts().args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A `draughts hub` process: lines written to its stdin, its stdout read up to a line with a prefix.
 struct Hub {
     child: Child,
@@ -323,11 +332,7 @@ fn self_play_resumes_and_its_shards_merge_exactly() {
             "train", "gen", "-v", "english", "--nodes", "60", "--seed", "7", "-o", out,
         ];
         args.extend_from_slice(extra);
-        let out = draughts().args(&args).output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        run_err(&args)
     };
     let (ok, err) = gen_into(&path("whole"), &["--games", "4", "--threads", "2"]);
     assert!(ok, "{err}");
@@ -407,15 +412,8 @@ fn relabelling_resumes_and_its_shards_merge_exactly() {
     let dir = std::env::temp_dir().join(format!("draughts-relabel-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
-    let run = |args: &[&str]| {
-        let out = draughts().args(args).output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
     let data = path("data");
-    let (ok, err) = run(&[
+    let (ok, err) = run_err(&[
         "train", "gen", "-v", "english", "--nodes", "60", "--seed", "3", "--games", "4", "-o",
         &data,
     ]);
@@ -425,7 +423,7 @@ fn relabelling_resumes_and_its_shards_merge_exactly() {
             "train", "relabel", "-v", "english", "--data", &data, "--nodes", "1500", "-o", out,
         ];
         args.extend_from_slice(extra);
-        run(&args)
+        run_err(&args)
     };
     let (ok, err) = relabel_into(&path("two"), &["--threads", "2"]);
     assert!(ok, "{err}");
@@ -503,23 +501,16 @@ fn relabelling_resumes_and_its_shards_merge_exactly() {
         })
         .collect();
     std::fs::write(path("unmarked"), unmarked).unwrap();
-    let out = draughts()
-        .args([
-            "train",
-            "relabel",
-            "-v",
-            "english",
-            "--data",
-            &path("unmarked"),
-            "-o",
-            &path("x"),
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("marks no game starts"),
-        "{err}"
-    );
+    let (ok, err) = run_err(&[
+        "train",
+        "relabel",
+        "-v",
+        "english",
+        "--data",
+        &path("unmarked"),
+        "-o",
+        &path("x"),
+    ]);
+    assert!(!ok && err.contains("marks no game starts"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
