@@ -2,8 +2,8 @@
 //!
 //! - [`self_play_game`]: one game of the engine against itself from a randomised opening (a few random
 //!   plies, kept only if a short search finds it roughly level), every move searched to a node limit.
-//!   Quiet positions (no capture for either side) after the opening are kept with the search's score;
-//!   the game's result labels them. The result is the variant's own: the engine's game status (antidraughts:
+//!   The positions after the opening that [`Keep`] names (by default the quiet ones: no capture for
+//!   either side) are kept with the search's score; the game's result labels them. The result is the variant's own: the engine's game status (antidraughts:
 //!   the side that loses every piece or is blocked wins; breakthrough: the first to crown wins), or an
 //!   adjudication on the search's score, which is that variant's evaluation (in antidraughts, fewer pieces
 //!   is ahead). A game depends only on its seed and the configuration.
@@ -18,7 +18,8 @@
 //!   its owner, the fit starts from negative material and a king is kept at most a man.
 
 use draughts_engine::{
-    Bitboard, BoardKind, Color, Game, GameResult, GameStatus, Position, Variant,
+    Bitboard, BoardKind, Color, Game, GameResult, GameStatus, Position, PositionError, RuleSet,
+    Variant,
 };
 
 use crate::eval::Evaluator;
@@ -107,6 +108,23 @@ impl Sample {
         })
     }
 
+    /// The position this sample holds, under `rules`.
+    pub fn position(&self, rules: impl Into<RuleSet>) -> Result<Position, PositionError> {
+        let side = if self.white_to_move {
+            Color::White
+        } else {
+            Color::Black
+        };
+        Position::from_bitboards(
+            rules,
+            side,
+            Bitboard(self.white & !self.kings),
+            Bitboard(self.white & self.kings),
+            Bitboard(self.black & !self.kings),
+            Bitboard(self.black & self.kings),
+        )
+    }
+
     /// The trainer's view of this sample under `layout` (the sets read in the board's word).
     pub fn features(&self, layout: &Layout) -> Features {
         if layout.variant().rules().board == BoardKind::Twelve {
@@ -136,6 +154,30 @@ pub struct SelfPlay {
     pub max_plies: u32,
     /// A game is won once the mover's search sees at least this many centi-men on four consecutive moves.
     pub adjudicate: i32,
+    /// Which of the game's positions are kept.
+    pub keep: Keep,
+}
+
+/// Which self-play positions become samples. The search evaluates no position where the side to move
+/// has a capture (captures are forced, so quiescence plays them out), but it does evaluate positions
+/// where the opponent threatens one; [`Keep::Quiet`] leaves those out of the data, [`Keep::NoCapture`]
+/// keeps them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Keep {
+    /// No capture for either side.
+    #[default]
+    Quiet,
+    /// No capture for the side to move (the opponent may threaten one).
+    NoCapture,
+}
+
+impl Keep {
+    /// Whether `pos` is kept.
+    pub fn keeps(self, pos: &Position) -> bool {
+        !pos.has_capture()
+            && (self == Keep::NoCapture
+                || !pos.with_side_to_move(!pos.side_to_move()).has_capture())
+    }
 }
 
 impl SelfPlay {
@@ -147,6 +189,7 @@ impl SelfPlay {
             opening_margin: 60,
             max_plies: 300,
             adjudicate: 700,
+            keep: Keep::Quiet,
         }
     }
 }
@@ -218,9 +261,7 @@ pub fn self_play_game(cfg: &SelfPlay, eval: &Evaluator, seed: u64) -> GameRecord
         let white_to_move = pos.side_to_move() == Color::White;
         if let Some(s) = score {
             let white_score = if white_to_move { s } else { -s };
-            let quiet =
-                !pos.has_capture() && !pos.with_side_to_move(!pos.side_to_move()).has_capture();
-            if quiet {
+            if cfg.keep.keeps(&pos) {
                 pending.push((
                     Sample {
                         white: pos.pieces(Color::White).0,
@@ -307,20 +348,9 @@ pub fn relabel_game(
         .iter()
         .enumerate()
         .map(|(index, s)| {
-            let side = if s.white_to_move {
-                Color::White
-            } else {
-                Color::Black
-            };
-            let pos = Position::from_bitboards(
-                rules,
-                side,
-                Bitboard(s.white & !s.kings),
-                Bitboard(s.white & s.kings),
-                Bitboard(s.black & !s.kings),
-                Bitboard(s.black & s.kings),
-            )
-            .map_err(|error| RelabelError { index, error })?;
+            let pos = s
+                .position(rules)
+                .map_err(|error| RelabelError { index, error })?;
             let r = searcher.search(&RootState::new(pos), &Limits::nodes(nodes.max(1)), |_| {});
             let mut out = *s;
             if let Some(line) = r.lines.first() {
@@ -883,37 +913,54 @@ mod tests {
         assert_eq!(a.samples, b.samples);
         assert!(!a.samples.is_empty());
         let result = a.samples[0].result;
-        let board = Position::start(Variant::English).board();
         for s in &a.samples {
             assert_eq!(s.result, result);
-            let list = |bb: u128| -> String {
-                board
-                    .squares()
-                    .filter(|sq| bb >> sq.bit() & 1 != 0)
-                    .map(|sq| {
-                        let k = if s.kings >> sq.bit() & 1 != 0 {
-                            "K"
-                        } else {
-                            ""
-                        };
-                        format!("{k}{}", board.number(sq))
-                    })
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            let fen = format!(
-                "{}:W{}:B{}",
-                if s.white_to_move { "W" } else { "B" },
-                list(s.white),
-                list(s.black)
-            );
-            let pos = Position::from_fen(Variant::English, &fen).unwrap();
-            assert!(!pos.has_capture(), "{fen}");
+            let pos = s.position(Variant::English).unwrap();
+            assert!(!pos.has_capture(), "{}", pos.to_fen());
             assert!(
                 !pos.with_side_to_move(!pos.side_to_move()).has_capture(),
-                "{fen}"
+                "{}",
+                pos.to_fen()
             );
         }
+    }
+
+    /// `Keep::NoCapture` plays the same games and keeps, besides the quiet positions, those where only
+    /// the opponent has a capture; the side to move never has one.
+    #[test]
+    fn keeping_threatened_positions_adds_them_to_the_same_game() {
+        let variant = Variant::International;
+        let eval = Evaluator::hand(variant);
+        let mut quiet = SelfPlay::new(variant);
+        quiet.nodes = 300;
+        quiet.max_plies = 100;
+        let all = SelfPlay {
+            keep: Keep::NoCapture,
+            ..quiet.clone()
+        };
+        let mut threatened = 0;
+        for seed in 0..3 {
+            let q = self_play_game(&quiet, &eval, seed);
+            let n = self_play_game(&all, &eval, seed);
+            assert_eq!(q.plies, n.plies);
+            assert!(n.samples[0].game_start);
+            assert_eq!(n.samples.iter().filter(|s| s.game_start).count(), 1);
+            let mut kept_quiet = Vec::new();
+            for s in &n.samples {
+                let pos = s.position(variant).unwrap();
+                assert!(!pos.has_capture(), "{}", pos.to_fen());
+                if Keep::Quiet.keeps(&pos) {
+                    kept_quiet.push(Sample {
+                        game_start: kept_quiet.is_empty(),
+                        ..*s
+                    });
+                } else {
+                    threatened += 1;
+                }
+            }
+            assert_eq!(kept_quiet, q.samples);
+        }
+        assert!(threatened > 0);
     }
 
     /// On data where more men means winning, the fit learns a positive man weight and lowers the loss.

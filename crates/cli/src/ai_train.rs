@@ -14,8 +14,8 @@ use clap::{Args, Subcommand};
 use draughts_ai::learned::{DENSE_NAMES, LearnedWeights, Phase, WeightsError};
 use draughts_ai::nnue::{self, Network, NnueError, fit::NnueFitConfig};
 use draughts_ai::train::{
-    FitConfig, GameRecord, Sample, SelfPlay, Split, WIDE_SAMPLE_BYTES, fit, games_of, relabel_game,
-    sample_bytes, self_play_game,
+    FitConfig, GameRecord, Keep, Sample, SelfPlay, Split, WIDE_SAMPLE_BYTES, fit, games_of,
+    relabel_game, sample_bytes, self_play_game,
 };
 use draughts_ai::{Evaluator, Searcher, Selectivity};
 use draughts_engine::Variant;
@@ -60,6 +60,10 @@ pub(crate) struct GenArgs {
     /// Random plies at the start, at most.
     #[arg(long, default_value_t = 10)]
     random_max: u32,
+    /// Which positions are kept: `quiet` (no capture for either side) or `no-capture` (none for the
+    /// side to move; also the positions where the opponent threatens one, which the search evaluates).
+    #[arg(long, value_enum, default_value_t = KeepArg::Quiet)]
+    keep: KeepArg,
     /// Output data file (written in game order, so the same seed gives the same file).
     #[arg(long, short = 'o')]
     out: PathBuf,
@@ -96,7 +100,7 @@ impl RunProgress {
         RunProgress::new(
             &a.out,
             format!(
-                "variant={} games={} first-game={} nodes={} eval={} seed={} random={}-{}",
+                "variant={} games={} first-game={} nodes={} eval={} seed={} random={}-{} keep={:?}",
                 a.variant,
                 a.games,
                 a.first_game,
@@ -104,7 +108,8 @@ impl RunProgress {
                 a.eval,
                 a.seed,
                 a.random_min,
-                a.random_max
+                a.random_max,
+                a.keep
             ),
         )
     }
@@ -263,6 +268,21 @@ pub(crate) struct FitNnueArgs {
     /// Output network file.
     #[arg(long, short = 'o')]
     out: PathBuf,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum KeepArg {
+    Quiet,
+    NoCapture,
+}
+
+impl From<KeepArg> for Keep {
+    fn from(k: KeepArg) -> Keep {
+        match k {
+            KeepArg::Quiet => Keep::Quiet,
+            KeepArg::NoCapture => Keep::NoCapture,
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -554,6 +574,7 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
     let mut cfg = SelfPlay::new(variant);
     cfg.nodes = a.nodes.max(1);
     cfg.random_plies = (a.random_min, a.random_max.max(a.random_min));
+    cfg.keep = a.keep.into();
     let run = GameRun {
         out: &a.out,
         progress: RunProgress::of_gen(&a),
