@@ -963,6 +963,36 @@ mod tests {
         assert!(threatened > 0);
     }
 
+    /// Adjudication only cuts a game short: the same seed plays the same moves, and with the threshold
+    /// out of reach the game goes on to its end.
+    #[test]
+    fn adjudication_cuts_the_same_game_short() {
+        let variant = Variant::English;
+        let eval = Evaluator::hand(variant);
+        let mut early = SelfPlay::new(variant);
+        early.nodes = 300;
+        early.adjudicate = 150;
+        let never = SelfPlay {
+            adjudicate: i32::MAX,
+            ..early.clone()
+        };
+        let mut cut = 0;
+        for seed in 0..6 {
+            let a = self_play_game(&early, &eval, seed);
+            let b = self_play_game(&never, &eval, seed);
+            assert!(a.plies <= b.plies, "seed {seed}: {} > {}", a.plies, b.plies);
+            let positions = |r: &GameRecord| -> Vec<(u128, u128, u128, bool, i16)> {
+                r.samples
+                    .iter()
+                    .map(|s| (s.white, s.black, s.kings, s.white_to_move, s.score))
+                    .collect()
+            };
+            assert_eq!(positions(&a), positions(&b)[..a.samples.len()]);
+            cut += usize::from(a.plies < b.plies);
+        }
+        assert!(cut > 0);
+    }
+
     /// On data where more men means winning, the fit learns a positive man weight and lowers the loss.
     #[test]
     fn the_fit_learns_material_from_labels() {

@@ -64,6 +64,10 @@ pub(crate) struct GenArgs {
     /// side to move; also the positions where the opponent threatens one, which the search evaluates).
     #[arg(long, value_enum, default_value_t = KeepArg::Quiet)]
     keep: KeepArg,
+    /// A game is won once the mover's search sees at least this many centi-men ahead on four consecutive
+    /// moves; 0 plays every game to its end (the data then holds the endings with kings).
+    #[arg(long, default_value_t = SelfPlay::new(Variant::International).adjudicate)]
+    adjudicate: i32,
     /// Output data file (written in game order, so the same seed gives the same file).
     #[arg(long, short = 'o')]
     out: PathBuf,
@@ -100,7 +104,7 @@ impl RunProgress {
         RunProgress::new(
             &a.out,
             format!(
-                "variant={} games={} first-game={} nodes={} eval={} seed={} random={}-{} keep={:?}",
+                "variant={} games={} first-game={} nodes={} eval={} seed={} random={}-{} keep={:?} adjudicate={}",
                 a.variant,
                 a.games,
                 a.first_game,
@@ -109,7 +113,8 @@ impl RunProgress {
                 a.seed,
                 a.random_min,
                 a.random_max,
-                a.keep
+                a.keep,
+                a.adjudicate
             ),
         )
     }
@@ -575,6 +580,11 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
     cfg.nodes = a.nodes.max(1);
     cfg.random_plies = (a.random_min, a.random_max.max(a.random_min));
     cfg.keep = a.keep.into();
+    cfg.adjudicate = if a.adjudicate > 0 {
+        a.adjudicate
+    } else {
+        i32::MAX
+    };
     let run = GameRun {
         out: &a.out,
         progress: RunProgress::of_gen(&a),
