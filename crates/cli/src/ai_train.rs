@@ -104,7 +104,7 @@ impl RunProgress {
         RunProgress::new(
             &a.out,
             format!(
-                "variant={} games={} first-game={} nodes={} eval={} seed={} random={}-{} keep={:?} adjudicate={}",
+                "variant={} games={} first-game={} nodes={} eval={} seed={} random={}-{} keep={} adjudicate={}",
                 a.variant,
                 a.games,
                 a.first_game,
@@ -113,7 +113,7 @@ impl RunProgress {
                 a.seed,
                 a.random_min,
                 a.random_max,
-                a.keep,
+                a.keep.name(),
                 a.adjudicate
             ),
         )
@@ -279,6 +279,16 @@ pub(crate) struct FitNnueArgs {
 enum KeepArg {
     Quiet,
     NoCapture,
+}
+
+impl KeepArg {
+    /// The name the command line takes.
+    fn name(self) -> &'static str {
+        match self {
+            KeepArg::Quiet => "quiet",
+            KeepArg::NoCapture => "no-capture",
+        }
+    }
 }
 
 impl From<KeepArg> for Keep {
