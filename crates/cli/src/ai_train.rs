@@ -263,6 +263,9 @@ pub(crate) struct FitNnueArgs {
     /// Share of the game result in the target (the rest: the search's score).
     #[arg(long, default_value_t = NnueFitConfig::default().result_weight)]
     result_weight: f32,
+    /// Decoupled weight decay (AdamW): each step shrinks every weight by `step * decay` of itself.
+    #[arg(long, default_value_t = NnueFitConfig::default().weight_decay)]
+    weight_decay: f32,
     #[arg(long, value_enum, default_value_t = SplitArg::Game)]
     split: SplitArg,
     #[arg(long, default_value_t = 1)]
@@ -731,6 +734,12 @@ fn read_samples(variant: Variant, paths: &[PathBuf]) -> Result<Vec<Sample>, CliE
 
 fn fit_nnue_cmd(a: FitNnueArgs) -> Result<(), CliError> {
     let variant: Variant = a.variant.parse()?;
+    if !(a.weight_decay >= 0.0 && a.weight_decay * a.lr < 1.0) {
+        return Err(CliError(format!(
+            "--weight-decay {}: at least 0, and below 1 / --lr",
+            a.weight_decay
+        )));
+    }
     let samples = read_samples(variant, &a.data)?;
     if samples.is_empty() {
         return Err(CliError("no samples".into()));
@@ -742,6 +751,7 @@ fn fit_nnue_cmd(a: FitNnueArgs) -> Result<(), CliError> {
         batch: a.batch.max(1),
         learning_rate: a.lr,
         result_weight: a.result_weight.clamp(0.0, 1.0),
+        weight_decay: a.weight_decay,
         split: match a.split {
             SplitArg::Game => Split::Game,
             SplitArg::Position => Split::Position,

@@ -364,6 +364,22 @@ fn the_fit_is_seeded_threads_change_nothing_and_it_learns() {
     }
     let at_bound = d.w2.iter().filter(|w| w.abs() == 64).count();
     assert!(at_bound > 0);
+    // Weight decay keeps the weights smaller, the fit still learns, and it is as seeded as the rest.
+    let decayed = NnueFitConfig {
+        weight_decay: 1.0,
+        ..cfg.clone()
+    };
+    let (e, re) = fit(Variant::International, &samples, &decayed, |_| {}).unwrap();
+    let (e2, _) = fit(Variant::International, &samples, &decayed, |_| {}).unwrap();
+    assert_eq!(e.to_bytes(), e2.to_bytes());
+    let norm = |n: &Network| -> f64 {
+        n.w1.iter()
+            .map(|&w| f64::from(w) * f64::from(w))
+            .sum::<f64>()
+            .sqrt()
+    };
+    assert!(norm(&e) < 0.9 * norm(&a), "{} vs {}", norm(&e), norm(&a));
+    assert!(re.fit.final_validation_loss < 0.5, "{re:?}");
     // One line per epoch with the validation loss, and it falls below a coin's.
     let ends: Vec<f64> = lines.iter().filter_map(|p| p.validation_loss).collect();
     assert_eq!(ends.len(), 6);
