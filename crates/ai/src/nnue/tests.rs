@@ -393,3 +393,31 @@ fn the_fit_is_seeded_threads_change_nothing_and_it_learns() {
     let pos = Position::from_fen(Variant::International, "W:W31,32,33,34,35:B16,17,18,19").unwrap();
     assert!(Evaluator::network(Arc::new(a)).evaluate(&pos) > 0);
 }
+
+/// The networks kept in the repository for later rounds to compare against read as international
+/// networks, run on the fastest kernel, and prefer an extra man.
+#[test]
+fn the_kept_networks_load_and_value_a_man() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/nnue");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let net = Network::from_bytes(Variant::International, &bytes)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(
+            net.w2_quads.as_ref().is_some_and(|q| q.pairs),
+            "{}",
+            path.display()
+        );
+        let pos =
+            Position::from_fen(Variant::International, "W:W31,32,33,34,35:B16,17,18,19").unwrap();
+        assert!(
+            Evaluator::network(Arc::new(net)).evaluate(&pos) > 0,
+            "{}",
+            path.display()
+        );
+        seen += 1;
+    }
+    assert!(seen >= 2, "{seen} networks in {}", dir.display());
+}
