@@ -925,23 +925,43 @@ mod tests {
         }
     }
 
+    /// The games of seeds `0..seeds` under two settings of one variant, side by side: 300 nodes a move,
+    /// the hand-set evaluation.
+    fn games_of_both(a: &SelfPlay, b: &SelfPlay, seeds: u64) -> Vec<(GameRecord, GameRecord)> {
+        let eval = Evaluator::hand(a.variant);
+        let (a, b) = (
+            SelfPlay {
+                nodes: 300,
+                ..a.clone()
+            },
+            SelfPlay {
+                nodes: 300,
+                ..b.clone()
+            },
+        );
+        (0..seeds)
+            .map(|seed| {
+                (
+                    self_play_game(&a, &eval, seed),
+                    self_play_game(&b, &eval, seed),
+                )
+            })
+            .collect()
+    }
+
     /// `Keep::NoCapture` plays the same games and keeps, besides the quiet positions, those where only
     /// the opponent has a capture; the side to move never has one.
     #[test]
     fn keeping_threatened_positions_adds_them_to_the_same_game() {
         let variant = Variant::International;
-        let eval = Evaluator::hand(variant);
         let mut quiet = SelfPlay::new(variant);
-        quiet.nodes = 300;
         quiet.max_plies = 100;
         let all = SelfPlay {
             keep: Keep::NoCapture,
             ..quiet.clone()
         };
         let mut threatened = 0;
-        for seed in 0..3 {
-            let q = self_play_game(&quiet, &eval, seed);
-            let n = self_play_game(&all, &eval, seed);
+        for (q, n) in games_of_both(&quiet, &all, 3) {
             assert_eq!(q.plies, n.plies);
             assert!(n.samples[0].game_start);
             assert_eq!(n.samples.iter().filter(|s| s.game_start).count(), 1);
@@ -967,20 +987,15 @@ mod tests {
     /// out of reach the game goes on to its end.
     #[test]
     fn adjudication_cuts_the_same_game_short() {
-        let variant = Variant::English;
-        let eval = Evaluator::hand(variant);
-        let mut early = SelfPlay::new(variant);
-        early.nodes = 300;
+        let mut early = SelfPlay::new(Variant::English);
         early.adjudicate = 150;
         let never = SelfPlay {
             adjudicate: i32::MAX,
             ..early.clone()
         };
         let mut cut = 0;
-        for seed in 0..6 {
-            let a = self_play_game(&early, &eval, seed);
-            let b = self_play_game(&never, &eval, seed);
-            assert!(a.plies <= b.plies, "seed {seed}: {} > {}", a.plies, b.plies);
+        for (a, b) in games_of_both(&early, &never, 6) {
+            assert!(a.plies <= b.plies, "{} > {}", a.plies, b.plies);
             let positions = |r: &GameRecord| -> Vec<(u128, u128, u128, bool, i16)> {
                 r.samples
                     .iter()
