@@ -766,12 +766,17 @@ describe("accounts", () => {
     assert.deepEqual(bobErrors, []);
 
     // The profile: name, account, since, the provisional rating, one point in the history, the game.
+    // The ratings service applies the game when it reads the game's end from its stream, so the page is
+    // read again until the rating and its game count are there (up to about 40 s: a loaded machine once
+    // took longer than the 15 s this waited before).
     let rows = 0;
-    for (let i = 0; i < 30 && rows === 0; i++) {
+    let counted = false;
+    for (let i = 0; i < 80 && !(rows && counted); i++) {
       await page.goto(`${server.url}/#/profile/${encodeURIComponent(account.id)}`);
       await page.waitForSelector("[data-testid=profile][data-loaded=true]");
       rows = await page.locator("[data-testid=profile-rating]").count();
-      if (!rows) await page.waitForTimeout(500);
+      counted = /rated games: 1 /.test(await page.textContent("[data-testid=profile-meta]"));
+      if (!(rows && counted)) await page.waitForTimeout(500);
     }
     assert.equal(await page.textContent("[data-testid=profile-name]"), "Ann");
     assert.match(await page.textContent("[data-testid=profile-meta]"), /account · user:.* since .*rated games: 1 \(1 won, 0 drawn, 0 lost\)/);
