@@ -66,8 +66,8 @@ pub(crate) struct GenArgs {
     keep: KeepArg,
     /// A game is won once the mover's search sees at least this many centi-men ahead on four consecutive
     /// moves; 0 plays every game to its end (the data then holds the endings with kings).
-    #[arg(long, default_value_t = SelfPlay::new(Variant::International).adjudicate)]
-    adjudicate: i32,
+    #[arg(long, default_value_t = SelfPlay::new(Variant::International).adjudicate.unsigned_abs())]
+    adjudicate: u32,
     /// Output data file (written in game order, so the same seed gives the same file).
     #[arg(long, short = 'o')]
     out: PathBuf,
@@ -113,7 +113,8 @@ impl RunProgress {
                 a.seed,
                 a.random_min,
                 a.random_max,
-                a.keep.name(),
+                clap::ValueEnum::to_possible_value(&a.keep)
+                    .map_or_else(String::new, |v| v.get_name().to_owned()),
                 a.adjudicate
             ),
         )
@@ -282,16 +283,6 @@ pub(crate) struct FitNnueArgs {
 enum KeepArg {
     Quiet,
     NoCapture,
-}
-
-impl KeepArg {
-    /// The name the command line takes.
-    fn name(self) -> &'static str {
-        match self {
-            KeepArg::Quiet => "quiet",
-            KeepArg::NoCapture => "no-capture",
-        }
-    }
 }
 
 impl From<KeepArg> for Keep {
@@ -593,10 +584,9 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
     cfg.nodes = a.nodes.max(1);
     cfg.random_plies = (a.random_min, a.random_max.max(a.random_min));
     cfg.keep = a.keep.into();
-    cfg.adjudicate = if a.adjudicate > 0 {
-        a.adjudicate
-    } else {
-        i32::MAX
+    cfg.adjudicate = match a.adjudicate {
+        0 => i32::MAX,
+        n => i32::try_from(n).unwrap_or(i32::MAX),
     };
     let run = GameRun {
         out: &a.out,
