@@ -156,6 +156,11 @@ pub struct SelfPlay {
     pub adjudicate: i32,
     /// Which of the game's positions are kept.
     pub keep: Keep,
+    /// After the opening, the chance (per thousand plies) that a ply plays a uniformly random legal
+    /// move instead of the search's: the games then reach the unbalanced positions a search tree is
+    /// full of and play them on. The position before such a move keeps its search score; its result
+    /// is the game's, as for every other position.
+    pub random_rate: u32,
 }
 
 /// Which self-play positions become samples. The search evaluates no position where the side to move
@@ -190,6 +195,7 @@ impl SelfPlay {
             max_plies: 300,
             adjudicate: 700,
             keep: Keep::Quiet,
+            random_rate: 0,
         }
     }
 }
@@ -290,6 +296,16 @@ pub fn self_play_game(cfg: &SelfPlay, eval: &Evaluator, seed: u64) -> GameRecord
                 break;
             }
         }
+        // One draw of the generator a searched ply when the rate is on (none when off, so the games
+        // of a rate of 0 are those of before the setting).
+        let mv = if cfg.random_rate > 0
+            && moves.len() > 1
+            && rng.below(1000) < u64::from(cfg.random_rate)
+        {
+            moves[rng.below(moves.len() as u64) as usize]
+        } else {
+            mv
+        };
         if game.play(&mv).is_err() {
             break;
         }
@@ -1006,6 +1022,28 @@ mod tests {
             cut += usize::from(a.plies < b.plies);
         }
         assert!(cut > 0);
+    }
+
+    /// Random moves during the game (`random_rate`): the same seed gives the same game again, and the
+    /// games leave those played without them.
+    #[test]
+    fn random_moves_leave_the_searched_game_and_repeat_by_seed() {
+        let mut plain = SelfPlay::new(Variant::International);
+        plain.max_plies = 60;
+        let random = SelfPlay {
+            random_rate: 200,
+            ..plain.clone()
+        };
+        let mut left = 0;
+        for (p, r) in games_of_both(&plain, &random, 3) {
+            left += usize::from(p.samples != r.samples);
+        }
+        assert!(left > 0, "no game left the searched one");
+        let again = games_of_both(&random, &random, 2);
+        for (a, b) in again {
+            assert_eq!(a.samples, b.samples);
+            assert_eq!(a.plies, b.plies);
+        }
     }
 
     /// On data where more men means winning, the fit learns a positive man weight and lowers the loss.

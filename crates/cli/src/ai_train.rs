@@ -68,6 +68,10 @@ pub(crate) struct GenArgs {
     /// moves; 0 plays every game to its end (the data then holds the endings with kings).
     #[arg(long, default_value_t = SelfPlay::new(Variant::International).adjudicate.unsigned_abs())]
     adjudicate: u32,
+    /// After the opening, the chance per thousand plies of a uniformly random move instead of the
+    /// search's (0: none): the data then holds the unbalanced positions a search tree meets.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    random_rate: u32,
     /// Output data file (written in game order, so the same seed gives the same file).
     #[arg(long, short = 'o')]
     out: PathBuf,
@@ -104,7 +108,7 @@ impl RunProgress {
         RunProgress::new(
             &a.out,
             format!(
-                "variant={} games={} first-game={} nodes={} eval={} seed={} random={}-{} keep={} adjudicate={}",
+                "variant={} games={} first-game={} nodes={} eval={} seed={} random={}-{} keep={} adjudicate={} random-rate={}",
                 a.variant,
                 a.games,
                 a.first_game,
@@ -115,7 +119,8 @@ impl RunProgress {
                 a.random_max,
                 clap::ValueEnum::to_possible_value(&a.keep)
                     .map_or_else(String::new, |v| v.get_name().to_owned()),
-                a.adjudicate
+                a.adjudicate,
+                a.random_rate
             ),
         )
     }
@@ -584,6 +589,7 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
     cfg.nodes = a.nodes.max(1);
     cfg.random_plies = (a.random_min, a.random_max.max(a.random_min));
     cfg.keep = a.keep.into();
+    cfg.random_rate = a.random_rate;
     cfg.adjudicate = match a.adjudicate {
         0 => i32::MAX,
         n => i32::try_from(n).unwrap_or(i32::MAX),

@@ -359,7 +359,7 @@ fn self_play_resumes_and_its_shards_merge_exactly() {
     let cut = starts[2];
     let partial = &whole[..cut + (starts[3] - cut) / 2];
     std::fs::write(path("resumed"), partial).unwrap();
-    let settings = "variant=english games=4 first-game=0 nodes=60 eval=default seed=7 random=4-10 keep=quiet adjudicate=700";
+    let settings = "variant=english games=4 first-game=0 nodes=60 eval=default seed=7 random=4-10 keep=quiet adjudicate=700 random-rate=0";
     std::fs::write(
         format!("{}.progress", path("resumed")),
         format!("v1\n{settings}\n2 {cut}\n"),
@@ -391,7 +391,11 @@ fn self_play_resumes_and_its_shards_merge_exactly() {
     .unwrap();
     let (ok, err) = gen_into(&path("resumed"), &["--games", "5", "--resume"]);
     assert!(!ok && err.contains("other settings"), "{err}");
-    for other in [["--keep", "no-capture"], ["--adjudicate", "0"]] {
+    for other in [
+        ["--keep", "no-capture"],
+        ["--adjudicate", "0"],
+        ["--random-rate", "20"],
+    ] {
         let mut args = vec!["--games", "4", "--resume"];
         args.extend(other);
         let (ok, err) = gen_into(&path("resumed"), &args);
