@@ -235,8 +235,18 @@ pub struct Evaluator {
 }
 
 impl Evaluator {
-    /// The evaluator of a variant: its shipped learned weights if it has them, else the hand-set table.
+    /// The evaluator of a variant, the strongest it ships: its network ([`shipped_network`]) if it has
+    /// one, else its learned weights ([`Evaluator::shipped_learned`]), else the hand-set table.
     pub fn new(variant: Variant) -> Evaluator {
+        match shipped_network(variant) {
+            Some(net) => Evaluator::network(net),
+            None => Evaluator::shipped_learned(variant),
+        }
+    }
+
+    /// The variant's shipped learned pattern weights if it has them, else the hand-set table: the default
+    /// evaluation before the networks, kept for comparison (the CLI's `--eval learned`).
+    pub fn shipped_learned(variant: Variant) -> Evaluator {
         let mut e = Evaluator::hand(variant);
         e.learned = shipped(variant);
         e
@@ -558,6 +568,26 @@ pub fn shipped(variant: Variant) -> Option<Arc<LearnedWeights>> {
         .clone()
 }
 
+/// The network the repository ships as a variant's default evaluation (`crates/ai/data/nnue/`), decoded
+/// once; `None` where the variant plays its learned weights. International plays round twenty-three's
+/// network (docs/ai.md: about 70 Elo above the learned weights against Scan 2.0 at 0.1 s a move).
+pub fn shipped_network(variant: Variant) -> Option<Arc<Network>> {
+    static INTERNATIONAL: OnceLock<Arc<Network>> = OnceLock::new();
+    match variant {
+        Variant::International => Some(
+            INTERNATIONAL
+                .get_or_init(|| {
+                    let bytes = include_bytes!("../data/nnue/international-r23.nnue");
+                    Arc::new(
+                        Network::from_bytes(variant, bytes).expect("the shipped network decodes"),
+                    )
+                })
+                .clone(),
+        ),
+        _ => None,
+    }
+}
+
 fn shipped_bytes(variant: Variant) -> Option<&'static [u8]> {
     match variant {
         Variant::International => Some(include_bytes!("../data/weights/international.drw")),
@@ -701,7 +731,7 @@ mod tests {
     #[test]
     fn shipped_weights_are_used_and_value_a_man() {
         for v in Variant::ALL {
-            let e = Evaluator::new(v);
+            let e = Evaluator::shipped_learned(v);
             if shipped(v).is_none() {
                 assert!(e.learned_weights().is_none(), "{v}");
                 continue;
@@ -732,20 +762,45 @@ mod tests {
         }
     }
 
-    /// International plays with the shipped learned weights, and they know the basics: a man up is
-    /// better, four kings beat a lone king, and three kings against one stay drawish.
+    /// International plays its shipped network by default (the other variants their learned weights),
+    /// and both international evaluations know the basics: a man up is better, four kings beat a lone
+    /// king, and three kings against one stay drawish.
     #[test]
-    fn the_shipped_international_weights_are_used_and_sensible() {
-        let e = Evaluator::new(Variant::International);
-        assert!(e.learned_weights().is_some());
-        let score =
-            |fen: &str| e.evaluate(&Position::from_fen(Variant::International, fen).unwrap());
-        let level = score("W:W31,32,33,34,35:B16,17,18,19,20");
-        let up = score("W:W31,32,33,34,35,36:B16,17,18,19,20");
-        assert!(up > level + 30, "{up} vs {level}");
-        let four = score("W:WK10,K20,K30,K40:BK45");
-        let three = score("W:WK10,K20,K30:BK45");
-        assert!(four > 100 && three < 50, "{four} {three}");
+    fn the_shipped_international_evaluations_are_used_and_sensible() {
+        for v in Variant::ALL {
+            let e = Evaluator::new(v);
+            assert_eq!(
+                e.network_in_use().is_some(),
+                v == Variant::International,
+                "{v}"
+            );
+            assert_eq!(
+                shipped_network(v).is_some(),
+                v == Variant::International,
+                "{v}"
+            );
+            if v != Variant::International {
+                assert_eq!(
+                    e.learned_weights().is_some(),
+                    Evaluator::shipped_learned(v).learned_weights().is_some(),
+                    "{v}"
+                );
+            }
+        }
+        let network = Evaluator::new(Variant::International);
+        assert!(network.learned_weights().is_none());
+        let learned = Evaluator::shipped_learned(Variant::International);
+        assert!(learned.learned_weights().is_some() && learned.network_in_use().is_none());
+        for e in [network, learned] {
+            let score =
+                |fen: &str| e.evaluate(&Position::from_fen(Variant::International, fen).unwrap());
+            let level = score("W:W31,32,33,34,35:B16,17,18,19,20");
+            let up = score("W:W31,32,33,34,35,36:B16,17,18,19,20");
+            assert!(up > level + 30, "{up} vs {level}");
+            let four = score("W:WK10,K20,K30,K40:BK45");
+            let three = score("W:WK10,K20,K30:BK45");
+            assert!(four > 100 && three < 50, "{four} {three}");
+        }
     }
 
     #[test]

@@ -31,7 +31,8 @@ pub(crate) struct MatchArgs {
     #[arg(long, short = 'o', default_value = "")]
     options: String,
     /// First engine: a level `1`..`8` (or `level:N`), `greedy`, or a Hub engine command (`hub:CMD` or CMD).
-    /// A level may name its evaluation after a colon: `8:hand` (the hand-set one), `8:default`, or
+    /// A level may name its evaluation after a colon: `8:hand` (the hand-set one), `8:learned` (the shipped
+    /// learned weights), `8:default` (the shipped network where the variant has one, else learned), or
     /// `8:FILE` (a weights file from `draughts train fit` or a network from `train fit-nnue`), then after a second colon comma-separated
     /// settings: `nodes=N` (the level's node limit), `classic` (round one's search) and the search's
     /// selectivity (`probcut=M`, `probcut_depth=D`, `probcut_percent=P`, `lmr=0|1|2|3`, `singular=M`,

@@ -45,7 +45,8 @@ pub(crate) struct GenArgs {
     /// Nodes per move.
     #[arg(long, default_value_t = 5000)]
     nodes: u64,
-    /// Evaluation that plays: `hand`, `default` (the shipped weights, else hand) or a weights file.
+    /// Evaluation that plays: `hand`, `learned` (the shipped learned weights, else hand), `default` (the
+    /// shipped network, else `learned`), or a weights or network file.
     #[arg(long, default_value = "default")]
     eval: String,
     /// Seed: game `i` is played from seed `seed * 1_000_003 + i`.
@@ -222,7 +223,7 @@ pub(crate) struct RelabelArgs {
     /// Nodes searched per position.
     #[arg(long, default_value_t = 20_000)]
     nodes: u64,
-    /// Evaluation that searches: `hand`, `default`, a weights file or a network.
+    /// Evaluation that searches: `hand`, `learned`, `default`, a weights file or a network.
     #[arg(long, default_value = "default")]
     eval: String,
     /// Search settings as in `draughts match` (`probcut=0,lmr=1`, ...; default: the variant's own).
@@ -314,12 +315,14 @@ pub(crate) fn run(cmd: TrainCommand) -> Result<(), CliError> {
     }
 }
 
-/// The evaluation named on the command line: `hand`, `default`, or a file of the variant: a network
+/// The evaluation named on the command line: `hand`, `learned` (the shipped learned weights), `default`
+/// (the shipped network where the variant has one, else `learned`), or a file of the variant: a network
 /// (`draughts_ai::nnue`, known by its magic) or learned weights.
 pub(crate) fn evaluator(variant: Variant, spec: &str) -> Result<Evaluator, CliError> {
     match spec {
         "hand" => Ok(Evaluator::hand(variant)),
         "default" => Ok(Evaluator::new(variant)),
+        "learned" => Ok(Evaluator::shipped_learned(variant)),
         path if is_network(Path::new(path))? => Ok(Evaluator::network(Arc::new(read_network(
             variant,
             Path::new(path),

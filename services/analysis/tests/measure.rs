@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use draughts_analysis::contract::{Class, JobLimits, JobSpec, JobState, Line, Rules};
+use draughts_analysis::contract::{Class, JobLimits, JobResult, JobSpec, JobState, Line, Rules};
 use draughts_analysis::queue::{NewJob, Queue, QueueConfig};
 use draughts_analysis::worker::{self, WorkerConfig};
 use draughts_analysis::{AnalysisConfig, AnalysisCore, quota};
@@ -204,6 +204,24 @@ async fn queue_overhead() {
 /// The throughput batch: 24 different positions (first move i % 9, then a reply: no merging, no
 /// cache), 300 000 nodes each.
 fn batch_specs() -> Vec<JobSpec> {
+    specs_with(JobLimits {
+        nodes: Some(300_000),
+        movetime_ms: Some(60_000),
+        multi_pv: 1,
+        ..JobLimits::default()
+    })
+}
+
+/// The batch's 24 positions at a fixed move time (no node or depth limit): a level 8 analysis.
+fn timed_specs(movetime_ms: u64) -> Vec<JobSpec> {
+    specs_with(JobLimits {
+        movetime_ms: Some(movetime_ms),
+        multi_pv: 1,
+        ..JobLimits::default()
+    })
+}
+
+fn specs_with(limits: JobLimits) -> Vec<JobSpec> {
     let fen = draughts_engine::Variant::International.start_fen();
     let start_pos = draughts_engine::Position::start(draughts_engine::Variant::International);
     let openings: Vec<String> = start_pos
@@ -220,12 +238,7 @@ fn batch_specs() -> Vec<JobSpec> {
             let reply = next.move_to_text(&replies[(i / openings.len()) % replies.len()]);
             JobSpec::Position {
                 line: line("international", fen, vec![first.clone(), reply]),
-                limits: JobLimits {
-                    nodes: Some(300_000),
-                    movetime_ms: Some(60_000),
-                    multi_pv: 1,
-                    ..JobLimits::default()
-                },
+                limits: limits.clone(),
             }
         })
         .collect()
@@ -234,8 +247,23 @@ fn batch_specs() -> Vec<JobSpec> {
 /// The same batch searched by `threads` plain threads (no queue, no Redis): what the machine's cores
 /// deliver, the ceiling for the workers' scaling.
 fn raw_batch(threads: usize) -> f64 {
-    let specs = batch_specs();
+    raw_run(threads, &batch_specs(), None).jobs_per_second
+}
+
+/// What a plain-thread run of a batch gave.
+struct RawRun {
+    jobs_per_second: f64,
+    /// The mean depth the searches completed.
+    depth: f64,
+    /// Nodes per second, all threads together.
+    nodes_per_second: f64,
+}
+
+/// `specs` searched by `threads` plain threads with `eval` (the variant's default when `None`).
+fn raw_run(threads: usize, specs: &[JobSpec], eval: Option<draughts_ai::Evaluator>) -> RawRun {
     let n_jobs = specs.len();
+    let depth = std::sync::atomic::AtomicU64::new(0);
+    let nodes = std::sync::atomic::AtomicU64::new(0);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let started = Instant::now();
     std::thread::scope(|scope| {
@@ -248,12 +276,15 @@ fn raw_batch(threads: usize) -> f64 {
                         ..draughts_ai::SearchOptions::default()
                     },
                 );
+                if let Some(eval) = &eval {
+                    searcher.set_evaluator(eval.clone());
+                }
                 let stop = searcher.stop_handle();
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(spec) = specs.get(i) else { break };
                     stop.reset();
-                    draughts_analysis::engine::run(
+                    let result = draughts_analysis::engine::run(
                         spec,
                         &mut searcher,
                         &stop,
@@ -261,17 +292,34 @@ fn raw_batch(threads: usize) -> f64 {
                         |_| {},
                     )
                     .unwrap();
+                    let JobResult::Position(result) = result else {
+                        panic!("a position job gives a position result")
+                    };
+                    depth.fetch_add(
+                        u64::from(result.depth),
+                        std::sync::atomic::Ordering::Relaxed,
+                    );
+                    nodes.fetch_add(result.nodes, std::sync::atomic::Ordering::Relaxed);
                 }
             });
         }
     });
-    n_jobs as f64 / started.elapsed().as_secs_f64()
+    let elapsed = started.elapsed().as_secs_f64();
+    RawRun {
+        jobs_per_second: n_jobs as f64 / elapsed,
+        depth: depth.into_inner() as f64 / n_jobs as f64,
+        nodes_per_second: nodes.into_inner() as f64 / elapsed,
+    }
 }
 
 async fn run_batch(workers: usize) -> f64 {
+    run_specs(workers, batch_specs()).await
+}
+
+/// `specs` through the queue with `workers` workers of one slot each: jobs per second.
+async fn run_specs(workers: usize, specs: Vec<JobSpec>) -> f64 {
     let (_server, live) = redis().await;
     let queue = Queue::new(live, QueueConfig::for_tests()).await.unwrap();
-    let specs = batch_specs();
     let n_jobs = specs.len();
     let mut ids = Vec::new();
     for spec in specs {
@@ -327,6 +375,45 @@ async fn throughput_one_and_two_workers() {
         raw_two / raw_one,
         100.0 * one / raw_one,
         100.0 * two / raw_two
+    );
+}
+
+/// Jobs per second at a fixed move time (100 ms, one worker slot, as a level 8 analysis is asked), and
+/// the depth that time buys with the default evaluation (international's network) and the learned
+/// weights it replaced, on one plain thread each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn fixed_time_jobs_with_each_evaluation() {
+    if !enabled() {
+        return;
+    }
+    let variant = draughts_engine::Variant::International;
+    let specs = timed_specs(100);
+    let queued = run_specs(1, specs.clone()).await;
+    let raw = {
+        let specs = specs.clone();
+        tokio::task::spawn_blocking(move || {
+            let network = raw_run(1, &specs, None);
+            let learned = raw_run(
+                1,
+                &specs,
+                Some(draughts_ai::Evaluator::shipped_learned(variant)),
+            );
+            (network, learned)
+        })
+        .await
+        .unwrap()
+    };
+    let (network, learned) = raw;
+    println!(
+        "fixed time, 24 jobs of 100 ms: 1 worker {queued:.2} jobs/s (default evaluation); plain thread, \
+         default (network) {:.2} jobs/s, mean depth {:.2}, {:.2} M nodes/s; learned weights {:.2} jobs/s, \
+         mean depth {:.2}, {:.2} M nodes/s",
+        network.jobs_per_second,
+        network.depth,
+        network.nodes_per_second / 1e6,
+        learned.jobs_per_second,
+        learned.depth,
+        learned.nodes_per_second / 1e6,
     );
 }
 

@@ -19,8 +19,9 @@ pub(crate) struct SearchBenchArgs {
     /// Transposition table size in MiB (the levels' default is 16).
     #[arg(long, default_value_t = 16)]
     hash: usize,
-    /// Evaluation: `default` (the shipped weights, else hand-set), `hand`, or a weights or network file
-    /// (from `draughts train fit` or `fit-nnue`; with one variant only).
+    /// Evaluation: `default` (the shipped network, else the shipped learned weights, else hand-set),
+    /// `learned` (the shipped learned weights, else hand-set), `hand`, or a weights or network file (from
+    /// `draughts train fit` or `fit-nnue`; with one variant only).
     #[arg(long, default_value = "default")]
     eval: String,
     /// Search settings as in `draughts match` (`classic`, `probcut=0,lmr=1`, ...; default: the shipped ones).
