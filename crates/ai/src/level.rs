@@ -9,10 +9,15 @@
 //! | 5 | 5 | - | - | 10 | rarely strays from the best move |
 //! | 6 | - | 15 000 | 1 s | 0 | a club player: a few plies of real search |
 //! | 7 | - | 100 000 | 2 s | 0 | |
-//! | 8 | - | 500 000 | 5 s | 0 | full strength at a fast move time (about a tenth of a second a move at 4-6 M nodes/s) |
+//! | 8 | - | 500 000 | 5 s | 0 | full strength at a fast move time (a tenth to a fifth of a second a move at 3-6 M nodes/s) |
 //!
 //! Turkish's level 6 searches 40 000 nodes ([`Level::for_variant`]): at 15 000 its search reached only level
 //! 5's depth there and the two were level (docs/ai.md "Round nine").
+//!
+//! Every level searches with the variant's default evaluation ([`crate::Evaluator::new`]: international's
+//! network, the other variants' learned weights), so the noise is in that evaluation's units (nominally
+//! centi-men: at depth 1 the start position with one of Black's men taken off scores 77 with international's
+//! network and 97 with its learned weights, `draughts analyse -d 1 --eval ...`).
 //!
 //! Levels stop on nodes or depth, so a level plays the same move on a slow or a busy machine; the time caps
 //! are only a safety net far above the normal search time (matches drop them unless `--movetime` is given).

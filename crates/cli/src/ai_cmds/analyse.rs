@@ -33,7 +33,8 @@ pub(crate) struct AnalyseArgs {
     /// Search settings as in `draughts match` (`classic`, `threats=0`, ...; default: the shipped ones).
     #[arg(long, default_value = "")]
     search: String,
-    /// Evaluation: `default`, `hand`, or a weights or network file (`train fit`, `train fit-nnue`).
+    /// Evaluation: `default` (the shipped network, else the learned weights), `learned`, `hand`, or a
+    /// weights or network file (`train fit`, `train fit-nnue`).
     #[arg(long, default_value = "default")]
     eval: String,
     /// Print JSON, one object per line (one per depth and line, then the result).
