@@ -570,7 +570,8 @@ pub fn shipped(variant: Variant) -> Option<Arc<LearnedWeights>> {
 
 /// The network the repository ships as a variant's default evaluation (`crates/ai/data/nnue/`), decoded
 /// once; `None` where the variant plays its learned weights. International plays round twenty-three's
-/// network (docs/ai.md: about 70 Elo above the learned weights against Scan 2.0 at 0.1 s a move).
+/// network (docs/ai.md rounds twenty-three and twenty-four: 44.6-46.6% against Scan 2.0 at 0.1 s a
+/// move, where the learned weights scored 35.8%).
 pub fn shipped_network(variant: Variant) -> Option<Arc<Network>> {
     static INTERNATIONAL: OnceLock<Arc<Network>> = OnceLock::new();
     match variant {
