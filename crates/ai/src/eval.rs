@@ -585,7 +585,22 @@ pub fn shipped_network(variant: Variant) -> Option<Arc<Network>> {
                 })
                 .clone(),
         ),
-        _ => None,
+        // No wildcard: a new variant must say here whether it ships a network.
+        Variant::English
+        | Variant::Italian
+        | Variant::Russian
+        | Variant::Brazilian
+        | Variant::Spanish
+        | Variant::Czech
+        | Variant::Turkish
+        | Variant::Antidraughts
+        | Variant::Breakthrough
+        | Variant::Killer
+        | Variant::Pool
+        | Variant::Portuguese
+        | Variant::Frisian
+        | Variant::Frysk
+        | Variant::Canadian => None,
     }
 }
 

@@ -149,6 +149,29 @@ struct BenchArgs {
     json: bool,
 }
 
+/// Writes one line to standard output, like `println!`, from a function that returns `Result<_, CliError>`.
+/// A reader that went away (`draughts moves | head -3`) ends the command quietly with success, as a
+/// closed pipe ends any Unix filter; another write error is the command's error. (`println!` panics on
+/// both.)
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_line(format_args!($($arg)*))?
+    };
+}
+
+fn write_line(args: std::fmt::Arguments<'_>) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.write_all(b"\n"))
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(CliError(format!("writing the output: {e}"))),
+    }
+}
+
 /// A one-line user-facing error.
 #[derive(Debug)]
 pub(crate) struct CliError(pub(crate) String);
@@ -219,7 +242,7 @@ fn position(args: &PositionArgs) -> Result<Position, CliError> {
 }
 
 fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    out!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
 
@@ -303,10 +326,10 @@ fn perft(a: PerftArgs) -> Result<(), CliError> {
     }
     if let Some(divide) = &report.divide {
         for e in divide {
-            println!("{} {}", e.mv, e.nodes);
+            out!("{} {}", e.mv, e.nodes);
         }
     }
-    println!(
+    out!(
         "perft({}) {} = {} ({:.3} s, {:.1} M nodes/s)",
         report.depth,
         report.count,
@@ -355,7 +378,7 @@ fn moves(a: MovesArgs) -> Result<(), CliError> {
         return print_json(&out);
     }
     for mv in &list {
-        println!("{}", pos.move_to_text(mv));
+        out!("{}", pos.move_to_text(mv));
     }
     Ok(())
 }
@@ -399,8 +422,8 @@ fn play(a: PlayArgs) -> Result<(), CliError> {
     if a.json {
         return print_json(&report);
     }
-    println!("{}", report.fen);
-    println!("{}", report.status);
+    out!("{}", report.fen);
+    out!("{}", report.status);
     Ok(())
 }
 
@@ -460,7 +483,7 @@ fn bench(a: BenchArgs) -> Result<(), CliError> {
             nodes_per_second: nodes as f64 / best.max(1e-9),
         };
         if !a.json {
-            println!(
+            out!(
                 "{:<14} perft({:>2}) = {:>13} in {:>7.3} s  {:>7.1} M nodes/s",
                 e.variant,
                 e.depth,
