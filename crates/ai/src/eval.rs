@@ -571,8 +571,8 @@ pub fn shipped(variant: Variant) -> Option<Arc<LearnedWeights>> {
 /// The network the repository ships as a variant's default evaluation (`crates/ai/data/nnue/`), decoded
 /// once; `None` where the variant plays its learned weights. International plays round twenty-five's
 /// network (docs/ai.md "Round twenty-five": twice round twenty-three's data, +26 +/- 25 Elo over its
-/// network at equal nodes; 47.0% (44.8-49.2%) against Scan 2.0 at 0.1 s a move over 400 games, where round twenty-three's
-/// network scored 44.6-46.6% and the learned weights 35.8%).
+/// network at equal nodes; 47.0% (44.8-49.2%) against Scan 2.0 at 0.1 s a move over 400 games, where
+/// round twenty-three's network scored 44.6-46.6% and the learned weights 35.8%).
 pub fn shipped_network(variant: Variant) -> Option<Arc<Network>> {
     static INTERNATIONAL: OnceLock<Arc<Network>> = OnceLock::new();
     match variant {
