@@ -66,7 +66,7 @@ fn build(a: BuildArgs) -> Result<(), CliError> {
     let mut tables = Bitbases::load(&a.out, variant)?;
     let kept = tables.slices().count();
     if kept > 0 {
-        println!(
+        out!(
             "{kept} slices already in {} (complete up to {} pieces): kept, not solved again",
             a.out.display(),
             tables.pieces()
@@ -74,12 +74,17 @@ fn build(a: BuildArgs) -> Result<(), CliError> {
     }
     let (mut solved, mut positions, mut bytes) = (0usize, 0u64, 0u64);
     let out = a.out.clone();
+    // The closure answers the tables' error type: a failed write of a progress line waits here.
+    let mut progress: Result<(), CliError> = Ok(());
     bitbase::extend(&mut tables, a.pieces, threads, |r, slice| {
         let written = Bitbases::write_slice(&out, variant, slice)?;
         solved += 1;
         positions += r.size;
         bytes += written;
-        println!(
+        if progress.is_err() {
+            return Ok(());
+        }
+        progress = crate::write_line(format_args!(
             "[{}/{}] {} ({}): {} indices, {} wins {} draws {} losses, {:.2} s (total {:.1} s)",
             r.done,
             r.total,
@@ -91,10 +96,11 @@ fn build(a: BuildArgs) -> Result<(), CliError> {
             r.losses,
             r.elapsed.as_secs_f64(),
             start.elapsed().as_secs_f64()
-        );
+        ));
         Ok(())
     })?;
-    println!(
+    progress?;
+    out!(
         "{variant} up to {} pieces: {solved} slices solved ({positions} indices, {bytes} bytes) and {kept} kept, in {}, {threads} threads, built in {:.1} s",
         a.pieces,
         a.out.display(),
@@ -107,8 +113,8 @@ fn probe(a: ProbeArgs) -> Result<(), CliError> {
     let pos = position(&a.position)?;
     let tables = Bitbases::load(&a.bitbases, pos.variant())?;
     match tables.probe(&pos) {
-        Some(v) => println!("{v:?}"),
-        None => println!(
+        Some(v) => out!("{v:?}"),
+        None => out!(
             "not in the tables (they cover up to {} pieces)",
             tables.pieces()
         ),

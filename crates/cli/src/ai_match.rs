@@ -766,7 +766,7 @@ pub(crate) fn run(a: MatchArgs) -> Result<(), CliError> {
     if a.json {
         print_line(&report);
     } else {
-        println!(
+        out!(
             "{} {} vs {}: {} games, A +{} ={} -{} ({:.1}%), {}, {:.0} s",
             report.variant,
             report.a,
@@ -780,7 +780,7 @@ pub(crate) fn run(a: MatchArgs) -> Result<(), CliError> {
             report.seconds
         );
         if let Some(t) = &report.sprt {
-            println!(
+            out!(
                 "SPRT elo0 {} elo1 {} (alpha {}, beta {}): LLR {:.2} in ({:.2}, {:.2}): {}",
                 t.elo0,
                 t.elo1,

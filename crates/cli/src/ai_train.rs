@@ -436,8 +436,8 @@ struct RunTotals {
 
 impl RunTotals {
     /// The run's closing line.
-    fn print(&self, done: &str, out: &Path) {
-        println!(
+    fn print(&self, done: &str, out: &Path) -> Result<(), CliError> {
+        out!(
             "{done} {} positions of {} games into {} ({} games, {} bytes in all)",
             self.positions,
             self.games - self.resumed,
@@ -445,6 +445,7 @@ impl RunTotals {
             self.games,
             self.bytes
         );
+        Ok(())
     }
 }
 
@@ -616,7 +617,7 @@ fn generate(a: GenArgs) -> Result<(), CliError> {
             Ok(self_play_game(cfg, eval, seed))
         }
     })?;
-    t.print("wrote", &a.out);
+    t.print("wrote", &a.out)?;
     Ok(())
 }
 
@@ -687,7 +688,7 @@ fn relabel(a: RelabelArgs) -> Result<(), CliError> {
             Ok(GameRecord { samples, plies: 0 })
         }
     })?;
-    t.print("relabelled", &a.out);
+    t.print("relabelled", &a.out)?;
     Ok(())
 }
 
@@ -799,7 +800,7 @@ fn fit_nnue_cmd(a: FitNnueArgs) -> Result<(), CliError> {
         Some(n) => format!("{n} whole games"),
         None => "by position".to_owned(),
     };
-    println!(
+    out!(
         "k {:.5}; {} train / {} validation samples ({split}); validation loss {:.5}, quantised {:.5} (the search scores' own: {:.5}); {:.0} s",
         report.k,
         report.train_samples,
@@ -809,7 +810,7 @@ fn fit_nnue_cmd(a: FitNnueArgs) -> Result<(), CliError> {
         report.search_loss,
         start.elapsed().as_secs_f64()
     );
-    println!("wrote {} ({} bytes)", a.out.display(), bytes.len());
+    out!("wrote {} ({} bytes)", a.out.display(), bytes.len());
     Ok(())
 }
 
@@ -889,7 +890,7 @@ fn fit_cmd(a: FitArgs) -> Result<(), CliError> {
         Some(n) => format!("{n} whole games"),
         None => "by position".to_owned(),
     };
-    println!(
+    out!(
         "k {:.5}; {} train / {} validation samples ({split}); validation loss {:.5} (the search scores' own: {:.5})",
         report.k,
         report.train_samples,
@@ -899,8 +900,8 @@ fn fit_cmd(a: FitArgs) -> Result<(), CliError> {
     );
     for (i, name) in DENSE_NAMES.iter().enumerate() {
         let (mg, eg) = weights.dense_weight(i);
-        println!("  {name}: middlegame {mg:.1}, endgame {eg:.1} centi-men");
+        out!("  {name}: middlegame {mg:.1}, endgame {eg:.1} centi-men");
     }
-    println!("wrote {}", a.out.display());
+    out!("wrote {}", a.out.display());
     Ok(())
 }

@@ -125,13 +125,13 @@ fn judgement(j: i32) -> &'static str {
     }
 }
 
-fn print_ply(p: &pb::PlyAnalysis) {
+fn print_ply(p: &pb::PlyAnalysis) -> Result<(), CliError> {
     let side = if p.side == pb::Color::White as i32 {
         "white"
     } else {
         "black"
     };
-    println!(
+    out!(
         "{:>4}. {side:<5} {:<10} best {:<10} {} -> {}  {}",
         p.ply,
         p.played.as_ref().map_or("", |m| m.notation.as_str()),
@@ -140,6 +140,7 @@ fn print_ply(p: &pb::PlyAnalysis) {
         score(p.score_after.as_ref()),
         judgement(p.judgement)
     );
+    Ok(())
 }
 
 /// Follows a job to its end, printing progress and the result.
@@ -174,7 +175,7 @@ async fn follow(
             Some(pb::analysis_update::Kind::QueuePosition(n)) => eprintln!("queued: {n} ahead"),
             Some(pb::analysis_update::Kind::Progress(p)) => {
                 if p.plies_total > 0 {
-                    p.plies.iter().for_each(print_ply);
+                    p.plies.iter().try_for_each(print_ply)?;
                 } else if let Some(best) = p.lines.first() {
                     eprintln!(
                         "depth {:>2} {:>10} nodes  {}  {}",
@@ -204,16 +205,19 @@ fn print_result(view: &pb::AnalysisView) -> Result<(), CliError> {
     match &view.result {
         Some(pb::analysis_view::Result::Position(p)) => {
             for (i, line) in p.lines.iter().enumerate() {
-                println!(
+                out!(
                     "{}. {}  {}",
                     i + 1,
                     score(line.score.as_ref()),
                     pv(&line.pv)
                 );
             }
-            println!(
+            out!(
                 "depth {} (sel {}), {} nodes, {} ms",
-                p.depth, p.seldepth, p.nodes, p.elapsed_ms
+                p.depth,
+                p.seldepth,
+                p.nodes,
+                p.elapsed_ms
             );
         }
         Some(pb::analysis_view::Result::Game(g)) => {
@@ -223,13 +227,17 @@ fn print_result(view: &pb::AnalysisView) -> Result<(), CliError> {
                 } else {
                     "black"
                 };
-                println!(
+                out!(
                     "{side}: {} moves, {} inaccuracies, {} mistakes, {} blunders, average loss {} centi-men",
-                    s.moves, s.inaccuracies, s.mistakes, s.blunders, s.average_loss_centi_men
+                    s.moves,
+                    s.inaccuracies,
+                    s.mistakes,
+                    s.blunders,
+                    s.average_loss_centi_men
                 );
             }
         }
-        None => println!("no result"),
+        None => out!("no result"),
     }
     Ok(())
 }
@@ -306,7 +314,7 @@ pub async fn best_move(ch: &Channel, token: Option<&str>, a: BestMoveArgs) -> Re
         .await
         .map_err(status_error)?
         .into_inner();
-    println!("{}", r.r#move.as_ref().map_or("", |m| m.notation.as_str()));
+    out!("{}", r.r#move.as_ref().map_or("", |m| m.notation.as_str()));
     eprintln!(
         "score {}, depth {}, {} nodes, search {} ms, queued {} ms",
         score(r.score.as_ref()),

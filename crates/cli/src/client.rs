@@ -269,10 +269,11 @@ fn describe_move(m: &pb::Move) -> String {
     }
 }
 
-fn print_status(s: Option<&pb::GameStatus>) {
+fn print_status(s: Option<&pb::GameStatus>) -> Result<(), CliError> {
     if let Some(s) = s {
-        println!("status: {}", s.description);
+        out!("status: {}", s.description);
     }
+    Ok(())
 }
 
 pub fn run(args: ClientArgs) -> Result<(), CliError> {
@@ -360,19 +361,19 @@ async fn run_command(
             let games = pb::games_client::GamesClient::new(channel);
             let message = pb::BlockPlayerRequest { player_id };
             let r = call!(caller, games, block_player, message)?;
-            println!("{} blocked", r.blocked.len());
+            out!("{} blocked", r.blocked.len());
         }
         ClientCommand::Unblock { player_id } => {
             let games = pb::games_client::GamesClient::new(channel);
             let message = pb::BlockPlayerRequest { player_id };
             let r = call!(caller, games, unblock_player, message)?;
-            println!("{} blocked", r.blocked.len());
+            out!("{} blocked", r.blocked.len());
         }
         ClientCommand::Blocked => {
             let games = pb::games_client::GamesClient::new(channel);
             let r = call!(caller, games, list_blocked, pb::ListBlockedRequest {})?;
             for b in &r.blocked {
-                println!("{}", b.player_id);
+                out!("{}", b.player_id);
             }
         }
         ClientCommand::Whoami => {
@@ -382,7 +383,7 @@ async fn run_command(
             let kind = pb::PrincipalKind::try_from(r.kind)
                 .map(|k| k.as_str_name())
                 .unwrap_or("UNKNOWN");
-            println!("{} ({}), {kind}", player.display_name, player.id);
+            out!("{} ({}), {kind}", player.display_name, player.id);
         }
         ClientCommand::Moves(t) => {
             let r = call!(
@@ -396,9 +397,9 @@ async fn run_command(
             )
             .map_err(status_error)?;
             for m in &r.moves {
-                println!("{}", describe_move(m));
+                out!("{}", describe_move(m));
             }
-            print_status(r.status.as_ref());
+            print_status(r.status.as_ref())?;
         }
         ClientCommand::Validate { target, mv } => {
             let r = call!(
@@ -415,12 +416,12 @@ async fn run_command(
             .map_err(status_error)?;
             if r.legal {
                 if let Some(m) = &r.r#move {
-                    println!("legal: {}", describe_move(m));
+                    out!("legal: {}", describe_move(m));
                 }
                 if let Some(p) = &r.position {
-                    println!("fen: {}", p.fen);
+                    out!("fen: {}", p.fen);
                 }
-                print_status(r.status.as_ref());
+                print_status(r.status.as_ref())?;
             } else {
                 return Err(CliError(r.reason).into());
             }
@@ -438,11 +439,11 @@ async fn run_command(
             )
             .map_err(status_error)?;
             let applied: Vec<&str> = r.applied.iter().map(|m| m.notation.as_str()).collect();
-            println!("applied: {}", applied.join(" "));
+            out!("applied: {}", applied.join(" "));
             if let Some(p) = &r.position {
-                println!("fen: {}", p.fen);
+                out!("fen: {}", p.fen);
             }
-            print_status(r.status.as_ref());
+            print_status(r.status.as_ref())?;
             if let Some(i) = r.rejected_index {
                 return Err(CliError(format!("move {} rejected: {}", i + 1, r.reason)).into());
             }
@@ -463,7 +464,7 @@ async fn run_command(
             )
             .map_err(status_error)?;
             if let Some(p) = r.position {
-                println!("{}", p.fen);
+                out!("{}", p.fen);
             }
         }
         ClientCommand::Parse(t) => {
@@ -478,9 +479,9 @@ async fn run_command(
             )
             .map_err(status_error)?;
             if let Some(p) = &r.position {
-                println!("{}", p.fen);
+                out!("{}", p.fen);
             }
-            print_status(r.status.as_ref());
+            print_status(r.status.as_ref())?;
         }
         ClientCommand::Health => {
             let health = tonic_health::pb::health_client::HealthClient::new(channel);
@@ -496,11 +497,11 @@ async fn run_command(
             let status = tonic_health::pb::health_check_response::ServingStatus::try_from(r.status)
                 .map(|s| s.as_str_name())
                 .unwrap_or("UNKNOWN");
-            println!("{status}");
+            out!("{status}");
         }
         ClientCommand::Guest { name } => {
             let g = crate::games_cli::create_guest(&channel, &caller, &name).await?;
-            println!("{}", g.token);
+            out!("{}", g.token);
             eprintln!("guest {} (export DRAUGHTS_TOKEN=... to use it)", g.id);
         }
         ClientCommand::Create(a) => crate::games_cli::create(&channel, &caller, a).await?,

@@ -111,7 +111,7 @@ pub async fn create(ch: &Channel, caller: &Caller, a: CreateArgs) -> Result<(), 
     };
     let games = GamesClient::new(ch.clone());
     let invitation = call!(caller, games, create_invitation, req).map_err(status_error)?;
-    println!("{}", invitation.invitation_id);
+    out!("{}", invitation.invitation_id);
     eprintln!(
         "invitation sent; the game starts when {} runs `draughts client accept {}`",
         a.opponent, invitation.invitation_id
@@ -133,7 +133,7 @@ pub async fn accept(ch: &Channel, caller: &Caller, invitation_id: &str) -> Resul
         }
     )
     .map_err(status_error)?;
-    println!("{}", game.game_id);
+    out!("{}", game.game_id);
     Ok(())
 }
 
@@ -143,7 +143,7 @@ fn variant_of(view: &pb::GameView) -> Result<Position, CliError> {
     Ok(draughts_proto::convert::position(rules, fen)?)
 }
 
-fn show(view: &pb::GameView) {
+fn show(view: &pb::GameView) -> Result<(), CliError> {
     let clocks = view.clocks.unwrap_or_default();
     let last = view
         .moves
@@ -151,7 +151,7 @@ fn show(view: &pb::GameView) {
         .and_then(|m| m.r#move.as_ref())
         .map(|m| m.notation.as_str())
         .unwrap_or("-");
-    println!(
+    out!(
         "ply {}  last {}  white {:.1}s  black {:.1}s  {}",
         view.moves.len(),
         last,
@@ -164,12 +164,13 @@ fn show(view: &pb::GameView) {
     );
     for (side, berserk) in [("white", view.white_berserk), ("black", view.black_berserk)] {
         if berserk {
-            println!("{side} is berserk (half the time, no increment)");
+            out!("{side} is berserk (half the time, no increment)");
         }
     }
     if let Some(p) = &view.position {
-        println!("fen {}", p.fen);
+        out!("fen {}", p.fen);
     }
+    Ok(())
 }
 
 /// Whether `me` may still go berserk in `view`: the game allows it, `me` has not and has not moved.
@@ -196,7 +197,7 @@ pub async fn berserk(ch: &Channel, caller: &Caller, game_id: &str) -> Result<(),
         }
     )
     .map_err(status_error)?;
-    show(&view);
+    show(&view)?;
     Ok(())
 }
 
@@ -252,7 +253,7 @@ async fn play_from_terminal(
             }
         )
         .map_err(status_error)?;
-        show(&view);
+        show(&view)?;
         if over(&view) {
             return Ok(());
         }
@@ -273,13 +274,13 @@ async fn play_from_terminal(
             } else {
                 ""
             };
-            println!(
+            out!(
                 "your move ({}), or 'resign' / 'draw'{berserk}:",
                 moves.join(" ")
             );
             let Some(line) = stdin.next() else {
                 match at_end {
-                    AtEndOfInput::Leave => println!("{LEFT_THE_GAME}"),
+                    AtEndOfInput::Leave => out!("{LEFT_THE_GAME}"),
                     AtEndOfInput::End => {
                         let ended = if view.moves.len() < 2 {
                             call!(caller, games, abort, action.clone()).map(|_| "aborted")
@@ -287,7 +288,7 @@ async fn play_from_terminal(
                             call!(caller, games, resign, action.clone()).map(|_| "resigned")
                         };
                         let ended = ended.map_err(status_error)?;
-                        println!("end of input: the game against the computer is {ended}");
+                        out!("end of input: the game against the computer is {ended}");
                     }
                 }
                 return Ok(());
@@ -314,10 +315,10 @@ async fn play_from_terminal(
                 ),
             };
             if let Err(e) = r {
-                println!("refused: {}", e.message());
+                out!("refused: {}", e.message());
             }
         } else {
-            println!("waiting for the opponent...");
+            out!("waiting for the opponent...");
             let mut stream = call!(
                 caller,
                 games,
@@ -391,7 +392,7 @@ pub async fn bot(ch: &Channel, caller: &Caller, a: BotArgs) -> Result<(), CliErr
         }
     )
     .map_err(status_error)?;
-    println!("game {} against ai:{}", g.game_id, a.level);
+    out!("game {} against ai:{}", g.game_id, a.level);
     play_from_terminal(ch, &me, &g.game_id, AtEndOfInput::End).await
 }
 
@@ -410,7 +411,7 @@ pub async fn watch(ch: &Channel, caller: &Caller, game_id: &str) -> Result<(), C
     while let Some(e) = stream.message().await.map_err(status_error)? {
         use pb::game_event::Kind;
         match e.kind {
-            Some(Kind::Created(g)) => println!(
+            Some(Kind::Created(g)) => out!(
                 "#{} created: {} vs {}",
                 e.seq,
                 g.white.map(|p| p.display_name).unwrap_or_default(),
@@ -418,7 +419,7 @@ pub async fn watch(ch: &Channel, caller: &Caller, game_id: &str) -> Result<(), C
             ),
             Some(Kind::MovePlayed(m)) => {
                 let c = m.clocks.unwrap_or_default();
-                println!(
+                out!(
                     "#{} ply {} {}  (white {:.1}s, black {:.1}s)",
                     e.seq,
                     m.ply,
@@ -427,12 +428,12 @@ pub async fn watch(ch: &Channel, caller: &Caller, game_id: &str) -> Result<(), C
                     c.black_ms as f64 / 1000.0
                 );
             }
-            Some(Kind::DrawOffered(c)) => println!("#{} draw offered by {}", e.seq, color_name(c)),
+            Some(Kind::DrawOffered(c)) => out!("#{} draw offered by {}", e.seq, color_name(c)),
             Some(Kind::DrawDeclined(c)) => {
-                println!("#{} draw declined by {}", e.seq, color_name(c))
+                out!("#{} draw declined by {}", e.seq, color_name(c))
             }
-            Some(Kind::Finished(s)) => println!("#{} {} ({})", e.seq, s.description, s.result),
-            Some(Kind::Berserk(c)) => println!(
+            Some(Kind::Finished(s)) => out!("#{} {} ({})", e.seq, s.description, s.result),
+            Some(Kind::Berserk(c)) => out!(
                 "#{} {} went berserk (half the time, no increment)",
                 e.seq,
                 color_name(c)

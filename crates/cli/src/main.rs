@@ -1,5 +1,15 @@
 //! `draughts`: a thin command-line tool over the engine crate, and a client of the platform's API.
 
+/// Writes one line to standard output, like `println!`, from a function that returns `Result<_, CliError>`.
+/// A reader that went away (`draughts moves | head -3`) ends the command quietly with success, as a
+/// closed pipe ends any Unix filter; another write error is the command's error. (`println!` panics on
+/// both.)
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_line(format_args!($($arg)*))?
+    };
+}
+
 mod ai_bitbase;
 mod ai_cmds;
 mod ai_match;
@@ -147,16 +157,6 @@ struct BenchArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
-}
-
-/// Writes one line to standard output, like `println!`, from a function that returns `Result<_, CliError>`.
-/// A reader that went away (`draughts moves | head -3`) ends the command quietly with success, as a
-/// closed pipe ends any Unix filter; another write error is the command's error. (`println!` panics on
-/// both.)
-macro_rules! out {
-    ($($arg:tt)*) => {
-        $crate::write_line(format_args!($($arg)*))?
-    };
 }
 
 fn write_line(args: std::fmt::Arguments<'_>) -> Result<(), CliError> {

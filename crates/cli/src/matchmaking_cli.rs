@@ -76,7 +76,7 @@ pub async fn seek(ch: &Channel, caller: &Caller, a: SeekArgs) -> Result<(), CliE
                     p.waited_ms as f64 / 1000.0,
                     p.opponent.map(|o| o.display_name).unwrap_or_default()
                 );
-                println!("{}", p.game_id);
+                out!("{}", p.game_id);
                 return Ok(());
             }
             Some(Kind::Ended(e)) => {
@@ -154,7 +154,7 @@ pub async fn challenge(ch: &Channel, caller: &Caller, a: ChallengeArgs) -> Resul
         expires_in_ms: 0,
     };
     let invitation = call!(caller, mm, challenge, request).map_err(status_error)?;
-    println!("{}", invitation.invitation_id);
+    out!("{}", invitation.invitation_id);
     eprintln!(
         "challenge sent; the game starts when {} runs `draughts client accept {}`",
         if a.opponent.is_empty() {
@@ -206,7 +206,7 @@ pub async fn lobby(ch: &Channel, caller: &Caller, a: LobbyArgs) -> Result<(), Cl
     if a.pools {
         let pools = call!(caller, mm, list_pools, pb::ListPoolsRequest {}).map_err(status_error)?;
         for p in pools.pools {
-            println!("{}", p.pool_id);
+            out!("{}", p.pool_id);
         }
         return Ok(());
     }
@@ -236,7 +236,7 @@ pub async fn lobby(ch: &Channel, caller: &Caller, a: LobbyArgs) -> Result<(), Cl
             expires_in_ms: 0,
         };
         let seek = call!(caller, mm, create_lobby_seek, request).map_err(status_error)?;
-        println!("{}", seek.seek_id);
+        out!("{}", seek.seek_id);
         eprintln!(
             "listed in the lobby; others accept it with `draughts client accept {}`",
             seek.seek_id
@@ -246,16 +246,18 @@ pub async fn lobby(ch: &Channel, caller: &Caller, a: LobbyArgs) -> Result<(), Cl
     let mut stats =
         call!(caller, mm, watch_lobby, pb::WatchLobbyRequest {}).map_err(status_error)?;
     if let Some(s) = stats.message().await.map_err(status_error)? {
-        println!(
+        out!(
             "{} players online, {} games in progress, {} lobby seeks",
-            s.players_online, s.games_in_progress, s.lobby_seeks
+            s.players_online,
+            s.games_in_progress,
+            s.lobby_seeks
         );
         for p in s
             .pools
             .iter()
             .filter(|p| p.seeking > 0 || p.typical_wait_ms > 0)
         {
-            println!(
+            out!(
                 "  {:<32} {:>5} seeking, typical wait {:.1}s",
                 p.pool_id,
                 p.seeking,
@@ -289,7 +291,7 @@ pub async fn lobby(ch: &Channel, caller: &Caller, a: LobbyArgs) -> Result<(), Cl
             .and_then(|r| pb::Variant::try_from(r.variant).ok())
             .map(|v| v.as_str_name())
             .unwrap_or("?");
-        println!(
+        out!(
             "{}  {} ({})  {}  {}  {}",
             s.seek_id,
             seeker,
@@ -310,7 +312,7 @@ pub async fn accept(ch: &Channel, caller: &Caller, id: &str) -> Result<(), CliEr
     let mm = MatchmakingClient::new(ch.clone());
     match call!(caller, mm, accept, pb::AcceptRequest { id: id.into() }) {
         Ok(game) => {
-            println!("{}", game.game_id);
+            out!("{}", game.game_id);
             Ok(())
         }
         Err(status) if status.code() == tonic::Code::Unimplemented => {

@@ -240,9 +240,9 @@ pub(crate) async fn sign_up(
         .into_inner();
     save(server, &session)?;
     let id = session.player.as_ref().map_or("", |p| p.id.as_str());
-    println!("signed up as {} ({id})", session.username);
+    out!("signed up as {} ({id})", session.username);
     if !session.adopted_guest_id.is_empty() {
-        println!(
+        out!(
             "the guest {} is now this account: its games and ratings are yours",
             session.adopted_guest_id
         );
@@ -266,13 +266,13 @@ pub(crate) async fn sign_in(
         .into_inner();
     save(server, &session)?;
     let id = session.player.as_ref().map_or("", |p| p.id.as_str());
-    println!("signed in as {} ({id})", session.username);
+    out!("signed in as {} ({id})", session.username);
     Ok(())
 }
 
 pub(crate) async fn sign_out(channel: &Channel, server: &str) -> Result<(), CliError> {
     let Some(saved) = forget(server)? else {
-        println!("not signed in on {server}");
+        out!("not signed in on {server}");
         return Ok(());
     };
     // The local session is gone whatever the server answers.
@@ -282,8 +282,8 @@ pub(crate) async fn sign_out(channel: &Channel, server: &str) -> Result<(), CliE
         })
         .await
     {
-        Ok(_) => println!("signed out ({})", saved.username),
-        Err(e) => println!(
+        Ok(_) => out!("signed out ({})", saved.username),
+        Err(e) => out!(
             "signed out here; the server did not confirm ({})",
             e.message()
         ),

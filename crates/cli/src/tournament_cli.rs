@@ -133,7 +133,7 @@ fn header(t: &pb::Tournament) -> String {
     )
 }
 
-fn print_rows(rows: &[pb::StandingRow]) {
+fn print_rows(rows: &[pb::StandingRow]) -> Result<(), CliError> {
     for r in rows {
         let mut flags = String::new();
         if r.on_fire {
@@ -145,7 +145,7 @@ fn print_rows(rows: &[pb::StandingRow]) {
         if r.withdrawn {
             flags.push_str(" withdrawn");
         }
-        println!(
+        out!(
             "{:>4}. {:<24} {:>5} pts  {:>3} games  {:>4} rated  {}{}",
             r.rank,
             name(&r.player),
@@ -156,6 +156,7 @@ fn print_rows(rows: &[pb::StandingRow]) {
             flags
         );
     }
+    Ok(())
 }
 
 pub async fn run(ch: &Channel, caller: &Caller, a: TournamentArgs) -> Result<(), CliError> {
@@ -202,7 +203,7 @@ pub async fn run(ch: &Channel, caller: &Caller, a: TournamentArgs) -> Result<(),
             )
             .map_err(status_error)?;
             eprintln!("{}", header(&t));
-            println!("{}", t.tournament_id);
+            out!("{}", t.tournament_id);
         }
         TournamentCommand::List { state, size, page } => {
             let state = match state.as_str() {
@@ -227,7 +228,7 @@ pub async fn run(ch: &Channel, caller: &Caller, a: TournamentArgs) -> Result<(),
             )
             .map_err(status_error)?;
             for t in &r.tournaments {
-                println!("{}", header(t));
+                out!("{}", header(t));
             }
             if !r.next_page_token.is_empty() {
                 eprintln!("more: --page {}", r.next_page_token);
@@ -247,7 +248,7 @@ pub async fn run(ch: &Channel, caller: &Caller, a: TournamentArgs) -> Result<(),
                 }
             )
             .map_err(status_error)?;
-            println!("{}", header(&t));
+            out!("{}", header(&t));
         }
         TournamentCommand::Leave { tournament_id } => {
             let t = call!(
@@ -259,7 +260,7 @@ pub async fn run(ch: &Channel, caller: &Caller, a: TournamentArgs) -> Result<(),
                 }
             )
             .map_err(status_error)?;
-            println!("{}", header(&t));
+            out!("{}", header(&t));
         }
         TournamentCommand::Start { tournament_id } => {
             let t = call!(
@@ -271,7 +272,7 @@ pub async fn run(ch: &Channel, caller: &Caller, a: TournamentArgs) -> Result<(),
                 }
             )
             .map_err(status_error)?;
-            println!("{}", header(&t));
+            out!("{}", header(&t));
         }
         TournamentCommand::Show {
             tournament_id,
@@ -289,11 +290,11 @@ pub async fn run(ch: &Channel, caller: &Caller, a: TournamentArgs) -> Result<(),
             )
             .map_err(status_error)?;
             if let Some(t) = &v.tournament {
-                println!("{}", header(t));
+                out!("{}", header(t));
             }
-            print_rows(&v.standings);
+            print_rows(&v.standings)?;
             for p in &v.pairings {
-                println!(
+                out!(
                     "game {}: {} - {}",
                     p.game_id,
                     name(&p.white),
@@ -314,10 +315,10 @@ pub async fn run(ch: &Channel, caller: &Caller, a: TournamentArgs) -> Result<(),
             use pb::tournament_event::Kind;
             while let Some(event) = stream.message().await.map_err(status_error)? {
                 match event.kind {
-                    Some(Kind::Snapshot(t)) => println!("{}", header(&t)),
-                    Some(Kind::Joined(p)) => println!("joined: {}", name(&Some(p))),
-                    Some(Kind::Left(p)) => println!("left: {}", name(&Some(p))),
-                    Some(Kind::Paired(p)) => println!(
+                    Some(Kind::Snapshot(t)) => out!("{}", header(&t)),
+                    Some(Kind::Joined(p)) => out!("joined: {}", name(&Some(p))),
+                    Some(Kind::Left(p)) => out!("left: {}", name(&Some(p))),
+                    Some(Kind::Paired(p)) => out!(
                         "game {}: {} - {}",
                         p.game_id,
                         name(&p.white),
@@ -327,7 +328,7 @@ pub async fn run(ch: &Channel, caller: &Caller, a: TournamentArgs) -> Result<(),
                         let outcome = pb::Outcome::try_from(r.outcome)
                             .map(|o| o.as_str_name())
                             .unwrap_or("UNKNOWN");
-                        println!(
+                        out!(
                             "result {}: {} - {}: {outcome}{}",
                             r.game_id,
                             name(&r.white),
@@ -336,15 +337,15 @@ pub async fn run(ch: &Channel, caller: &Caller, a: TournamentArgs) -> Result<(),
                         );
                     }
                     Some(Kind::Standings(s)) => {
-                        println!("standings:");
-                        print_rows(&s.rows);
+                        out!("standings:");
+                        print_rows(&s.rows)?;
                     }
                     Some(Kind::RoundStarted(r)) => match r.bye {
-                        Some(bye) => println!("round {} (bye: {})", r.round, name(&Some(bye))),
-                        None => println!("round {}", r.round),
+                        Some(bye) => out!("round {} (bye: {})", r.round, name(&Some(bye))),
+                        None => out!("round {}", r.round),
                     },
                     Some(Kind::Finished(t)) => {
-                        println!("finished: {}", header(&t));
+                        out!("finished: {}", header(&t));
                         return Ok(());
                     }
                     None => {}

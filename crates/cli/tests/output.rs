@@ -32,3 +32,47 @@ fn a_reader_that_went_away_ends_the_command_quietly() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn the_table_commands_end_quietly_too() {
+    let dir = std::env::temp_dir().join(format!("draughts-output-{}", std::process::id()));
+    let tables = dir.to_str().unwrap();
+    // Every solved slice writes a progress line from inside the solver's callback.
+    let (ok, stderr) = run_into_closed_pipe(&[
+        "bitbase",
+        "build",
+        "-v",
+        "english",
+        "--pieces",
+        "2",
+        "-o",
+        tables,
+        "--threads",
+        "1",
+    ]);
+    assert!(ok, "build: {stderr}");
+    assert!(!stderr.contains("panicked"), "build: {stderr}");
+    // The first progress line ends the build; a build to a reader completes the tables.
+    let again = Command::new(env!("CARGO_BIN_EXE_draughts"))
+        .args([
+            "bitbase", "build", "-v", "english", "--pieces", "2", "-o", tables,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(again.status.success(), "{text}");
+    assert!(text.contains("english up to 2 pieces"), "{text}");
+    let (ok, stderr) = run_into_closed_pipe(&[
+        "bitbase",
+        "probe",
+        "-v",
+        "english",
+        "--bitbases",
+        tables,
+        "--fen",
+        "W:W10:B20",
+    ]);
+    assert!(ok, "probe: {stderr}");
+    assert!(!stderr.contains("panicked"), "probe: {stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
