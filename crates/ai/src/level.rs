@@ -16,9 +16,9 @@
 //!
 //! Every level searches with the variant's default evaluation ([`crate::Evaluator::new`]: international's
 //! network, the other variants' learned weights), so the noise is in that evaluation's units (nominally
-//! centi-men: at depth 1 the start position without Black's man on 1 scores 87 with international's
+//! centi-men: at depth 1 the start position without Black's man on 1 scores 75 with international's
 //! network and 94 with its learned weights, `draughts analyse -d 1 --eval ...`; docs/ai.md round
-//! twenty-five).
+//! twenty-six).
 //!
 //! Levels stop on nodes or depth, so a level plays the same move on a slow or a busy machine; the time caps
 //! are only a safety net far above the normal search time (matches drop them unless `--movetime` is given).
