@@ -571,8 +571,9 @@ pub fn shipped(variant: Variant) -> Option<Arc<LearnedWeights>> {
 /// The network the repository ships as a variant's default evaluation (`crates/ai/data/nnue/`), decoded
 /// once; `None` where the variant plays its learned weights. International plays round twenty-six's
 /// network (docs/ai.md "Round twenty-six": eight seed shards of round twenty-three's recipe, four times
-/// its data, +60 +/- 25 Elo over round twenty-five's network at equal nodes; against Scan 2.0 at 0.1 s a
-/// move round twenty-five's scored 47.0%, round twenty-three's 44.6-46.6%, the learned weights 35.8%).
+/// its data, +60 +/- 25 Elo over round twenty-five's network at equal nodes; 49.2% (47.2-51.3%) against
+/// Scan 2.0 at 0.1 s a move over 400 games, where round twenty-five's scored 47.0% and the learned
+/// weights 35.8%).
 pub fn shipped_network(variant: Variant) -> Option<Arc<Network>> {
     static INTERNATIONAL: OnceLock<Arc<Network>> = OnceLock::new();
     match variant {
