@@ -74,7 +74,9 @@ fn build(a: BuildArgs) -> Result<(), CliError> {
     }
     let (mut solved, mut positions, mut bytes) = (0usize, 0u64, 0u64);
     let out = a.out.clone();
-    // The closure answers the tables' error type: a failed write of a progress line waits here.
+    // The callback returns the tables' error type, so a failed progress line (a full disk behind a
+    // redirect; a closed pipe has already ended the process in `write_line`) is kept here: the build
+    // goes on writing its tables silently and the command fails with it at the end.
     let mut progress: Result<(), CliError> = Ok(());
     bitbase::extend(&mut tables, a.pieces, threads, |r, slice| {
         let written = Bitbases::write_slice(&out, variant, slice)?;
