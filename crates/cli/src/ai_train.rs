@@ -280,6 +280,10 @@ pub(crate) struct FitNnueArgs {
     /// Threads computing the gradients (the result does not depend on it).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Start from this network file (same variant and shape) instead of a seeded draw: go on fitting a
+    /// shipped network on new data.
+    #[arg(long)]
+    init: Option<PathBuf>,
     /// Output network file.
     #[arg(long, short = 'o')]
     out: PathBuf,
@@ -740,11 +744,16 @@ fn fit_nnue_cmd(a: FitNnueArgs) -> Result<(), CliError> {
             a.weight_decay
         )));
     }
+    let init = match &a.init {
+        Some(path) => Some(read_network(variant, path)?.to_float()),
+        None => None,
+    };
     let samples = read_samples(variant, &a.data)?;
     if samples.is_empty() {
         return Err(CliError("no samples".into()));
     }
     let cfg = NnueFitConfig {
+        init,
         hidden: a.hidden,
         layer2: a.layer2,
         epochs: a.epochs,

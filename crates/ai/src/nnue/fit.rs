@@ -38,6 +38,9 @@ pub struct NnueFitConfig {
     pub seed: u64,
     /// Threads that compute the shards' gradients (the result does not depend on it).
     pub threads: usize,
+    /// Start from these weights (a network of the same variant and shape, for example the shipped one
+    /// through [`super::Network::to_float`]) instead of the seeded draw: the fit goes on from it on new data.
+    pub init: Option<FloatNet>,
 }
 
 impl Default for NnueFitConfig {
@@ -54,6 +57,7 @@ impl Default for NnueFitConfig {
             split: Split::Game,
             seed: 1,
             threads: 1,
+            init: None,
         }
     }
 }
@@ -334,6 +338,25 @@ fn to_float(variant: Variant, p: &[f32], ly: &Layout) -> FloatNet {
     }
 }
 
+/// The flat parameters of a float model of `ly`'s shape for `variant`.
+fn from_float(variant: Variant, net: &FloatNet, ly: &Layout) -> Result<Vec<f32>, NnueError> {
+    if net.variant != variant {
+        return Err(NnueError::Variant(net.variant.key().to_owned()));
+    }
+    let mut p = Vec::with_capacity(ly.len);
+    for part in [&net.w1, &net.b1, &net.w2, &net.b2, &net.w3] {
+        p.extend_from_slice(part);
+    }
+    p.push(net.b3);
+    if net.hidden != ly.h || net.layer2 != ly.l || p.len() != ly.len {
+        return Err(NnueError::Shape(format!(
+            "the starting network is H {} L {}, the fit H {} L {}",
+            net.hidden, net.layer2, ly.h, ly.l
+        )));
+    }
+    Ok(p)
+}
+
 /// Fits a network of `cfg`'s shape to the samples from a seeded start.
 pub fn fit(
     variant: Variant,
@@ -378,7 +401,10 @@ pub fn fit(
             / valid.len() as f64
     };
 
-    let mut p = initial(&ly, &mut rng);
+    let mut p = match &cfg.init {
+        None => initial(&ly, &mut rng),
+        Some(net) => from_float(variant, net, &ly)?,
+    };
     let (mut m, mut v) = (vec![0.0f32; ly.len], vec![0.0f32; ly.len]);
     let (beta1, beta2, eps) = (0.9f32, 0.999f32, 1e-8f32);
     let batch = cfg.batch.max(SHARDS);

@@ -266,6 +266,24 @@ impl Network {
         .with_quads())
     }
 
+    /// The float model this network rounds (each integer over its scale): the start of a fit that goes
+    /// on from a shipped network (`fit::NnueFitConfig::init`). `quantise` of it gives this network back.
+    pub fn to_float(&self) -> FloatNet {
+        let one = ONE as f32;
+        let ws = WEIGHT_SCALE as f32;
+        FloatNet {
+            variant: self.variant,
+            hidden: self.hidden,
+            layer2: self.layer2,
+            w1: self.w1.iter().map(|&x| f32::from(x) / one).collect(),
+            b1: self.b1.iter().map(|&x| f32::from(x) / one).collect(),
+            w2: self.w2.iter().map(|&x| f32::from(x) / ws).collect(),
+            b2: self.b2.iter().map(|&x| x as f32 / (one * ws)).collect(),
+            w3: self.w3.iter().map(|&x| f32::from(x) / ws).collect(),
+            b3: self.b3 as f32 / (one * ws),
+        }
+    }
+
     /// The network with its derived AVX2 weights made.
     fn with_quads(self) -> Network {
         let w2_quads = simd::QuadWeights::of(&self.w2, &self.w3, self.layer2, 2 * self.hidden);

@@ -421,3 +421,79 @@ fn the_kept_networks_load_and_value_a_man() {
     }
     assert!(seen >= 2, "{seen} networks in {}", dir.display());
 }
+
+/// A fit can go on from a network: its float model rounds back to the same integers, a fit of no epochs
+/// from it gives it back, a fit of some epochs from it learns from there (a lower loss at the first
+/// epoch's end than from the seeded draw), and a network of another shape or variant is refused.
+#[test]
+fn a_fit_goes_on_from_a_network() {
+    for (hidden, layer2, seed) in [(32, 8, 3), (128, 32, 4)] {
+        let net = random_net(Variant::International, hidden, layer2, seed);
+        let again = Network::quantise(&net.to_float()).unwrap();
+        assert_eq!(again.to_bytes(), net.to_bytes());
+    }
+    let samples = material_samples(3000, 2);
+    let cfg = NnueFitConfig {
+        hidden: 32,
+        layer2: 8,
+        epochs: 6,
+        batch: 128,
+        learning_rate: 1e-2,
+        seed: 5,
+        ..NnueFitConfig::default()
+    };
+    let (trained, _) = fit(Variant::International, &samples, &cfg, |_| {}).unwrap();
+    let go_on = NnueFitConfig {
+        init: Some(trained.to_float()),
+        ..cfg.clone()
+    };
+    let (same, _) = fit(
+        Variant::International,
+        &samples,
+        &NnueFitConfig {
+            epochs: 0,
+            ..go_on.clone()
+        },
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(same.to_bytes(), trained.to_bytes());
+    let first_epoch = |cfg: &NnueFitConfig| {
+        let mut first = None;
+        fit(
+            Variant::International,
+            &samples,
+            &NnueFitConfig {
+                epochs: 1,
+                ..cfg.clone()
+            },
+            |p| {
+                if first.is_none() {
+                    first = p.validation_loss;
+                }
+            },
+        )
+        .unwrap();
+        first.unwrap()
+    };
+    let (from_draw, from_net) = (first_epoch(&cfg), first_epoch(&go_on));
+    assert!(from_net < from_draw, "{from_net} vs {from_draw}");
+    let wider = NnueFitConfig {
+        hidden: 64,
+        ..go_on.clone()
+    };
+    assert!(matches!(
+        fit(Variant::International, &samples, &wider, |_| {}),
+        Err(NnueError::Shape(_))
+    ));
+    let mut other = trained.to_float();
+    other.variant = Variant::Frisian;
+    let frisian = NnueFitConfig {
+        init: Some(other),
+        ..cfg
+    };
+    assert!(matches!(
+        fit(Variant::International, &samples, &frisian, |_| {}),
+        Err(NnueError::Variant(_))
+    ));
+}
