@@ -285,10 +285,13 @@ fn bad_files_are_refused_with_typed_errors() {
     assert_eq!(file::decode(&corrupt, layout).err(), Some(FileError::Hash));
 
     // Through the loader: the bad file is named in the error; a missing directory is no tables.
-    let dir = std::env::temp_dir().join(format!("draughts-bb-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-bb-test-")
+        .tempdir()
+        .expect("temp dir");
+    let dir = tmp.path();
     std::fs::write(dir.join("english-0201.bb"), &short).expect("write");
-    let err = Bitbases::load(&dir, Variant::English).expect_err("truncated file");
+    let err = Bitbases::load(dir, Variant::English).expect_err("truncated file");
     assert!(matches!(
         err,
         bitbase::BitbaseError::File {
@@ -299,25 +302,27 @@ fn bad_files_are_refused_with_typed_errors() {
     let none = Bitbases::load(&dir.join("missing"), Variant::English).expect("no directory");
     assert_eq!(none.pieces(), 0);
     // Written and loaded back: the same values.
-    std::fs::remove_dir_all(&dir).expect("clean");
-    t.write_dir(&dir).expect("write tables");
-    let loaded = Bitbases::load(&dir, Variant::English).expect("load");
+    std::fs::remove_dir_all(dir).expect("clean");
+    t.write_dir(dir).expect("write tables");
+    let loaded = Bitbases::load(dir, Variant::English).expect("load");
     assert_eq!(loaded.pieces(), 3);
     check(&loaded, "W:WK32,K31:BK1", Value::Win);
-    std::fs::remove_dir_all(&dir).expect("clean");
 }
 
 #[test]
 fn a_stopped_build_goes_on_and_threads_change_nothing() {
     let full = tables(Variant::English);
-    let dir = std::env::temp_dir().join(format!("draughts-bb-resume-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-bb-resume-")
+        .tempdir()
+        .expect("temp dir");
+    let dir = tmp.path();
     // Every slice is written as it is solved.
     let mut written = Vec::new();
     let mut t = Bitbases::empty(Variant::English).expect("supported");
     bitbase::extend(&mut t, 3, 1, |r, slice| {
         written.push(r.material);
-        Bitbases::write_slice(&dir, Variant::English, slice).map(|_| ())
+        Bitbases::write_slice(dir, Variant::English, slice).map(|_| ())
     })
     .expect("build");
     assert_eq!(written.len(), full.slices().count());
@@ -326,7 +331,7 @@ fn a_stopped_build_goes_on_and_threads_change_nothing() {
     for m in gone {
         std::fs::remove_file(dir.join(file::file_name(Variant::English, m))).expect("remove");
     }
-    let mut resumed = Bitbases::load(&dir, Variant::English).expect("load");
+    let mut resumed = Bitbases::load(dir, Variant::English).expect("load");
     assert!(resumed.pieces() < 2, "a 2-piece slice is missing");
     let mut again = Vec::new();
     bitbase::extend(&mut resumed, 3, 1, |r, _| {
@@ -339,7 +344,6 @@ fn a_stopped_build_goes_on_and_threads_change_nothing() {
         let m = slice.index.material();
         assert_eq!(resumed.slice(m).expect("slice").packed, slice.packed, "{m}");
     }
-    std::fs::remove_dir_all(&dir).expect("clean");
 
     // The forward pass on two threads gives the same tables (the 4-piece slices span many work blocks).
     let one = bitbase::build(Variant::English, 4, |_| {}).expect("one thread");
@@ -391,13 +395,18 @@ fn search_uses_the_tables() {
 /// when one searcher goes from variant to variant (as an analysis worker's does).
 #[test]
 fn a_shelf_follows_the_root_s_variant() {
-    let dir = std::env::temp_dir().join(format!("draughts-bb-shelf-{}", std::process::id()));
-    tables(Variant::English).write_dir(&dir).expect("write");
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-bb-shelf-")
+        .tempdir()
+        .expect("temp dir");
+    let dir = tmp.path();
+    tables(Variant::English).write_dir(dir).expect("write");
     tables(Variant::International)
-        .write_dir(&dir)
+        .write_dir(dir)
         .expect("write");
-    let shelf = bitbase::Shelf::load(&dir).expect("load");
-    std::fs::remove_dir_all(&dir).expect("clean");
+    let shelf = bitbase::Shelf::load(dir).expect("load");
+    // Removed now: the loaded shelf no longer needs the files, and the end checks a missing directory.
+    std::fs::remove_dir_all(dir).expect("clean");
     assert_eq!(
         shelf.summary(),
         vec![(Variant::International, 3), (Variant::English, 3)]
@@ -417,7 +426,7 @@ fn a_shelf_follows_the_root_s_variant() {
         searcher.search(&RootState::new(pos), &Limits::depth(4), |_| {});
         assert_eq!(searcher.bitbase_hits() > 0, probed, "{variant} {fen}");
     }
-    assert!(bitbase::Shelf::load(&dir).is_err(), "a missing directory");
+    assert!(bitbase::Shelf::load(dir).is_err(), "a missing directory");
 }
 
 /// Tables on disk (`DRAUGHTS_BITBASE_CHECK=VARIANT:DIR`, e.g. `english:/tmp/bb/english-5`): the

@@ -258,8 +258,11 @@ fn matches_of_levels_do_not_depend_on_concurrency() {
 /// into an english ending the tables call won scores as a table win (200 men and more) at depth 1.
 #[test]
 fn the_hub_probes_the_tables_it_is_given() {
-    let dir = std::env::temp_dir().join(format!("draughts-hub-bb-{}", std::process::id()));
-    let dir_text = dir.to_str().unwrap().to_string();
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-hub-bb-")
+        .tempdir()
+        .unwrap();
+    let dir_text = tmp.path().to_str().unwrap().to_string();
     let (ok, out) = run(&[
         "bitbase", "build", "-v", "english", "--pieces", "3", "-o", &dir_text,
     ]);
@@ -304,7 +307,6 @@ fn the_hub_probes_the_tables_it_is_given() {
     assert!(score >= 180.0, "a table win: {info}");
     hub.expect("done move=11x18");
     hub.quit();
-    let _ = std::fs::remove_dir_all(&dir);
 
     // A directory that is not there: a clear error, not a hub without its tables.
     let out = draughts()
@@ -324,8 +326,11 @@ fn the_hub_probes_the_tables_it_is_given() {
 #[test]
 fn self_play_resumes_and_its_shards_merge_exactly() {
     use draughts_ai::train::{Sample, WIDE_SAMPLE_BYTES, sample_bytes};
-    let dir = std::env::temp_dir().join(format!("draughts-gen-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-gen-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
     let gen_into = |out: &str, extra: &[&str]| {
         let mut args = vec![
@@ -410,7 +415,6 @@ fn self_play_resumes_and_its_shards_merge_exactly() {
     let mut merged = std::fs::read(path("shard0")).unwrap();
     merged.extend(std::fs::read(path("shard1")).unwrap());
     assert!(merged == whole, "shards concatenated = one run");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `train relabel`: the same positions, marks and results with new scores; one thread or two, shards
@@ -419,8 +423,11 @@ fn self_play_resumes_and_its_shards_merge_exactly() {
 #[test]
 fn relabelling_resumes_and_its_shards_merge_exactly() {
     use draughts_ai::train::{Sample, sample_bytes};
-    let dir = std::env::temp_dir().join(format!("draughts-relabel-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-relabel-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
     let data = path("data");
     let (ok, err) = run_err(&[
@@ -522,5 +529,4 @@ fn relabelling_resumes_and_its_shards_merge_exactly() {
         &path("x"),
     ]);
     assert!(!ok && err.contains("marks no game starts"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

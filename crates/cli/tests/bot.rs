@@ -238,7 +238,7 @@ async fn wait_over(channel: &Channel, game_id: &str, limit: Duration) -> pb::Gam
 /// A bridge process; killed when dropped. Its stderr goes to `<dir>/bridge.err`.
 struct Bridge {
     child: Child,
-    dir: PathBuf,
+    dir: tempfile::TempDir,
 }
 
 impl Bridge {
@@ -249,15 +249,16 @@ impl Bridge {
         name: &str,
         extra: &[&str],
     ) -> Bridge {
-        let dir = std::env::temp_dir().join(format!("draughts-bot-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let err = std::fs::File::create(dir.join("bridge.err")).unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("draughts-bot-{name}-"))
+            .tempdir()
+            .unwrap();
+        let err = std::fs::File::create(dir.path().join("bridge.err")).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_draughts"))
             .arg("bot")
             .args(["--server", &addr.to_string(), "--engine", engine])
             .arg("--log-dir")
-            .arg(dir.join("games"))
+            .arg(dir.path().join("games"))
             .args(extra)
             .env("DRAUGHTS_TOKEN", key)
             .stdin(Stdio::null())
@@ -269,13 +270,13 @@ impl Bridge {
     }
 
     fn stderr(&self) -> String {
-        std::fs::read_to_string(self.dir.join("bridge.err")).unwrap_or_default()
+        std::fs::read_to_string(self.dir.path().join("bridge.err")).unwrap_or_default()
     }
 
     /// Every game log line (all games).
     fn game_logs(&self) -> String {
         let mut all = String::new();
-        if let Ok(entries) = std::fs::read_dir(self.dir.join("games")) {
+        if let Ok(entries) = std::fs::read_dir(self.dir.path().join("games")) {
             for entry in entries.flatten() {
                 if entry.path().extension().is_some_and(|e| e == "log") {
                     all.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
@@ -292,11 +293,13 @@ impl Bridge {
 
 impl Drop for Bridge {
     fn drop(&mut self) {
+        // The bridge writes into the directory: stopped before the directory (a field) is dropped.
         let _ = self.child.kill();
         let _ = self.child.wait();
         // Kept after a failure, for its logs.
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
+        if std::thread::panicking() {
+            self.dir.disable_cleanup(true);
+            eprintln!("bridge files kept in {}", self.dir.path().display());
         }
     }
 }
@@ -1025,7 +1028,11 @@ fn fake_engine(dir: &std::path::Path, name: &str, on_go: &str) -> String {
 async fn misbehaving_engines_are_resigned_never_waited_on() {
     let server = Server::start("memory://").await;
     let ch = server.channel().await;
-    let dir = std::env::temp_dir().join(format!("draughts-bot-fakes-{}", std::process::id()));
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-bot-fakes-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let cases = [
         ("illegal", "echo 'done move=11-99'", "illegal move"),
         ("silent", "sleep 30", "said nothing"),
@@ -1035,7 +1042,7 @@ async fn misbehaving_engines_are_resigned_never_waited_on() {
     ];
     for (name, on_go, expected) in cases {
         let key = bot_key(&ch, &format!("fake-{name}")).await;
-        let engine = fake_engine(&dir, name, on_go);
+        let engine = fake_engine(dir, name, on_go);
         let mut bridge = Bridge::start(
             server.addr,
             &key,
@@ -1090,7 +1097,6 @@ async fn misbehaving_engines_are_resigned_never_waited_on() {
             "{name}: the bridge goes on after a failed engine"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
     server.stop().await;
 }
 
@@ -1419,12 +1425,16 @@ awk -v out=/dev/fd/3 '
 async fn an_engine_failing_mid_game_loses_that_game_only() {
     let server = Server::start("memory://").await;
     let ch = server.channel().await;
-    let dir = std::env::temp_dir().join(format!("draughts-bot-failing-{}", std::process::id()));
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-bot-failing-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let key = bot_key(&ch, "flaky").await;
     let bridge = Bridge::start(
         server.addr,
         &key,
-        &failing_engine(&dir),
+        &failing_engine(dir),
         "flaky",
         &[
             "--variants",
@@ -1511,7 +1521,6 @@ async fn an_engine_failing_mid_game_loses_that_game_only() {
     let err = bridge.stderr();
     assert_eq!(err.matches("engine failure").count(), 2, "{err}");
     drop(bridge);
-    let _ = std::fs::remove_dir_all(&dir);
     server.stop().await;
 }
 
@@ -1800,6 +1809,7 @@ async fn two_bridged_bots_play_each_other_to_the_end() {
         assert!(
             bridge
                 .dir
+                .path()
                 .join("games")
                 .join(format!("{game_id}.pdn"))
                 .exists()

@@ -35,7 +35,11 @@ fn a_reader_that_went_away_ends_the_command_quietly() {
 
 #[test]
 fn the_table_commands_end_quietly_too() {
-    let dir = std::env::temp_dir().join(format!("draughts-output-{}", std::process::id()));
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-output-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let tables = dir.to_str().unwrap();
     // Every solved slice writes a progress line from inside the solver's callback.
     let (ok, stderr) = run_into_closed_pipe(&[
@@ -74,5 +78,4 @@ fn the_table_commands_end_quietly_too() {
     ]);
     assert!(ok, "probe: {stderr}");
     assert!(!stderr.contains("panicked"), "probe: {stderr}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

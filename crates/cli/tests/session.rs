@@ -69,15 +69,18 @@ async fn client(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_are_kept_refreshed_and_ended() {
     let server = platform().await;
-    let dir = std::env::temp_dir().join(format!("draughts-cli-session-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-cli-session-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
 
     // A guest signs up and becomes the account.
-    let (ok, guest_token, err) = client(&server, &dir, &["guest", "--name", "Cli"], "").await;
+    let (ok, guest_token, err) = client(&server, dir, &["guest", "--name", "Cli"], "").await;
     assert!(ok, "{err}");
     let (ok, out, err) = client(
         &server,
-        &dir,
+        dir,
         &[
             "--token",
             guest_token.trim(),
@@ -102,7 +105,7 @@ async fn sessions_are_kept_refreshed_and_ended() {
     assert!(!saved.contains("a long password"));
 
     // Later commands use the session, refreshing it (the refresh token rotates in the file).
-    let (ok, out, err) = client(&server, &dir, &["whoami"], "").await;
+    let (ok, out, err) = client(&server, dir, &["whoami"], "").await;
     assert!(ok, "{err}");
     assert!(
         out.contains("cli_user (user:") && out.contains("ACCOUNT"),
@@ -110,38 +113,38 @@ async fn sessions_are_kept_refreshed_and_ended() {
     );
     let rotated = std::fs::read_to_string(&file).unwrap();
     assert_ne!(saved, rotated, "the refresh token rotated");
-    let (ok, out, err) = client(&server, &dir, &["whoami"], "").await;
+    let (ok, out, err) = client(&server, dir, &["whoami"], "").await;
     assert!(ok && out.contains("cli_user"), "{out} {err}");
 
     // The block list, with the saved session.
-    let (ok, out, err) = client(&server, &dir, &["block", "ai:1"], "").await;
+    let (ok, out, err) = client(&server, dir, &["block", "ai:1"], "").await;
     assert!(!ok && err.contains("InvalidArgument"), "{out} {err}");
-    let (ok, other, err) = client(&server, &dir, &["guest", "--name", "Pest"], "").await;
+    let (ok, other, err) = client(&server, dir, &["guest", "--name", "Pest"], "").await;
     assert!(ok, "{err}");
     let pest = {
-        let (ok, out, err) = client(&server, &dir, &["--token", other.trim(), "whoami"], "").await;
+        let (ok, out, err) = client(&server, dir, &["--token", other.trim(), "whoami"], "").await;
         assert!(ok, "{err}");
         let open = out.find("(guest:").unwrap();
         out[open + 1..out.find("),").unwrap()].to_owned()
     };
-    let (ok, out, err) = client(&server, &dir, &["block", &pest], "").await;
+    let (ok, out, err) = client(&server, dir, &["block", &pest], "").await;
     assert!(ok && out.contains("1 blocked"), "{out} {err}");
-    let (ok, out, _) = client(&server, &dir, &["blocked"], "").await;
+    let (ok, out, _) = client(&server, dir, &["blocked"], "").await;
     assert!(ok && out.trim() == pest, "{out}");
-    let (ok, out, _) = client(&server, &dir, &["unblock", &pest], "").await;
+    let (ok, out, _) = client(&server, dir, &["unblock", &pest], "").await;
     assert!(ok && out.contains("0 blocked"), "{out}");
 
     // Signed out: the file forgets it and calls are anonymous again.
-    let (ok, out, _) = client(&server, &dir, &["signout"], "").await;
+    let (ok, out, _) = client(&server, dir, &["signout"], "").await;
     assert!(ok && out.contains("signed out"), "{out}");
-    let (ok, _, err) = client(&server, &dir, &["whoami"], "").await;
+    let (ok, _, err) = client(&server, dir, &["whoami"], "").await;
     assert!(!ok && err.contains("Unauthenticated"), "{err}");
 
     // Signed in again; then the server ends the session (a password change elsewhere): the next
     // command says so clearly and forgets the session.
     let (ok, out, err) = client(
         &server,
-        &dir,
+        dir,
         &["signin", "-u", "CLI_user", "--password-stdin"],
         "a long password\n",
     )
@@ -166,7 +169,7 @@ async fn sessions_are_kept_refreshed_and_ended() {
         format!("Bearer {}", other.access_token).parse().unwrap(),
     );
     auth.change_password(req).await.unwrap();
-    let (ok, _, err) = client(&server, &dir, &["whoami"], "").await;
+    let (ok, _, err) = client(&server, dir, &["whoami"], "").await;
     assert!(
         !ok && err.contains("session") && err.contains("signin"),
         "{err}"
@@ -175,12 +178,11 @@ async fn sessions_are_kept_refreshed_and_ended() {
     // A wrong password: a clear refusal, nothing saved.
     let (ok, _, err) = client(
         &server,
-        &dir,
+        dir,
         &["signin", "-u", "cli_user", "--password-stdin"],
         "a long password\n",
     )
     .await;
     assert!(!ok && err.contains("wrong username or password"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
     server.stop().await;
 }

@@ -3,16 +3,20 @@
 //! built) have nothing inline that the Content-Security-Policy would block.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use draughts_runtime::web::{CONTENT_SECURITY_POLICY, SECURITY_HEADERS};
 use draughts_runtime::{ServerConfig, Services};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-fn site(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("runtime-web-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// The site's files in a fresh temporary directory, removed when the returned value is dropped.
+fn site(name: &str) -> tempfile::TempDir {
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("runtime-web-{name}-"))
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     std::fs::create_dir_all(dir.join("assets")).unwrap();
     std::fs::write(
         dir.join("index.html"),
@@ -20,7 +24,7 @@ fn site(name: &str) -> PathBuf {
     )
     .unwrap();
     std::fs::write(dir.join("assets/app.js"), "console.log('app');").unwrap();
-    dir
+    tmp
 }
 
 async fn start(dir: &Path) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
@@ -70,8 +74,8 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Vec<&'a str> {
 
 #[tokio::test]
 async fn every_file_answer_carries_the_security_headers() {
-    let dir = site("headers");
-    let (addr, _stop) = start(&dir).await;
+    let site = site("headers");
+    let (addr, _stop) = start(site.path()).await;
     for (path, status) in [
         ("/", "200"),
         ("/index.html", "200"),
@@ -88,7 +92,6 @@ async fn every_file_answer_carries_the_security_headers() {
             );
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -31,9 +31,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
 
 /// Why a test server could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -128,32 +129,14 @@ pub fn free_port() -> Result<u16, TestkitError> {
     })
 }
 
-/// A fresh directory under the system temp dir, removed on drop.
-#[derive(Debug)]
-struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    fn new(label: &str) -> Result<Self, TestkitError> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.subsec_nanos());
-        let path = std::env::temp_dir().join(format!(
-            "draughts-testkit-{label}-{}-{}-{nanos}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        fs::create_dir_all(&path).map_err(io_error(format!("create {}", path.display())))?;
-        Ok(TempDir { path })
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.path);
-    }
+/// A fresh directory under the system temp dir, removed on drop (also when a test panics).
+fn temp_dir(label: &str) -> Result<TempDir, TestkitError> {
+    tempfile::Builder::new()
+        .prefix(&format!("draughts-testkit-{label}-"))
+        .tempdir()
+        .map_err(io_error(format!(
+            "create a temporary directory for {label}"
+        )))
 }
 
 fn find_on_path(binary: &str) -> Option<PathBuf> {
@@ -248,9 +231,9 @@ impl RedisServer {
     }
 
     fn try_start(binary: &Path) -> Result<Self, TestkitError> {
-        let dir = TempDir::new("redis")?;
+        let dir = temp_dir("redis")?;
         let port = free_port()?;
-        let child = RedisServer::spawn(binary, port, &dir.path, &[])?;
+        let child = RedisServer::spawn(binary, port, dir.path(), &[])?;
         Ok(RedisServer {
             child,
             port,
@@ -270,7 +253,7 @@ impl RedisServer {
         // The port may take a moment to be free again.
         let mut attempts = 0;
         loop {
-            match RedisServer::spawn(&self.binary, self.port, &self.dir.path, &[]) {
+            match RedisServer::spawn(&self.binary, self.port, self.dir.path(), &[]) {
                 Ok(child) => {
                     self.child = child;
                     return Ok(());
@@ -545,7 +528,7 @@ impl RedisCluster {
     }
 
     fn try_start(server: &Path, cli: &Path) -> Result<Self, TestkitError> {
-        let dir = TempDir::new("redis-cluster")?;
+        let dir = temp_dir("redis-cluster")?;
         let mut cluster = RedisCluster {
             nodes: Vec::with_capacity(Self::MASTERS),
             binary: server.to_owned(),
@@ -556,7 +539,7 @@ impl RedisCluster {
             ports.push(cluster_port(&ports)?);
         }
         for &port in &ports {
-            let node_dir = cluster.dir.path.join(port.to_string());
+            let node_dir = cluster.dir.path().join(port.to_string());
             fs::create_dir_all(&node_dir).map_err(io_error("create a node directory"))?;
             let child = RedisServer::spawn(server, port, &node_dir, &CLUSTER_NODE_ARGS)?;
             cluster.nodes.push((child, port));
@@ -618,7 +601,7 @@ impl RedisCluster {
                 "while kill -0 {parent} 2>/dev/null; do sleep 1; done; kill -9 {pids} 2>/dev/null; rm -rf '{dir}'",
                 parent = std::process::id(),
                 pids = pids.join(" "),
-                dir = cluster.dir.path.display(),
+                dir = cluster.dir.path().display(),
             );
             Command::new("sh")
                 .arg("-c")
@@ -651,7 +634,7 @@ impl RedisCluster {
         let port = *port;
         signal(child.id(), "TERM");
         let _ = child.wait();
-        let node_dir = self.dir.path.join(port.to_string());
+        let node_dir = self.dir.path().join(port.to_string());
         let mut attempts = 0;
         let restarted = loop {
             match RedisServer::spawn(&self.binary, port, &node_dir, &CLUSTER_NODE_ARGS) {
@@ -809,15 +792,15 @@ impl PostgresServer {
         } else {
             None
         };
-        let dir = TempDir::new("postgres")?;
+        let dir = temp_dir("postgres")?;
         // Other users must reach the socket directory inside it.
-        fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755))
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755))
             .map_err(io_error("chmod temp dir"))?;
         if let Some((uid, gid)) = run_as {
-            chown_tree(&dir.path, uid, gid)?;
+            chown_tree(dir.path(), uid, gid)?;
         }
-        let data = dir.path.join("data");
-        let initdb_log = dir.path.join("initdb.log");
+        let data = dir.path().join("data");
+        let initdb_log = dir.path().join("initdb.log");
         let output = command_as(&bin_dir.join("initdb"), run_as)
             .arg("-D")
             .arg(&data)
@@ -846,7 +829,7 @@ impl PostgresServer {
         }
         let mut last_error = None;
         for _ in 0..3 {
-            match PostgresServer::try_run(&bin_dir, run_as, &dir.path, &data) {
+            match PostgresServer::try_run(&bin_dir, run_as, dir.path(), &data) {
                 Ok((child, port)) => {
                     return Ok(PostgresServer {
                         child,

@@ -640,7 +640,11 @@ async fn workers_probe_the_endgame_tables_they_are_given() {
         Some(Value::Loss),
         "black, after 11x18"
     );
-    let dir = std::env::temp_dir().join(format!("draughts-analysis-bb-{}", std::process::id()));
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-analysis-bb-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().to_path_buf();
     tables.write_dir(&dir).unwrap();
 
     let request = pb::AnalyzePositionRequest {
@@ -675,6 +679,7 @@ async fn workers_probe_the_endgame_tables_they_are_given() {
         scores.push(score);
         server.stop().await;
     }
+    // Removed: the background build below starts from nothing there.
     std::fs::remove_dir_all(&dir).unwrap();
     // A table win scores BITBASE_WIN plus the evaluation, clamped to 2,000 either way.
     let won = draughts_ai::search::BITBASE_WIN - 2_000;
@@ -725,5 +730,4 @@ async fn workers_probe_the_endgame_tables_they_are_given() {
     config.workers.analysis_bitbases_build = "english:3,chess:4".into();
     let err = config.workers.worker().unwrap_err();
     assert!(err.to_string().contains("analysis-bitbases-build"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -994,9 +994,11 @@ async fn accounts_on_redis_and_postgres() {
 /// file: a restart signs nobody out, and the file is private to its owner.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_survive_a_restart_of_the_default_install() {
-    let dir = std::env::temp_dir().join(format!("draughts-accounts-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("platform.sqlite3");
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-accounts-")
+        .tempdir()
+        .unwrap();
+    let file = tmp.path().join("platform.sqlite3");
     let url = format!("sqlite://{}?mode=rwc", file.display());
     let default_install = || {
         let mut config = config("memory://", &url);
@@ -1033,5 +1035,4 @@ async fn sessions_survive_a_restart_of_the_default_install() {
         .await
         .unwrap();
     second.shut_down().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -105,9 +105,11 @@ async fn the_reference_is_served_without_a_web_client() {
 
 #[tokio::test]
 async fn the_built_in_reference_wins_over_a_web_client_s_file() {
-    let dir = std::env::temp_dir().join(format!("draughtsd-reference-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("draughtsd-reference-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     std::fs::write(
         dir.join("index.html"),
         "<!doctype html><title>board</title>",
@@ -115,7 +117,7 @@ async fn the_built_in_reference_wins_over_a_web_client_s_file() {
     .unwrap();
     std::fs::write(dir.join("api-reference.md"), "# a stale copy").unwrap();
     let mut config = Config::for_tests("memory://", "sqlite::memory:");
-    config.web_dir = Some(dir.clone());
+    config.web_dir = Some(dir.to_path_buf());
     config.no_web = false;
     let (addr, stop, server) = start(config).await;
     check_served(addr).await;
@@ -125,5 +127,4 @@ async fn the_built_in_reference_wins_over_a_web_client_s_file() {
     assert_eq!(body, "<!doctype html><title>board</title>");
     let _ = stop.send(());
     server.await.unwrap().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,17 +1,19 @@
 //! The web client's files on the gRPC port: `GET`/`HEAD` get the files of `--web-dir` (gzip siblings
 //! to browsers that accept gzip), gRPC-Web and gRPC calls on the same port are unaffected.
 
-use std::path::PathBuf;
-
 use clap::Parser;
 use draughts_proto::pb;
 use draughtsd::Config;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// A folder with a small built client: index.html, a script and its gzip sibling.
-fn web_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("draughtsd-web-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// A folder with a small built client: index.html, a script and its gzip sibling (a temporary
+/// directory, removed when the returned value is dropped).
+fn web_dir(name: &str) -> tempfile::TempDir {
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("draughtsd-web-{name}-"))
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     std::fs::create_dir_all(dir.join("assets")).unwrap();
     std::fs::write(
         dir.join("index.html"),
@@ -21,7 +23,7 @@ fn web_dir(name: &str) -> PathBuf {
     std::fs::write(dir.join("assets/app.js"), "console.log('plain');").unwrap();
     // Not real gzip: the test only checks which of the two files is sent.
     std::fs::write(dir.join("assets/app.js.gz"), "GZIPPED").unwrap();
-    dir
+    tmp
 }
 
 async fn raw(addr: std::net::SocketAddr, request: &[u8]) -> String {
@@ -43,7 +45,8 @@ async fn get(addr: std::net::SocketAddr, path: &str, extra: &str) -> String {
 
 #[tokio::test]
 async fn serves_the_client_and_the_api_on_one_port() {
-    let dir = web_dir("serve");
+    let site = web_dir("serve");
+    let dir = site.path().to_path_buf();
     let mut config = Config::for_tests("memory://", "sqlite::memory:");
     config.web_dir = Some(dir.clone());
     config.no_web = false;
@@ -135,12 +138,12 @@ async fn serves_the_client_and_the_api_on_one_port() {
 
     let _ = tx.send(());
     server.await.unwrap().unwrap();
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn web_dir_settings() {
-    let dir = web_dir("settings");
+    let site = web_dir("settings");
+    let dir = site.path().to_path_buf();
     let config = Config::try_parse_from(["draughtsd", "--web-dir", dir.to_str().unwrap()]).unwrap();
     assert_eq!(config.web_files(), Some(dir.clone()));
     let config = Config::try_parse_from(["draughtsd", "--no-web"]).unwrap();
@@ -153,5 +156,4 @@ fn web_dir_settings() {
     let err = config.validate().unwrap_err().to_string();
     assert!(err.contains("web-dir"), "{err}");
     assert!(Config::try_parse_from(["draughtsd", "--no-web", "--web-dir", "x"]).is_err());
-    let _ = std::fs::remove_dir_all(dir);
 }

@@ -5,7 +5,6 @@
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpStream};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +18,7 @@ use draughts_store::{Database, LiveStore, RedisStore};
 /// A `redis-server` with an append-only file (fsync on every write) that can be stopped and started
 /// again on the same port and data directory. Killed and removed on drop.
 struct PersistentRedis {
-    dir: PathBuf,
+    dir: tempfile::TempDir,
     port: u16,
     child: Option<Child>,
 }
@@ -37,12 +36,10 @@ fn ping(port: u16) -> bool {
 
 impl PersistentRedis {
     fn start() -> PersistentRedis {
-        let dir = std::env::temp_dir().join(format!(
-            "draughts-ratings-redis-{}-{}",
-            std::process::id(),
-            draughts_store::now_unix_ms()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("draughts-ratings-redis-")
+            .tempdir()
+            .unwrap();
         let mut redis = PersistentRedis {
             dir,
             port: draughts_testkit::free_port().unwrap(),
@@ -59,7 +56,7 @@ impl PersistentRedis {
             .arg("--port")
             .arg(self.port.to_string())
             .arg("--dir")
-            .arg(&self.dir)
+            .arg(self.dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -90,12 +87,12 @@ impl PersistentRedis {
 }
 
 impl Drop for PersistentRedis {
+    /// The server writes into the directory: killed here, before the directory (a field) is removed.
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -333,13 +333,11 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn embedded_memory_and_sqlite() {
-    let dir = std::env::temp_dir().join(format!(
-        "draughts-ratings-suite-{}-{}",
-        std::process::id(),
-        draughts_store::now_unix_ms()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let dir_for_checks = dir.clone();
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-ratings-suite-")
+        .tempdir()
+        .unwrap();
+    let dir_for_checks = tmp.path().to_path_buf();
     run_all("embedded", move |name| {
         let path = dir_for_checks.join(format!("{name}.db"));
         async move {
@@ -352,7 +350,6 @@ async fn embedded_memory_and_sqlite() {
         }
     })
     .await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -143,11 +143,15 @@ async fn results_per_second_from_the_stream() {
         .unwrap();
     measure("redis+postgres", live, db, n).await;
 
-    let dir = std::env::temp_dir().join(format!("draughts-ratings-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let db = Database::connect(&format!("sqlite://{}/bench.db?mode=rwc", dir.display()))
-        .await
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-ratings-bench-")
+        .tempdir()
         .unwrap();
+    let db = Database::connect(&format!(
+        "sqlite://{}/bench.db?mode=rwc",
+        tmp.path().display()
+    ))
+    .await
+    .unwrap();
     measure("memory+sqlite", Arc::new(MemoryStore::new()), db, n).await;
-    let _ = std::fs::remove_dir_all(&dir);
 }

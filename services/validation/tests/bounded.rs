@@ -398,10 +398,11 @@ async fn check_finished_game_reads(ch: &Channel, id: &str, black: &str) {
 
 #[tokio::test]
 async fn embedded_restart_reads_finished_games_from_the_sqlite_file() {
-    let dir = std::env::temp_dir().join(format!("draughts-bounded-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("games.sqlite3");
-    let _ = std::fs::remove_file(&file);
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-bounded-")
+        .tempdir()
+        .unwrap();
+    let file = tmp.path().join("games.sqlite3");
     let mut c = config();
     c.backends.database_url = format!("sqlite://{}?mode=rwc", file.display());
     let server = start(c.clone()).await;
@@ -433,7 +434,6 @@ async fn embedded_restart_reads_finished_games_from_the_sqlite_file() {
     let ch = server.channel().await;
     check_finished_game_reads(&ch, &id, &b.id).await;
     server.stop().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]

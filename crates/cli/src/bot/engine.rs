@@ -376,8 +376,11 @@ mod tests {
     /// script that records what it is sent: the bridge recognises it and speaks its syntax.
     #[tokio::test]
     async fn first_syntax_engines_are_driven_in_theirs() {
-        let dir = std::env::temp_dir().join(format!("draughts-first-hub-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("draughts-first-hub-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
         let d = dir.display();
         let script = format!(
             "while read -r line; do\n  case \"$line\" in\n    hub) echo 'name Scan 2.0'; echo 'author Fabien Letouzey'; echo wait;;\n    init) echo ready;;\n    new) echo new > {d}/new;;\n    pos*) echo \"$line\" > {d}/pos;;\n    time*) echo \"$line\" > {d}/time;;\n    go) echo 'info 5 4.0 -12 100 0.01 1.0 32-28'; echo 'move 32-28 19-23';;\n    quit) exit 0;;\n  esac\ndone\n"
@@ -417,6 +420,5 @@ mod tests {
             HubEngine::start(&command, Some(Variant::English)).await,
             Err(EngineError::Variant(_))
         ));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

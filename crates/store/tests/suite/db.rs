@@ -52,9 +52,11 @@ async fn sqlite_memory() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_file() {
-    let dir = std::env::temp_dir().join(format!("draughts-store-sqlite-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let dir_for_checks = dir.clone();
+    let tmp = tempfile::Builder::new()
+        .prefix("draughts-store-sqlite-")
+        .tempdir()
+        .unwrap();
+    let dir_for_checks = tmp.path().to_path_buf();
     run_all("sqlite_file", move |name| {
         let path = dir_for_checks.join(format!("{name}.db"));
         async move {
@@ -64,7 +66,6 @@ async fn sqlite_file() {
         }
     })
     .await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
