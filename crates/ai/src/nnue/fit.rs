@@ -117,10 +117,11 @@ impl Layout {
     }
 }
 
-/// One sample ready for the model: both perspectives' features (the side to move's first) and the target.
+/// One sample ready for the model: its piece sets (the features are made from them at each pass, which
+/// costs little beside the pass and keeps a sample at 32 bytes) and the target.
 struct Input {
-    own: Vec<u16>,
-    other: Vec<u16>,
+    sets: Sets,
+    white_to_move: bool,
     target: f32,
 }
 
@@ -149,38 +150,37 @@ impl Scratch {
     }
 }
 
-/// The model's inputs of a sample (the feature tables come from `net`, any network of the board).
-fn input(net: &Network, s: &Sample, k: f64, result_weight: f32, scratch: &mut Scratch) -> Input {
-    let sets = Sets {
-        white: s.white as u64,
-        black: s.black as u64,
-        kings: s.kings as u64,
-    };
-    let (me, them) = if s.white_to_move {
-        (Color::White, Color::Black)
-    } else {
-        (Color::Black, Color::White)
-    };
-    net.features(sets, me, &mut scratch.own);
-    net.features(sets, them, &mut scratch.other);
+/// The model's input of a sample.
+fn input(s: &Sample, k: f64, result_weight: f32) -> Input {
     let rw = f64::from(result_weight);
     let white = rw * f64::from(s.result) / 2.0 + (1.0 - rw) * sigmoid(k * f64::from(s.score));
     let target = if s.white_to_move { white } else { 1.0 - white };
     Input {
-        own: scratch.own.iter().map(|&f| f as u16).collect(),
-        other: scratch.other.iter().map(|&f| f as u16).collect(),
+        sets: Sets {
+            white: s.white as u64,
+            black: s.black as u64,
+            kings: s.kings as u64,
+        },
+        white_to_move: s.white_to_move,
         target: target as f32,
     }
 }
 
-/// The float model's output (units of 100 centi-men), leaving the activations in `sc`.
-fn forward(p: &[f32], ly: &Layout, inp: &Input, sc: &mut Scratch) -> f32 {
+/// The float model's output (units of 100 centi-men), leaving the features (both perspectives', the
+/// side to move's first, from `tables`, any network of the board) and the activations in `sc`.
+fn forward(p: &[f32], ly: &Layout, tables: &Network, inp: &Input, sc: &mut Scratch) -> f32 {
     let h = ly.h;
-    for (side, feats) in [&inp.own, &inp.other].into_iter().enumerate() {
+    let (me, them) = if inp.white_to_move {
+        (Color::White, Color::Black)
+    } else {
+        (Color::Black, Color::White)
+    };
+    tables.features(inp.sets, me, &mut sc.own);
+    tables.features(inp.sets, them, &mut sc.other);
+    for (side, feats) in [&sc.own, &sc.other].into_iter().enumerate() {
         let a = &mut sc.a[side * h..(side + 1) * h];
         a.copy_from_slice(&p[ly.b1..ly.b1 + h]);
         for &f in feats {
-            let f = usize::from(f);
             for (ai, w) in a.iter_mut().zip(&p[f * h..(f + 1) * h]) {
                 *ai += w;
             }
@@ -200,9 +200,17 @@ fn forward(p: &[f32], ly: &Layout, inp: &Input, sc: &mut Scratch) -> f32 {
 }
 
 /// Adds the gradient of the loss of one sample to `g`; returns its loss.
-fn backward(p: &[f32], ly: &Layout, inp: &Input, k: f32, sc: &mut Scratch, g: &mut [f32]) -> f64 {
+fn backward(
+    p: &[f32],
+    ly: &Layout,
+    tables: &Network,
+    inp: &Input,
+    k: f32,
+    sc: &mut Scratch,
+    g: &mut [f32],
+) -> f64 {
     let h = ly.h;
-    let out = forward(p, ly, inp, sc);
+    let out = forward(p, ly, tables, inp, sc);
     let cm = out * super::OUTPUT_CM as f32;
     let pred = sigmoid(f64::from(k * cm));
     let loss = log_loss(pred, f64::from(inp.target));
@@ -236,13 +244,12 @@ fn backward(p: &[f32], ly: &Layout, inp: &Input, k: f32, sc: &mut Scratch, g: &m
             sc.g_a[i] = 0.0;
         }
     }
-    for (side, feats) in [&inp.own, &inp.other].into_iter().enumerate() {
+    for (side, feats) in [&sc.own, &sc.other].into_iter().enumerate() {
         let ga = &sc.g_a[side * h..(side + 1) * h];
         for (gb, v) in g[ly.b1..ly.b1 + h].iter_mut().zip(ga) {
             *gb += v;
         }
         for &f in feats {
-            let f = usize::from(f);
             for (gw, v) in g[f * h..(f + 1) * h].iter_mut().zip(ga) {
                 *gw += v;
             }
@@ -252,7 +259,14 @@ fn backward(p: &[f32], ly: &Layout, inp: &Input, k: f32, sc: &mut Scratch, g: &m
 }
 
 /// The mean loss of the float model over `inputs` (in [`SHARDS`] parts summed in order).
-fn mean_loss(p: &[f32], ly: &Layout, inputs: &[Input], k: f32, threads: usize) -> f64 {
+fn mean_loss(
+    p: &[f32],
+    ly: &Layout,
+    tables: &Network,
+    inputs: &[Input],
+    k: f32,
+    threads: usize,
+) -> f64 {
     if inputs.is_empty() {
         return 0.0;
     }
@@ -262,7 +276,7 @@ fn mean_loss(p: &[f32], ly: &Layout, inputs: &[Input], k: f32, threads: usize) -
         inputs[range]
             .iter()
             .map(|inp| {
-                let out = forward(p, ly, inp, &mut sc) * super::OUTPUT_CM as f32;
+                let out = forward(p, ly, tables, inp, &mut sc) * super::OUTPUT_CM as f32;
                 log_loss(sigmoid(f64::from(k * out)), f64::from(inp.target))
             })
             .sum::<f64>()
@@ -376,17 +390,21 @@ pub fn fit(
         ..crate::train::FitConfig::default()
     };
     let (order, n_valid, validation_games) = validation_split(samples, &split_cfg, &mut rng);
-    let train_samples: Vec<Sample> = order[n_valid..].iter().map(|&i| samples[i]).collect();
+    let k = fit_k(
+        &order[n_valid..]
+            .iter()
+            .map(|&i| samples[i])
+            .collect::<Vec<Sample>>(),
+    );
     let valid_samples: Vec<Sample> = order[..n_valid].iter().map(|&i| samples[i]).collect();
-    let k = fit_k(&train_samples);
-    let mut sc = Scratch::new(&ly);
-    let make = |s: &[Sample], sc: &mut Scratch| -> Vec<Input> {
-        s.iter()
-            .map(|s| input(&tables, s, k, cfg.result_weight, sc))
+    let make = |at: &[usize]| -> Vec<Input> {
+        at.iter()
+            .map(|&i| input(&samples[i], k, cfg.result_weight))
             .collect()
     };
-    let train = make(&train_samples, &mut sc);
-    let valid = make(&valid_samples, &mut sc);
+    let train = make(&order[n_valid..]);
+    let valid = make(&order[..n_valid]);
+    drop(order);
     let search_loss = if valid.is_empty() {
         0.0
     } else {
@@ -414,7 +432,7 @@ pub fn fit(
     let mut perm: Vec<usize> = (0..train.len()).collect();
     let kf = k as f32;
     let mut grad = vec![0.0f32; ly.len];
-    let mut validation_loss = mean_loss(&p, &ly, &valid, kf, cfg.threads);
+    let mut validation_loss = mean_loss(&p, &ly, &tables, &valid, kf, cfg.threads);
     for epoch in 1..=cfg.epochs {
         crate::train::shuffle(&mut perm, &mut rng);
         let mut loss_sum = 0.0f64;
@@ -428,7 +446,7 @@ pub fn fit(
                 let mut sc = Scratch::new(&ly);
                 let loss: f64 = idx[range]
                     .iter()
-                    .map(|&i| backward(&p, &ly, &train[i], kf, &mut sc, &mut g))
+                    .map(|&i| backward(&p, &ly, &tables, &train[i], kf, &mut sc, &mut g))
                     .sum();
                 (g, loss)
             });
@@ -474,7 +492,7 @@ pub fn fit(
                 });
             }
         }
-        validation_loss = mean_loss(&p, &ly, &valid, kf, cfg.threads);
+        validation_loss = mean_loss(&p, &ly, &tables, &valid, kf, cfg.threads);
         progress(&NnueProgress {
             epoch,
             epochs: cfg.epochs,
