@@ -984,6 +984,18 @@ describe("accounts", () => {
       assert.equal(await page.isDisabled("[data-testid=lb-next]"), true, "the last page");
       await page.click("[data-testid=lb-prev]");
       await page.waitForFunction(() => document.querySelector("[data-testid=lb-entry] td")?.textContent === "1");
+      assert.equal(await page.$("[data-testid=lb-bot]"), null, "people are not marked as BOTs");
+      // The BOTs' leaderboard of the same category: neither player is a BOT, so nobody (the server
+      // filters: the people's page above holds both); the page size is kept; back to the people's.
+      await page.selectOption("[data-testid=lb-kind]", "bots");
+      await page.waitForURL(/#\/leaderboard\/english\/any-speed\?size=1&try=\d+&bots=1$/);
+      await page.waitForSelector("[data-testid=leaderboard][data-bots=true] [data-testid=lb-state][data-loaded=true]");
+      assert.equal(await page.getAttribute("[data-testid=lb-state]", "data-entries"), "0");
+      assert.equal(await page.textContent("[data-testid=lb-state]"), "No BOT has an established rating here yet.");
+      await page.selectOption("[data-testid=lb-kind]", "people");
+      await page.waitForURL(/#\/leaderboard\/english\/any-speed\?size=1&try=\d+$/);
+      await page.waitForSelector("[data-testid=leaderboard][data-bots=false] [data-testid=lb-state][data-loaded=true]");
+      assert.equal((await entry()).player, ann.id);
       // The winner's profile: ranked #1 (established), and the game page shows the rating with no "?".
       await page.click("[data-testid=lb-player]");
       await page.waitForSelector("[data-testid=profile][data-loaded=true]");

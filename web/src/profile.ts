@@ -259,7 +259,7 @@ export function profilePage(root: HTMLElement, playerId: string): () => void {
   };
 }
 
-/** #/leaderboard[/VARIANT[/SPEED]] */
+/** #/leaderboard[/VARIANT[/SPEED]][?bots=1] (the people's leaderboard, or with `bots=1` the BOTs'). */
 export function leaderboardPage(root: HTMLElement, variantArg?: string, speedArg?: string): () => void {
   let closed = false;
   const v = VARIANTS.find((x) => x.key === variantArg) ?? VARIANTS[0];
@@ -268,12 +268,27 @@ export function leaderboardPage(root: HTMLElement, variantArg?: string, speedArg
   const category = create(RatingCategorySchema, { variant: v.variant, speed });
   // 25 a page; `?size=N` asks for another size (1 to 200, the API's bound).
   const PAGE = Math.min(Math.max(Number(hashQuery().get("size")) || 25, 1), 200);
+  // The people's leaderboard or the BOTs' (the server's mark; ranks count within the one shown).
+  const bots = hashQuery().get("bots") === "1";
   const tokens: string[] = [""];
   let page = 0;
 
   const variantSel = h("select", { "data-testid": "lb-variant" }, ...VARIANTS.map((x) => h("option", { value: x.key, selected: x.key === v.key }, x.label)));
   const speedSel = h("select", { "data-testid": "lb-speed" }, ...SPEEDS.map(([s, k]) => h("option", { value: k.replace(" ", "-"), selected: s === speed }, speedText(k.replace(" ", "-")))));
-  const go = () => (location.hash = `#/leaderboard/${variantSel.value}/${speedSel.value}${location.hash.includes("?") ? "?" + location.hash.split("?")[1] : ""}`);
+  const kindSel = h(
+    "select",
+    { "data-testid": "lb-kind" },
+    h("option", { value: "people", selected: !bots }, t("profile.people")),
+    h("option", { value: "bots", selected: bots }, t("profile.bots")),
+  );
+  const go = () => {
+    const q = hashQuery();
+    if (kindSel.value === "bots") q.set("bots", "1");
+    else q.delete("bots");
+    const qs = q.toString();
+    location.hash = `#/leaderboard/${variantSel.value}/${speedSel.value}${qs ? "?" + qs : ""}`;
+  };
+  kindSel.addEventListener("change", go);
   variantSel.addEventListener("change", () => {
     // A variant rated per speed class starts at blitz; the others at their single rating.
     const nv = VARIANTS.find((x) => x.key === variantSel.value);
@@ -288,9 +303,9 @@ export function leaderboardPage(root: HTMLElement, variantArg?: string, speedArg
   root.replaceChildren(
     h(
       "div",
-      { class: "leaderboard", "data-testid": "leaderboard", "data-category": `${v.key}/${speedKey(speed)}` },
+      { class: "leaderboard", "data-testid": "leaderboard", "data-category": `${v.key}/${speedKey(speed)}`, "data-bots": String(bots) },
       h("h2", {}, t("nav.leaderboard")),
-      h("div", { class: "row" }, variantSel, speedSel),
+      h("div", { class: "row" }, kindSel, variantSel, speedSel),
       h("p", { class: "hint" }, t("profile.establishedOnly")),
       h("table", { class: "ratings" }, h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, t("profile.player")), h("th", {}, t("profile.rating")), h("th", {}, t("profile.games")), h("th", {}, t("profile.wdl")))), table),
       state,
@@ -302,7 +317,7 @@ export function leaderboardPage(root: HTMLElement, variantArg?: string, speedArg
     state.textContent = t("common.loading");
     try {
       const me = await ensureIdentity();
-      const r = await retrying(() => ratings.leaderboard({ category, pageSize: PAGE, pageToken: tokens[p] }, bearer(me)));
+      const r = await retrying(() => ratings.leaderboard({ category, pageSize: PAGE, pageToken: tokens[p], bots }, bearer(me)));
       if (closed) return;
       page = p;
       tokens[p + 1] = r.nextPageToken;
@@ -318,14 +333,14 @@ export function leaderboardPage(root: HTMLElement, variantArg?: string, speedArg
             "tr",
             { "data-testid": "lb-entry", "data-player": rt.playerId, class: rt.playerId === me.id ? "me" : "" },
             h("td", {}, String(e.rank)),
-            h("td", {}, link),
+            h("td", {}, link, e.bot ? h("span", { class: "badge bot", "data-testid": "lb-bot" }, t("game.bot")) : ""),
             h("td", {}, h("b", {}, String(Math.round(rt.rating))), ` ±${Math.round(rt.deviation)}`),
             h("td", {}, String(rt.games)),
             h("td", {}, `${rt.wins} / ${rt.draws} / ${rt.losses}`),
           );
         }),
       );
-      state.textContent = r.entries.length ? t("profile.page", { n: p + 1 }) : p === 0 ? t("profile.nobody") : t("profile.noMore");
+      state.textContent = r.entries.length ? t("profile.page", { n: p + 1 }) : p === 0 ? t(bots ? "profile.nobodyBots" : "profile.nobody") : t("profile.noMore");
       state.dataset.loaded = "true";
       state.dataset.entries = String(r.entries.length);
     } catch (e) {
