@@ -569,18 +569,17 @@ pub fn shipped(variant: Variant) -> Option<Arc<LearnedWeights>> {
 }
 
 /// The network the repository ships as a variant's default evaluation (`crates/ai/data/nnue/`), decoded
-/// once; `None` where the variant plays its learned weights. International plays round twenty-six's
-/// network (docs/ai.md "Round twenty-six": eight seed shards of round twenty-three's recipe, four times
-/// its data, +60 +/- 25 Elo over round twenty-five's network at equal nodes; 49.2% (47.2-51.3%) against
-/// Scan 2.0 at 0.1 s a move over 400 games, where round twenty-five's scored 47.0% and the learned
-/// weights 35.8%).
+/// once; `None` where the variant plays its learned weights. International plays round twenty-seven's
+/// network (docs/ai.md "Round twenty-seven": round twenty-six's network fitted on for two epochs on eight
+/// new seed shards, +17 +/- 24 Elo over it at equal nodes; 50.0% (47.9-52.1%) against Scan 2.0 at 0.1 s a move over
+/// 400 games, where round twenty-six's scored 49.2% and the learned weights 35.8%).
 pub fn shipped_network(variant: Variant) -> Option<Arc<Network>> {
     static INTERNATIONAL: OnceLock<Arc<Network>> = OnceLock::new();
     match variant {
         Variant::International => Some(
             INTERNATIONAL
                 .get_or_init(|| {
-                    let bytes = include_bytes!("../data/nnue/international-r26.nnue");
+                    let bytes = include_bytes!("../data/nnue/international-r27.nnue");
                     Arc::new(
                         Network::from_bytes(variant, bytes).expect("the shipped network decodes"),
                     )
