@@ -304,10 +304,9 @@ fn material_samples(n: usize, seed: u64) -> Vec<Sample> {
         .collect()
 }
 
-#[test]
-fn the_fit_is_seeded_threads_change_nothing_and_it_learns() {
-    let samples = material_samples(3000, 2);
-    let cfg = NnueFitConfig {
+/// The small fit the trainer's tests run: six epochs of a 32 x 8 network at a large step, one thread.
+fn small_fit() -> NnueFitConfig {
+    NnueFitConfig {
         hidden: 32,
         layer2: 8,
         epochs: 6,
@@ -316,7 +315,13 @@ fn the_fit_is_seeded_threads_change_nothing_and_it_learns() {
         seed: 5,
         threads: 1,
         ..NnueFitConfig::default()
-    };
+    }
+}
+
+#[test]
+fn the_fit_is_seeded_threads_change_nothing_and_it_learns() {
+    let samples = material_samples(3000, 2);
+    let cfg = small_fit();
     let mut lines = Vec::new();
     let (a, ra) = fit(Variant::International, &samples, &cfg, |p| {
         lines.push(p.clone())
@@ -433,15 +438,7 @@ fn a_fit_goes_on_from_a_network() {
         assert_eq!(again.to_bytes(), net.to_bytes());
     }
     let samples = material_samples(3000, 2);
-    let cfg = NnueFitConfig {
-        hidden: 32,
-        layer2: 8,
-        epochs: 6,
-        batch: 128,
-        learning_rate: 1e-2,
-        seed: 5,
-        ..NnueFitConfig::default()
-    };
+    let cfg = small_fit();
     let (trained, _) = fit(Variant::International, &samples, &cfg, |_| {}).unwrap();
     let go_on = NnueFitConfig {
         init: Some(trained.to_float()),
