@@ -506,16 +506,10 @@ pub fn fit(
     let quantised_validation_loss = if valid.is_empty() {
         0.0
     } else {
-        valid_samples
+        valid
             .iter()
-            .zip(&valid)
-            .map(|(s, inp)| {
-                let sets = Sets {
-                    white: s.white as u64,
-                    black: s.black as u64,
-                    kings: s.kings as u64,
-                };
-                let cm = net.evaluate(sets, s.white_to_move);
+            .map(|inp| {
+                let cm = net.evaluate(inp.sets, inp.white_to_move);
                 log_loss(sigmoid(k * f64::from(cm)), f64::from(inp.target))
             })
             .sum::<f64>()
