@@ -6,6 +6,7 @@
 //! `serve` adds what every service needs: gRPC health (for Kubernetes probes), reflection (v1 and
 //! v1alpha), the `Diagnostics` echo, gRPC-Web with CORS for browsers, a request timeout, a concurrency
 //! limit, per-RPC metrics and trace-context extraction, and graceful shutdown that drains in-flight calls.
+//! [`upstream`] is the one way a service calls another: its channel and the reading of its answers.
 
 pub mod admission;
 pub mod config;
@@ -15,6 +16,7 @@ pub mod listen;
 pub mod propagation;
 pub mod serve;
 pub mod telemetry;
+pub mod upstream;
 pub mod web;
 
 pub use config::{BackendConfig, ConfigError, ConnectionLimits, ServerConfig, TelemetryConfig};

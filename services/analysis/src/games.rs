@@ -6,7 +6,9 @@ use std::fmt;
 
 use async_trait::async_trait;
 use draughts_proto::{convert, pb};
-use tonic::transport::{Channel, Endpoint};
+use draughts_runtime::ConfigError;
+use draughts_runtime::upstream;
+use tonic::transport::Channel;
 
 use crate::contract::Line;
 use crate::engine;
@@ -26,14 +28,15 @@ pub struct GrpcGames {
 }
 
 impl GrpcGames {
-    /// A lazily connected client of `url` (`http://host:port`); `None`: no Games service.
-    pub fn new(url: Option<&str>) -> Result<GrpcGames, String> {
+    /// A lazily connected client of `url` (`http://host:port`; each call bounded by
+    /// [`upstream::CALL_TIMEOUT`]); `None`: no Games service.
+    pub fn new(url: Option<&str>) -> Result<GrpcGames, ConfigError> {
         let channel = match url {
-            Some(url) => Some(
-                Endpoint::from_shared(url.to_owned())
-                    .map_err(|e| format!("games-url {url:?}: {e}"))?
-                    .connect_lazy(),
-            ),
+            Some(url) => Some(upstream::channel(
+                "--analysis-games-url",
+                url,
+                Some(upstream::CALL_TIMEOUT),
+            )?),
             None => None,
         };
         Ok(GrpcGames { channel })

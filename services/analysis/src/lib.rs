@@ -192,7 +192,7 @@ impl AnalysisConfig {
             (1..=1_000_000_000).contains(&self.analysis_bulk_nodes_per_ply),
             "analysis-bulk-nodes-per-ply must be from 1 to 1000000000",
         )?;
-        games::GrpcGames::new(self.analysis_games_url.as_deref()).map_err(ConfigError)?;
+        games::GrpcGames::new(self.analysis_games_url.as_deref())?;
         self.quotas.validate()
     }
 
@@ -454,8 +454,7 @@ impl Analysis {
     ) -> Result<Analysis, StartError> {
         config.validate()?;
         let queue = Queue::new(live.clone(), config.queue()).await?;
-        let games =
-            games::GrpcGames::new(config.analysis_games_url.as_deref()).map_err(ConfigError)?;
+        let games = games::GrpcGames::new(config.analysis_games_url.as_deref())?;
         Ok(Analysis {
             core: AnalysisCore {
                 queue,

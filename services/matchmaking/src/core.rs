@@ -772,8 +772,8 @@ impl Matchmaker {
                 black: black.player.id.to_string(),
             })
             .await;
-        if let Err(MatchmakingError::Upstream { kind, .. }) = &created
-            && *kind == draughts_proto::ErrorKind::FailedPrecondition
+        if let Err(MatchmakingError::Upstream(refused)) = &created
+            && refused.kind() == draughts_proto::ErrorKind::FailedPrecondition
         {
             // Games will not seat these two together (one blocks the other): both wait on, and
             // waves pair them with others for a while. Neither is told why.

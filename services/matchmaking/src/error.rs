@@ -1,6 +1,7 @@
 //! The service's one error enum; its kinds go through the one status table in `draughts_proto`.
 
 use draughts_proto::{ErrorKind, ServiceError};
+use draughts_runtime::upstream::UpstreamError;
 use draughts_store::StoreError;
 
 /// Why a matchmaking operation failed.
@@ -21,16 +22,11 @@ pub enum MatchmakingError {
     Store(StoreError),
     #[error("stored matchmaking state: {0}")]
     Corrupt(String),
-    /// An answer of another service (Games, Ratings), with its kind, client-facing message and the
-    /// reason it named (forwarded, so a client words a refusal of Games met through Accept itself).
-    #[error("{message}")]
-    Upstream {
-        kind: ErrorKind,
-        message: String,
-        reason: Option<draughts_proto::pb::ErrorReason>,
-    },
-    #[error("{0} is unreachable")]
-    Unreachable(&'static str),
+    /// What another service (Games, Ratings) answered instead of a result: its refusal forwarded with
+    /// the reason it named (so a client words a refusal of Games met through Accept itself), or that
+    /// it could not be reached.
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
 }
 
 pub type MatchmakingResult<T> = Result<T, MatchmakingError>;
@@ -66,14 +62,13 @@ impl ServiceError for MatchmakingError {
             MatchmakingError::Conflict => ErrorKind::Conflict,
             MatchmakingError::Store(e) => e.code().into(),
             MatchmakingError::Corrupt(_) => ErrorKind::Internal,
-            MatchmakingError::Upstream { kind, .. } => *kind,
-            MatchmakingError::Unreachable(_) => ErrorKind::Unavailable,
+            MatchmakingError::Upstream(e) => e.kind(),
         }
     }
 
     fn reason(&self) -> Option<draughts_proto::pb::ErrorReason> {
         match self {
-            MatchmakingError::Upstream { reason, .. } => *reason,
+            MatchmakingError::Upstream(e) => e.reason(),
             _ => None,
         }
     }

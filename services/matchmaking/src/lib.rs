@@ -280,24 +280,21 @@ impl Matchmaking {
     ) -> Result<Matchmaking, StartError> {
         config.validate()?;
         let missing = |what: &str| ConfigError(format!("matchmaking needs {what}"));
-        let platform = Arc::new(
-            ports::GrpcPlatform::new(
-                config
-                    .matchmaking_games_url
-                    .as_deref()
-                    .ok_or_else(|| missing("--matchmaking-games-url"))?,
-                config
-                    .matchmaking_ratings_url
-                    .as_deref()
-                    .ok_or_else(|| missing("--matchmaking-ratings-url"))?,
-                config
-                    .matchmaking_api_key
-                    .as_deref()
-                    .ok_or_else(|| missing("--matchmaking-api-key"))?,
-                config.per_speed()?,
-            )
-            .map_err(ConfigError)?,
-        );
+        let platform = Arc::new(ports::GrpcPlatform::new(
+            config
+                .matchmaking_games_url
+                .as_deref()
+                .ok_or_else(|| missing("--matchmaking-games-url"))?,
+            config
+                .matchmaking_ratings_url
+                .as_deref()
+                .ok_or_else(|| missing("--matchmaking-ratings-url"))?,
+            config
+                .matchmaking_api_key
+                .as_deref()
+                .ok_or_else(|| missing("--matchmaking-api-key"))?,
+            config.per_speed()?,
+        )?);
         let pools = pools::pools(
             &config.matchmaking_variants,
             &config.matchmaking_time_controls,

@@ -10,10 +10,12 @@ use std::fmt;
 
 use async_trait::async_trait;
 use draughts_auth::layer::ServiceKey;
+use draughts_proto::pb;
 use draughts_proto::vocab::rating::Category;
 use draughts_proto::vocab::time::TimeControl;
-use draughts_proto::{kind_of_code, pb};
-use tonic::transport::{Channel, Endpoint};
+use draughts_runtime::ConfigError;
+use draughts_runtime::upstream::{self, UpstreamError};
+use tonic::transport::Channel;
 
 use crate::error::{MatchmakingError, MatchmakingResult};
 use crate::pools::Pool;
@@ -112,22 +114,26 @@ impl fmt::Debug for GrpcPlatform {
 }
 
 impl GrpcPlatform {
-    /// Lazily connected clients of `games_url` and `ratings_url` (`http://host:port`).
+    /// Lazily connected clients of `games_url` and `ratings_url` (`http://host:port`; every call
+    /// here is unary, so each is bounded by [`upstream::CALL_TIMEOUT`]).
     pub fn new(
         games_url: &str,
         ratings_url: &str,
         api_key: &str,
         per_speed: Vec<draughts_engine::Variant>,
-    ) -> Result<GrpcPlatform, String> {
-        let channel = |url: &str| {
-            Endpoint::from_shared(url.to_owned())
-                .map(|e| e.connect_lazy())
-                .map_err(|e| format!("{url:?}: {e}"))
-        };
+    ) -> Result<GrpcPlatform, ConfigError> {
         Ok(GrpcPlatform {
-            games: channel(games_url)?,
-            ratings: channel(ratings_url)?,
-            service_key: ServiceKey::new(api_key).map_err(|e| e.to_string())?,
+            games: upstream::channel(
+                "--matchmaking-games-url",
+                games_url,
+                Some(upstream::CALL_TIMEOUT),
+            )?,
+            ratings: upstream::channel(
+                "--matchmaking-ratings-url",
+                ratings_url,
+                Some(upstream::CALL_TIMEOUT),
+            )?,
+            service_key: ServiceKey::new(api_key)?,
             per_speed,
         })
     }
@@ -162,21 +168,9 @@ fn request<T>(message: T, authorization: Option<&str>) -> MatchmakingResult<toni
         .map_err(|status| upstream("Games", status))
 }
 
-/// A status answered by another service, as this service's error (its kind read back through the one
-/// table, its message kept: those messages are written for clients).
+/// A status answered by another service, as this service's error.
 fn upstream(service: &'static str, status: tonic::Status) -> MatchmakingError {
-    let kind = kind_of_code(status.code());
-    match kind {
-        draughts_proto::ErrorKind::Unavailable | draughts_proto::ErrorKind::Internal => {
-            tracing::warn!(service, code = ?status.code(), message = status.message(), "upstream call failed");
-            MatchmakingError::Unreachable(service)
-        }
-        _ => MatchmakingError::Upstream {
-            kind,
-            message: status.message().to_owned(),
-            reason: draughts_proto::reason_of(&status),
-        },
-    }
+    UpstreamError::from_status(service, &status).into()
 }
 
 /// The wire form of a pool's time control.

@@ -805,7 +805,7 @@ impl MatchmakingCore {
         let result = self.mm.games.accept(authorization, id, accept_key).await;
         if let Some(seek) = &listed
             && (result.is_ok()
-                || matches!(&result, Err(MatchmakingError::Upstream { kind, .. }) if *kind == draughts_proto::ErrorKind::FailedPrecondition))
+                || matches!(&result, Err(MatchmakingError::Upstream(e)) if e.kind() == draughts_proto::ErrorKind::FailedPrecondition))
         {
             self.unlist(seek).await?;
         }

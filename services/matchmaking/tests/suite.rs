@@ -17,6 +17,7 @@ use draughts_matchmaking::ports::{AgreedGame, GamesPort, PairingRating, PlayerSt
 use draughts_proto::contract::matchmaking::{self as mm, TicketState};
 use draughts_proto::ids::PlayerId;
 use draughts_proto::pb;
+use draughts_runtime::upstream::UpstreamError;
 use draughts_store::LiveStore;
 
 /// Games as the suite needs it: records created games; players may be marked as in a game or as
@@ -37,7 +38,7 @@ struct FakeGames {
 impl GamesPort for FakeGames {
     async fn create_game(&self, game: &AgreedGame) -> MatchmakingResult<()> {
         if *self.fail_creation.lock().unwrap() {
-            return Err(draughts_matchmaking::MatchmakingError::Unreachable("Games"));
+            return Err(UpstreamError::Unreachable("Games").into());
         }
         if self
             .blocked
@@ -45,11 +46,12 @@ impl GamesPort for FakeGames {
             .unwrap()
             .contains(&mm::avoid_member(&game.white, &game.black))
         {
-            return Err(draughts_matchmaking::MatchmakingError::Upstream {
+            return Err(UpstreamError::Answered {
                 kind: draughts_proto::ErrorKind::FailedPrecondition,
                 message: "not available".into(),
                 reason: None,
-            });
+            }
+            .into());
         }
         let mut created = self.created.lock().unwrap();
         if !created.iter().any(|g| g.game_id == game.game_id) {

@@ -4,11 +4,11 @@
 //! `service` scope); the one-process platform gives the games service's own function instead.
 
 use std::fmt;
-use std::time::Duration;
 
 use draughts_auth::layer::ServiceKey;
 use draughts_proto::pb;
-use tonic::transport::{Channel, Endpoint};
+use draughts_runtime::upstream;
+use tonic::transport::Channel;
 
 use crate::error::{RatingsError, RatingsResult};
 
@@ -63,12 +63,8 @@ impl GrpcFinishedFeed {
         url: &str,
         api_key: &str,
     ) -> Result<GrpcFinishedFeed, draughts_runtime::ConfigError> {
-        let endpoint = Endpoint::from_shared(url.to_owned())
-            .map_err(|e| draughts_runtime::ConfigError(format!("ratings-games-url '{url}': {e}")))?
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(30));
         Ok(GrpcFinishedFeed {
-            channel: endpoint.connect_lazy(),
+            channel: upstream::channel("--ratings-games-url", url, Some(upstream::CALL_TIMEOUT))?,
             key: ServiceKey::new(api_key)?,
         })
     }

@@ -228,24 +228,21 @@ impl Tournaments {
     ) -> Result<Tournaments, StartError> {
         config.validate()?;
         let missing = |what: &str| ConfigError(format!("tournaments needs {what}"));
-        let platform = Arc::new(
-            ports::GrpcPlatform::new(
-                config
-                    .tournaments_games_url
-                    .as_deref()
-                    .ok_or_else(|| missing("--tournaments-games-url"))?,
-                config
-                    .tournaments_ratings_url
-                    .as_deref()
-                    .ok_or_else(|| missing("--tournaments-ratings-url"))?,
-                config
-                    .tournaments_api_key
-                    .as_deref()
-                    .ok_or_else(|| missing("--tournaments-api-key"))?,
-                config.per_speed()?,
-            )
-            .map_err(ConfigError)?,
-        );
+        let platform = Arc::new(ports::GrpcPlatform::new(
+            config
+                .tournaments_games_url
+                .as_deref()
+                .ok_or_else(|| missing("--tournaments-games-url"))?,
+            config
+                .tournaments_ratings_url
+                .as_deref()
+                .ok_or_else(|| missing("--tournaments-ratings-url"))?,
+            config
+                .tournaments_api_key
+                .as_deref()
+                .ok_or_else(|| missing("--tournaments-api-key"))?,
+            config.per_speed()?,
+        )?);
         let archive = Archive::new(db).await?;
         let replica = format!("tour-{}", hex::encode(rand::random::<[u8; 6]>()));
         // The name in the scheduler leases (`tour-lease:<id>`) and the consumer group: an operator

@@ -2,6 +2,7 @@
 
 use draughts_proto::pb::ErrorReason;
 use draughts_proto::{ErrorKind, ServiceError};
+use draughts_runtime::upstream::UpstreamError;
 use draughts_store::StoreError;
 
 /// Why a tournaments operation failed.
@@ -27,11 +28,10 @@ pub enum TournamentsError {
     Store(StoreError),
     #[error("stored tournament state: {0}")]
     Corrupt(String),
-    /// An answer of another service (Games, Ratings), with its kind and client-facing message.
-    #[error("{message}")]
-    Upstream { kind: ErrorKind, message: String },
-    #[error("{0} is unreachable")]
-    Unreachable(&'static str),
+    /// What another service (Games, Ratings) answered instead of a result: its refusal (kind,
+    /// client-facing message, reason) or that it could not be reached.
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
 }
 
 pub type TournamentsResult<T> = Result<T, TournamentsError>;
@@ -68,14 +68,14 @@ impl ServiceError for TournamentsError {
             TournamentsError::Conflict => ErrorKind::Conflict,
             TournamentsError::Store(e) => e.code().into(),
             TournamentsError::Corrupt(_) => ErrorKind::Internal,
-            TournamentsError::Upstream { kind, .. } => *kind,
-            TournamentsError::Unreachable(_) => ErrorKind::Unavailable,
+            TournamentsError::Upstream(e) => e.kind(),
         }
     }
 
     fn reason(&self) -> Option<ErrorReason> {
         match self {
             TournamentsError::Refused(reason) => Some(*reason),
+            TournamentsError::Upstream(e) => e.reason(),
             _ => None,
         }
     }

@@ -949,14 +949,19 @@ impl TournamentsCore {
                 Ok(()) => {
                     created.insert(game_id);
                 }
-                Err(e @ (TournamentsError::Unreachable(_) | TournamentsError::Conflict)) => {
+                // Worth another try at the next tick: Games unreachable, busy, or racing.
+                Err(e @ TournamentsError::Conflict) => {
                     failure = Some(e);
                 }
-                Err(TournamentsError::Upstream { kind, message })
-                    if kind == draughts_proto::ErrorKind::ResourceExhausted
-                        || kind == draughts_proto::ErrorKind::Conflict =>
+                Err(TournamentsError::Upstream(e))
+                    if matches!(
+                        e.kind(),
+                        draughts_proto::ErrorKind::Unavailable
+                            | draughts_proto::ErrorKind::ResourceExhausted
+                            | draughts_proto::ErrorKind::Conflict
+                    ) =>
                 {
-                    failure = Some(TournamentsError::Upstream { kind, message });
+                    failure = Some(e.into());
                 }
                 Err(e) => {
                     tracing::warn!(tournament = %id, game = %game_id, error = %e, "Games refused a tournament game; dropped");

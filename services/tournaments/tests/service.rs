@@ -13,6 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use draughts_proto::contract::finished::{self, EndReason, FinishedV1, Player};
 use draughts_proto::pb;
+use draughts_runtime::upstream::UpstreamError;
 use draughts_store::{Database, LiveStore};
 use draughts_tournaments::ports::{GamesPort, NewGame, RatingsPort};
 use draughts_tournaments::service::{Caller, Settings, TournamentsCore};
@@ -31,7 +32,7 @@ struct FakeGames {
 impl GamesPort for FakeGames {
     async fn create_game(&self, _: &Terms, game: &NewGame) -> TournamentsResult<()> {
         if *self.fail.lock().unwrap() {
-            return Err(TournamentsError::Unreachable("Games"));
+            return Err(UpstreamError::Unreachable("Games").into());
         }
         let mut created = self.created.lock().unwrap();
         if !created.iter().any(|g| g.game_id == game.game_id) {

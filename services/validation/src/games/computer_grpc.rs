@@ -4,11 +4,9 @@
 //! class, not a player's analysis quota), each named for the person the computer plays
 //! (`x-on-behalf-of`) so that it counts against that person's rate limit, not the key's.
 
-use std::time::Duration;
-
 use draughts_auth::layer::ServiceKey;
 use draughts_proto::{convert, pb};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use super::computer::{ComputerPlayer, ComputerTurn};
 use super::service::{GamesError, GamesResult};
@@ -26,12 +24,9 @@ pub struct GrpcComputer {
 impl GrpcComputer {
     /// A lazily connected client of the analysis service at `url` (`http://host:port`).
     pub fn new(url: &str, api_key: &str) -> Result<GrpcComputer, draughts_runtime::ConfigError> {
-        let endpoint = Endpoint::from_shared(url.to_owned())
-            .map_err(|e| draughts_runtime::ConfigError(format!("analysis-url '{url}': {e}")))?
-            .connect_timeout(Duration::from_secs(5))
-            .tcp_nodelay(true);
+        // No call timeout: a move takes what the clock allows (the analysis service bounds it).
         Ok(GrpcComputer {
-            channel: endpoint.connect_lazy(),
+            channel: draughts_runtime::upstream::channel("--analysis-url", url, None)?,
             key: ServiceKey::new(api_key)?,
         })
     }
