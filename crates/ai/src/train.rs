@@ -342,10 +342,56 @@ pub struct RelabelError {
 /// The games of a data file: the sample ranges from each game-start mark to the next (the file's first
 /// sample opens its first game). `None` when no sample is marked (files written before the marks).
 pub fn games_of(samples: &[Sample]) -> Option<Vec<std::ops::Range<usize>>> {
-    samples
-        .iter()
-        .any(|s| s.game_start)
-        .then(|| game_ranges(samples))
+    let bounds = GameBounds::of(samples);
+    bounds.marked().then(|| bounds.ranges())
+}
+
+/// The games of a run of samples told one at a time (a file read in one pass, `train relabel`): the
+/// one definition of where games start, which [`games_of`] and the fit's split by game also use.
+#[derive(Clone, Debug, Default)]
+pub struct GameBounds {
+    ended: Vec<std::ops::Range<u64>>,
+    start: u64,
+    seen: u64,
+    marked: bool,
+}
+
+impl GameBounds {
+    fn of(samples: &[Sample]) -> GameBounds {
+        let mut bounds = GameBounds::default();
+        samples.iter().for_each(|s| bounds.push(s.game_start));
+        bounds
+    }
+
+    /// The next sample, marked as a game's first or not.
+    pub fn push(&mut self, game_start: bool) {
+        if game_start && self.seen > self.start {
+            self.ended.push(self.start..self.seen);
+            self.start = self.seen;
+        }
+        self.marked |= game_start;
+        self.seen += 1;
+    }
+
+    /// Whether any sample was marked (a file written before the marks has none).
+    pub fn marked(&self) -> bool {
+        self.marked
+    }
+
+    /// Every game's samples by index, the last one included; none when no sample was told.
+    pub fn into_ranges(mut self) -> Vec<std::ops::Range<u64>> {
+        if self.seen > self.start {
+            self.ended.push(self.start..self.seen);
+        }
+        self.ended
+    }
+
+    fn ranges(self) -> Vec<std::ops::Range<usize>> {
+        self.into_ranges()
+            .into_iter()
+            .map(|r| r.start as usize..r.end as usize)
+            .collect()
+    }
 }
 
 /// One game's samples scored again: each position searched by `searcher` (its evaluation and
@@ -710,18 +756,7 @@ pub(crate) fn validation_split(
 
 /// The samples of each game, by the [`Sample::game_start`] marks (the first sample always starts one).
 fn game_ranges(samples: &[Sample]) -> Vec<std::ops::Range<usize>> {
-    let mut ranges = Vec::new();
-    let mut start = 0;
-    for (i, s) in samples.iter().enumerate().skip(1) {
-        if s.game_start {
-            ranges.push(start..i);
-            start = i;
-        }
-    }
-    if !samples.is_empty() {
-        ranges.push(start..samples.len());
-    }
-    ranges
+    GameBounds::of(samples).ranges()
 }
 
 pub(crate) fn shuffle<T>(v: &mut [T], rng: &mut Rng) {
@@ -915,6 +950,24 @@ mod tests {
             })
             .collect();
         assert_eq!(games_of(&unmarked), None);
+    }
+
+    #[test]
+    fn games_start_at_each_mark_and_the_first_sample_opens_one() {
+        let bounds = |marks: &[bool]| {
+            let mut b = GameBounds::default();
+            marks.iter().for_each(|m| b.push(*m));
+            (b.marked(), b.into_ranges())
+        };
+        let (t, f) = (true, false);
+        assert_eq!(
+            bounds(&[t, f, f, t, f, t, f]),
+            (true, vec![0..3, 3..5, 5..7])
+        );
+        assert_eq!(bounds(&[f, f, t, t]), (true, vec![0..2, 2..3, 3..4]));
+        let unmarked = bounds(&[f, f]);
+        assert!(!unmarked.0 && unmarked.1.len() == 1 && unmarked.1[0] == (0..2));
+        assert_eq!(bounds(&[]), (false, vec![]));
     }
 
     /// Self-play is reproducible from the seed and keeps only quiet positions, labelled with one result.

@@ -14,7 +14,7 @@ use clap::{Args, Subcommand};
 use draughts_ai::learned::{DENSE_NAMES, LearnedWeights, Phase, WeightsError};
 use draughts_ai::nnue::{self, Network, NnueError, fit::NnueFitConfig};
 use draughts_ai::train::{
-    FitConfig, GameRecord, Keep, Sample, SelfPlay, Split, WIDE_SAMPLE_BYTES, fit, games_of,
+    FitConfig, GameBounds, GameRecord, Keep, Sample, SelfPlay, Split, WIDE_SAMPLE_BYTES, fit,
     relabel_game, sample_bytes, self_play_game,
 };
 use draughts_ai::{Evaluator, Searcher, Selectivity};
@@ -632,27 +632,18 @@ fn relabel(a: RelabelArgs) -> Result<(), CliError> {
     selectivity
         .parse_into(&a.search)
         .map_err(|e| CliError(format!("--search: {e}")))?;
-    let samples = read_samples(variant, std::slice::from_ref(&a.data))?;
-    let all = games_of(&samples).ok_or_else(|| {
-        CliError(format!(
-            "'{}' marks no game starts (written before the marks): relabel needs its games",
-            a.data.display()
-        ))
-    })?;
+    let data = GameFile::open(variant, &a.data)?;
+    let all = data.games.len();
     let first = usize::try_from(a.first_game).unwrap_or(usize::MAX);
-    if first > all.len() {
+    if first > all {
         return Err(CliError(format!(
-            "--first-game {first}: '{}' holds {} games",
-            a.data.display(),
-            all.len()
+            "--first-game {first}: '{}' holds {all} games",
+            a.data.display()
         )));
     }
-    let count = a.games.map_or(all.len() - first, |g| {
-        usize::try_from(g)
-            .unwrap_or(usize::MAX)
-            .min(all.len() - first)
+    let count = a.games.map_or(all - first, |g| {
+        usize::try_from(g).unwrap_or(usize::MAX).min(all - first)
     });
-    let games = &all[first..first + count];
     let run = GameRun {
         out: &a.out,
         progress: RunProgress::new(
@@ -672,28 +663,105 @@ fn relabel(a: RelabelArgs) -> Result<(), CliError> {
         wide: sample_bytes(variant) == WIDE_SAMPLE_BYTES,
         label: "relabel",
     };
-    let (samples, eval, selectivity, data, nodes) =
-        (&samples, &eval, &selectivity, &a.data, a.nodes);
+    let (data, eval, selectivity, nodes) = (&data, &eval, &selectivity, a.nodes);
     let t = run_games(run, || {
         let mut searcher = Searcher::new(variant);
         searcher.set_evaluator(eval.clone());
         searcher.set_selectivity(*selectivity);
+        let mut file = None;
         move |i: u64| {
-            let range = games[i as usize].clone();
-            let samples =
-                relabel_game(&mut searcher, nodes, &samples[range.clone()]).map_err(|e| {
-                    CliError(format!(
-                        "'{}', game {} (sample {}): {e}",
-                        data.display(),
-                        first as u64 + i,
-                        range.start + e.index
-                    ))
-                })?;
+            let game = first + i as usize;
+            let (start, samples) = data.game(&mut file, game)?;
+            let samples = relabel_game(&mut searcher, nodes, &samples).map_err(|e| {
+                CliError(format!(
+                    "'{}', game {game} (sample {}): {e}",
+                    data.path.display(),
+                    start + e.index as u64
+                ))
+            })?;
             Ok(GameRecord { samples, plies: 0 })
         }
     })?;
     t.print("relabelled", &a.out)?;
     Ok(())
+}
+
+/// A data file read game by game (`train relabel`): one streaming pass finds the games' bounds (and
+/// decodes every sample, so that a malformed file is refused before any search), then each game is read
+/// again from the file when a worker takes it. The run holds the games' bounds, not the file.
+struct GameFile {
+    path: PathBuf,
+    size: usize,
+    wide: bool,
+    /// Each game's samples, as indices into the file.
+    games: Vec<std::ops::Range<u64>>,
+}
+
+impl GameFile {
+    fn open(variant: Variant, path: &Path) -> Result<GameFile, CliError> {
+        let size = sample_bytes(variant);
+        let wide = size == WIDE_SAMPLE_BYTES;
+        let cannot = |e: std::io::Error| CliError(format!("cannot read '{}': {e}", path.display()));
+        let file = File::open(path).map_err(cannot)?;
+        let len = file.metadata().map_err(cannot)?.len();
+        if !len.is_multiple_of(size as u64) {
+            return Err(CliError(format!(
+                "'{}' is not a {variant} data file ({len} bytes is not a multiple of {size})",
+                path.display()
+            )));
+        }
+        let count = len / size as u64;
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+        let mut bytes = vec![0; size];
+        let mut bounds = GameBounds::default();
+        for _ in 0..count {
+            reader.read_exact(&mut bytes).map_err(cannot)?;
+            let sample = Sample::from_bytes(&bytes, wide).ok_or_else(|| {
+                CliError(format!("'{}' holds a malformed sample", path.display()))
+            })?;
+            bounds.push(sample.game_start);
+        }
+        if !bounds.marked() {
+            return Err(CliError(format!(
+                "'{}' marks no game starts (written before the marks): relabel needs its games",
+                path.display()
+            )));
+        }
+        Ok(GameFile {
+            path: path.to_owned(),
+            size,
+            wide,
+            games: bounds.into_ranges(),
+        })
+    }
+
+    /// Game `index`: its first sample's index in the file and its samples (`file`: the worker's own
+    /// handle, opened at its first read).
+    fn game(&self, file: &mut Option<File>, index: usize) -> Result<(u64, Vec<Sample>), CliError> {
+        use std::io::{Seek, SeekFrom};
+        let cannot =
+            |e: std::io::Error| CliError(format!("cannot read '{}': {e}", self.path.display()));
+        let range = self.games[index].clone();
+        let file = match file {
+            Some(f) => f,
+            None => file.insert(File::open(&self.path).map_err(cannot)?),
+        };
+        let mut bytes = vec![0; (range.end - range.start) as usize * self.size];
+        file.seek(SeekFrom::Start(range.start * self.size as u64))
+            .and_then(|_| file.read_exact(&mut bytes))
+            .map_err(cannot)?;
+        let samples = bytes
+            .chunks_exact(self.size)
+            .map(|chunk| Sample::from_bytes(chunk, self.wide))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                CliError(format!(
+                    "'{}' changed while it was read: a malformed sample in game {index}",
+                    self.path.display()
+                ))
+            })?;
+        Ok((range.start, samples))
+    }
 }
 
 /// The samples of every file, in order. A file written before the game marks (`Sample::game_start`) has

@@ -529,4 +529,16 @@ fn relabelling_resumes_and_its_shards_merge_exactly() {
         &path("x"),
     ]);
     assert!(!ok && err.contains("marks no game starts"), "{err}");
+    std::fs::write(path("cut"), &old[..old.len() - 1]).unwrap();
+    let (ok, err) = run_err(&[
+        "train",
+        "relabel",
+        "-v",
+        "english",
+        "--data",
+        &path("cut"),
+        "-o",
+        &path("y"),
+    ]);
+    assert!(!ok && err.contains("is not a english data file"), "{err}");
 }
