@@ -518,27 +518,17 @@ fn relabelling_resumes_and_its_shards_merge_exactly() {
         })
         .collect();
     std::fs::write(path("unmarked"), unmarked).unwrap();
-    let (ok, err) = run_err(&[
-        "train",
-        "relabel",
-        "-v",
-        "english",
-        "--data",
-        &path("unmarked"),
-        "-o",
-        &path("x"),
-    ]);
-    assert!(!ok && err.contains("marks no game starts"), "{err}");
+    // A file with no game marks, and one cut inside a sample.
     std::fs::write(path("cut"), &old[..old.len() - 1]).unwrap();
-    let (ok, err) = run_err(&[
-        "train",
-        "relabel",
-        "-v",
-        "english",
-        "--data",
-        &path("cut"),
-        "-o",
-        &path("y"),
-    ]);
-    assert!(!ok && err.contains("is not a english data file"), "{err}");
+    for (file, refusal) in [
+        ("unmarked", "marks no game starts"),
+        ("cut", "is not a english data file"),
+    ] {
+        let data = path(file);
+        let out = path(&format!("{file}.out"));
+        let (ok, err) = run_err(&[
+            "train", "relabel", "-v", "english", "--data", &data, "-o", &out,
+        ]);
+        assert!(!ok && err.contains(refusal), "{file}: {err}");
+    }
 }
