@@ -700,27 +700,8 @@ struct GameFile {
 impl GameFile {
     fn open(variant: Variant, path: &Path) -> Result<GameFile, CliError> {
         let size = sample_bytes(variant);
-        let wide = size == WIDE_SAMPLE_BYTES;
-        let cannot = |e: std::io::Error| CliError(format!("cannot read '{}': {e}", path.display()));
-        let file = File::open(path).map_err(cannot)?;
-        let len = file.metadata().map_err(cannot)?.len();
-        if !len.is_multiple_of(size as u64) {
-            return Err(CliError(format!(
-                "'{}' is not a {variant} data file ({len} bytes is not a multiple of {size})",
-                path.display()
-            )));
-        }
-        let count = len / size as u64;
-        let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-        let mut bytes = vec![0; size];
         let mut bounds = GameBounds::default();
-        for _ in 0..count {
-            reader.read_exact(&mut bytes).map_err(cannot)?;
-            let sample = Sample::from_bytes(&bytes, wide).ok_or_else(|| {
-                CliError(format!("'{}' holds a malformed sample", path.display()))
-            })?;
-            bounds.push(sample.game_start);
-        }
+        for_each_sample(variant, path, |sample| bounds.push(sample.game_start))?;
         if !bounds.marked() {
             return Err(CliError(format!(
                 "'{}' marks no game starts (written before the marks): relabel needs its games",
@@ -730,7 +711,7 @@ impl GameFile {
         Ok(GameFile {
             path: path.to_owned(),
             size,
-            wide,
+            wide: size == WIDE_SAMPLE_BYTES,
             games: bounds.into_ranges(),
         })
     }
@@ -764,32 +745,46 @@ impl GameFile {
     }
 }
 
+/// Reads the data file `path` of `variant` in one buffered pass, handing each sample to `each`: the one
+/// reader of the format (a whole number of samples, each one well formed, or an error naming the file).
+fn for_each_sample(
+    variant: Variant,
+    path: &Path,
+    mut each: impl FnMut(Sample),
+) -> Result<(), CliError> {
+    let size = sample_bytes(variant);
+    let wide = size == WIDE_SAMPLE_BYTES;
+    let cannot = |e: std::io::Error| CliError(format!("cannot read '{}': {e}", path.display()));
+    let file = File::open(path).map_err(cannot)?;
+    let len = file.metadata().map_err(cannot)?.len();
+    if !len.is_multiple_of(size as u64) {
+        return Err(CliError(format!(
+            "'{}' is not a {variant} data file ({len} bytes is not a multiple of {size})",
+            path.display()
+        )));
+    }
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut bytes = vec![0; size];
+    for _ in 0..len / size as u64 {
+        reader.read_exact(&mut bytes).map_err(cannot)?;
+        each(
+            Sample::from_bytes(&bytes, wide).ok_or_else(|| {
+                CliError(format!("'{}' holds a malformed sample", path.display()))
+            })?,
+        );
+    }
+    Ok(())
+}
+
 /// The samples of every file, in order. A file written before the game marks (`Sample::game_start`) has
 /// none: then no sample is marked, so that the fit splits by position rather than take that file for one
 /// game.
 fn read_samples(variant: Variant, paths: &[PathBuf]) -> Result<Vec<Sample>, CliError> {
-    let size = sample_bytes(variant);
-    let wide = size == WIDE_SAMPLE_BYTES;
     let mut samples = Vec::new();
     let mut unmarked = Vec::new();
     for path in paths {
         let first = samples.len();
-        let mut bytes = Vec::new();
-        File::open(path)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(|e| CliError(format!("cannot read '{}': {e}", path.display())))?;
-        if !bytes.len().is_multiple_of(size) {
-            return Err(CliError(format!(
-                "'{}' is not a {variant} data file ({} bytes is not a multiple of {size})",
-                path.display(),
-                bytes.len()
-            )));
-        }
-        for chunk in bytes.chunks_exact(size) {
-            samples.push(Sample::from_bytes(chunk, wide).ok_or_else(|| {
-                CliError(format!("'{}' holds a malformed sample", path.display()))
-            })?);
-        }
+        for_each_sample(variant, path, |sample| samples.push(sample))?;
         if samples.len() > first && !samples[first].game_start {
             unmarked.push(path.display().to_string());
         }
