@@ -571,8 +571,9 @@ pub fn shipped(variant: Variant) -> Option<Arc<LearnedWeights>> {
 /// The network the repository ships as a variant's default evaluation (`crates/ai/data/nnue/`), decoded
 /// once; `None` where the variant plays its learned weights. International plays round twenty-seven's
 /// network (docs/ai.md "Round twenty-seven": round twenty-six's network fitted on for two epochs on eight
-/// new seed shards, +17 +/- 24 Elo over it at equal nodes; 50.0% (47.9-52.1%) against Scan 2.0 at 0.1 s a move over
-/// 400 games, where round twenty-six's scored 49.2% and the learned weights 35.8%).
+/// new seed shards, +17 +/- 24 Elo over it at equal nodes; 50.0% (47.9-52.1%) against Scan 2.0 at 0.1 s
+/// a move over 400 games, where round twenty-six's scored 49.2% and the learned weights 35.8%; 52.0%
+/// (49.3-54.7%) at 1 s over 100 games, round twenty-eight).
 pub fn shipped_network(variant: Variant) -> Option<Arc<Network>> {
     static INTERNATIONAL: OnceLock<Arc<Network>> = OnceLock::new();
     match variant {
